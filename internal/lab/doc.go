@@ -1,0 +1,4 @@
+// Package lab runs the performance lab: a spec, the reports' staged method
+// with noise-aware keep rules, a simulator-guided joint search beyond the
+// greedy pass, and resumable trial scheduling over engines, bench and store.
+package lab

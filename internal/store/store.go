@@ -1,0 +1,55 @@
+// Package store persists lab runs and their trials in SQLite (pure Go,
+// modernc.org/sqlite) or PostgreSQL (pgx), with one schema and embedded
+// migrations. Every trial is written as soon as it ends, so a killed lab
+// loses nothing it finished.
+package store
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Run is one lab run: one spec, resumed across invocations.
+type Run struct {
+	ID int64 `json:"id"`
+	// Key identifies the spec (a hash of its normalized content); rerunning
+	// the same spec resumes the run with the same key.
+	Key     string    `json:"key"`
+	Name    string    `json:"name"`
+	Spec    string    `json:"spec"`   // the spec as YAML
+	Status  string    `json:"status"` // "running", "done", "failed"
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+// Trial is one benchmark of one configuration on one workload.
+type Trial struct {
+	ID    int64 `json:"id"`
+	RunID int64 `json:"run_id"`
+	// Key identifies the trial within its run (stage, config hash, workload,
+	// repeat): a finished trial with the same key is never run again.
+	Key      string `json:"key"`
+	Stage    string `json:"stage"`
+	Name     string `json:"name"`     // human label, e.g. "SGLang + FP8"
+	Workload string `json:"workload"` // workload name, e.g. "ShareGPT"
+	Repeat   int    `json:"repeat"`
+	// Config is the normalized engine.Config as JSON.
+	Config json.RawMessage `json:"config"`
+	// Command is the exact serving command (argv joined for display), Env its
+	// environment additions.
+	Command string `json:"command"`
+	// Status is "ok" or "failed".
+	Status string `json:"status"`
+	// FailureClass is "", "startup_crash", "oom", "hung", "crash_during_bench",
+	// "unhealthy", "low_success" or "invalid_config".
+	FailureClass string `json:"failure_class,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	// Result is the metrics.Result JSON (vLLM --save-result keys + perflab).
+	Result json.RawMessage `json:"result,omitempty"`
+	// EngineMetrics is the engine's /metrics at the end of the run, parsed
+	// into name → value.
+	EngineMetrics map[string]float64 `json:"engine_metrics,omitempty"`
+	LogTail       string             `json:"log_tail,omitempty"`
+	Started       time.Time          `json:"started"`
+	Ended         time.Time          `json:"ended"`
+}
