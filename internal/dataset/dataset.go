@@ -18,8 +18,11 @@ type Request struct {
 	// conversation id), for golden comparisons; may be empty.
 	SourceID string `json:"source_id,omitempty"`
 	// PrefixGroup tags prompts that share a common prefix (prefix-shared
-	// dataset, random prefix); -1 or 0 when none.
+	// dataset, random prefix); 0 when none. PrefixLen is how many leading
+	// tokens are shared within the group (the simulator's prefix cache uses
+	// it; the live engines see the text).
 	PrefixGroup int `json:"prefix_group,omitempty"`
+	PrefixLen   int `json:"prefix_len,omitempty"`
 }
 
 // Tokenizer is what datasets need from a tokenizer. *tokenizer.Tokenizer
