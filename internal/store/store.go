@@ -1,7 +1,7 @@
 // Package store persists lab runs and their trials in SQLite (pure Go,
 // modernc.org/sqlite) or PostgreSQL (pgx), with one schema and embedded
-// migrations. Every trial is written as soon as it ends, so a killed lab
-// loses nothing it finished.
+// migrations. Every trial is written in its own transaction as soon as it
+// ends, so a killed lab loses nothing it finished.
 package store
 
 import (
@@ -14,12 +14,15 @@ type Run struct {
 	ID int64 `json:"id"`
 	// Key identifies the spec (a hash of its normalized content); rerunning
 	// the same spec resumes the run with the same key.
-	Key     string    `json:"key"`
-	Name    string    `json:"name"`
-	Spec    string    `json:"spec"`   // the spec as YAML
-	Status  string    `json:"status"` // "running", "done", "failed"
-	Created time.Time `json:"created"`
-	Updated time.Time `json:"updated"`
+	Key    string `json:"key"`
+	Name   string `json:"name"`
+	Spec   string `json:"spec"`   // the spec as YAML
+	Status string `json:"status"` // "running", "done", "failed"
+	// Summary is the lab's run summary (stages, decisions, winner) as JSON;
+	// the lab owns its shape, the report decodes it.
+	Summary json.RawMessage `json:"summary,omitempty"`
+	Created time.Time       `json:"created"`
+	Updated time.Time       `json:"updated"`
 }
 
 // Trial is one benchmark of one configuration on one workload.

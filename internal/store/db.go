@@ -1,0 +1,341 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver (pure Go)
+)
+
+// ErrNotFound is returned when a run or trial does not exist.
+var ErrNotFound = errors.New("store: not found")
+
+// Dialect names the SQL flavour behind a Store.
+type Dialect string
+
+// The supported dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Store is a handle on the results database. It is safe for concurrent use.
+type Store struct {
+	db      *sql.DB
+	dialect Dialect
+	dsn     string
+}
+
+// Open opens (and migrates) the database named by dsn:
+//   - "postgres://…" or "postgresql://…": PostgreSQL through pgx;
+//   - "sqlite:PATH", "file:PATH" or a plain PATH: SQLite (the file and its
+//     directory are created), ":memory:" for a throwaway database.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	if dsn == "" {
+		return nil, errors.New("store: empty database name")
+	}
+	var (
+		db      *sql.DB
+		err     error
+		dialect Dialect
+	)
+	switch {
+	case strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://"):
+		dialect = Postgres
+		db, err = sql.Open("pgx", dsn)
+	default:
+		dialect = SQLite
+		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "file:")
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
+		if path != ":memory:" {
+			if dir := filepath.Dir(path); dir != "." {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return nil, fmt.Errorf("store: create %s: %w", dir, err)
+				}
+			}
+		}
+		// WAL keeps readers (perflab report) from blocking the lab's writes;
+		// the busy timeout covers parallel trials finishing together.
+		db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)")
+		if err == nil && path == ":memory:" {
+			db.SetMaxOpenConns(1) // each connection would get its own empty database
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", redact(dsn), err)
+	}
+	s := &Store{db: db, dialect: dialect, dsn: dsn}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: connect %s: %w", redact(dsn), err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// redact hides a password in a connection URL for error messages.
+func redact(dsn string) string {
+	if i := strings.Index(dsn, "://"); i >= 0 {
+		rest := dsn[i+3:]
+		if at := strings.IndexByte(rest, '@'); at >= 0 {
+			if colon := strings.IndexByte(rest[:at], ':'); colon >= 0 {
+				return dsn[:i+3] + rest[:colon] + ":***" + rest[at:]
+			}
+		}
+	}
+	return dsn
+}
+
+// Dialect reports which database is behind the store.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// q rewrites ?-placeholders into $n for PostgreSQL.
+func (s *Store) q(query string) string {
+	if s.dialect != Postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	return b.String()
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+func nullJSON(b json.RawMessage) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return string(b)
+}
+
+func rawJSON(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+// EnsureRun returns the run with key, creating it when absent. With fresh,
+// an existing run's trials are deleted first so the lab starts over.
+func (s *Store) EnsureRun(ctx context.Context, key, name, spec string, fresh bool) (Run, error) {
+	r, err := s.RunByKey(ctx, key)
+	switch {
+	case err == nil:
+		if fresh {
+			if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM trials WHERE run_id = ?`), r.ID); err != nil {
+				return Run{}, fmt.Errorf("store: reset run %d: %w", r.ID, err)
+			}
+			r.Status, r.Summary, r.Spec = "running", nil, spec
+			if err := s.UpdateRun(ctx, &r); err != nil {
+				return Run{}, err
+			}
+		}
+		return r, nil
+	case !errors.Is(err, ErrNotFound):
+		return Run{}, err
+	}
+	now := time.Now().UTC()
+	r = Run{Key: key, Name: name, Spec: spec, Status: "running", Created: now, Updated: now}
+	const ins = `INSERT INTO runs (key, name, spec, status, summary, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	if err := s.db.QueryRowContext(ctx, s.q(ins), r.Key, r.Name, r.Spec, r.Status, "", ms(now), ms(now)).Scan(&r.ID); err != nil {
+		return Run{}, fmt.Errorf("store: create run %q: %w", name, err)
+	}
+	r.Created, r.Updated = fromMS(ms(now)), fromMS(ms(now))
+	return r, nil
+}
+
+// UpdateRun saves a run's status, spec and summary.
+func (s *Store) UpdateRun(ctx context.Context, r *Run) error {
+	r.Updated = time.Now().UTC()
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE runs SET name = ?, spec = ?, status = ?, summary = ?, updated_ms = ? WHERE id = ?`),
+		r.Name, r.Spec, r.Status, nullJSON(r.Summary), ms(r.Updated), r.ID)
+	if err != nil {
+		return fmt.Errorf("store: update run %d: %w", r.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: update run %d: %w", r.ID, ErrNotFound)
+	}
+	return nil
+}
+
+const runCols = `id, key, name, spec, status, summary, created_ms, updated_ms`
+
+func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
+	var (
+		r        Run
+		summary  string
+		cms, ums int64
+	)
+	if err := sc.Scan(&r.ID, &r.Key, &r.Name, &r.Spec, &r.Status, &summary, &cms, &ums); err != nil {
+		return Run{}, err
+	}
+	r.Summary, r.Created, r.Updated = rawJSON(summary), fromMS(cms), fromMS(ums)
+	return r, nil
+}
+
+func (s *Store) oneRun(ctx context.Context, what string, query string, arg any) (Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, s.q(query), arg))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("store: run %s: %w", what, ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("store: read run %s: %w", what, err)
+	}
+	return r, nil
+}
+
+// Run returns the run with id.
+func (s *Store) Run(ctx context.Context, id int64) (Run, error) {
+	return s.oneRun(ctx, strconv.FormatInt(id, 10), `SELECT `+runCols+` FROM runs WHERE id = ?`, id)
+}
+
+// RunByKey returns the run for a spec key.
+func (s *Store) RunByKey(ctx context.Context, key string) (Run, error) {
+	return s.oneRun(ctx, "key "+key, `SELECT `+runCols+` FROM runs WHERE key = ?`, key)
+}
+
+// RunByName returns the most recently updated run with that name.
+func (s *Store) RunByName(ctx context.Context, name string) (Run, error) {
+	return s.oneRun(ctx, strconv.Quote(name), `SELECT `+runCols+` FROM runs WHERE name = ? ORDER BY updated_ms DESC, id DESC LIMIT 1`, name)
+}
+
+// Runs lists every run, newest first.
+func (s *Store) Runs(ctx context.Context) ([]Run, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+runCols+` FROM runs ORDER BY updated_ms DESC, id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// SaveTrial inserts the trial, or replaces the one with the same run and
+// key, in one transaction; t.ID is set.
+func (s *Store) SaveTrial(ctx context.Context, t *Trial) error {
+	if t.RunID == 0 || t.Key == "" {
+		return fmt.Errorf("store: save trial: run id and key are required (run %d, key %q)", t.RunID, t.Key)
+	}
+	em := ""
+	if len(t.EngineMetrics) > 0 {
+		b, err := json.Marshal(t.EngineMetrics)
+		if err != nil {
+			return fmt.Errorf("store: save trial %s: engine metrics: %w", t.Key, err)
+		}
+		em = string(b)
+	}
+	const up = `INSERT INTO trials (run_id, key, stage, name, workload, repeat_no, config, command, status,
+		failure_class, reason, result, engine_metrics, log_tail, started_ms, ended_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run_id, key) DO UPDATE SET stage = excluded.stage, name = excluded.name,
+		workload = excluded.workload, repeat_no = excluded.repeat_no, config = excluded.config,
+		command = excluded.command, status = excluded.status, failure_class = excluded.failure_class,
+		reason = excluded.reason, result = excluded.result, engine_metrics = excluded.engine_metrics,
+		log_tail = excluded.log_tail, started_ms = excluded.started_ms, ended_ms = excluded.ended_ms
+		RETURNING id`
+	err := s.db.QueryRowContext(ctx, s.q(up), t.RunID, t.Key, t.Stage, t.Name, t.Workload, t.Repeat,
+		nullJSON(t.Config), t.Command, t.Status, t.FailureClass, t.Reason, nullJSON(t.Result), em,
+		t.LogTail, ms(t.Started), ms(t.Ended)).Scan(&t.ID)
+	if err != nil {
+		return fmt.Errorf("store: save trial %s: %w", t.Key, err)
+	}
+	return nil
+}
+
+const trialCols = `id, run_id, key, stage, name, workload, repeat_no, config, command, status,
+	failure_class, reason, result, engine_metrics, log_tail, started_ms, ended_ms`
+
+func scanTrial(sc interface{ Scan(...any) error }) (Trial, error) {
+	var (
+		t                  Trial
+		cfg, res, em       string
+		startedMS, endedMS int64
+	)
+	if err := sc.Scan(&t.ID, &t.RunID, &t.Key, &t.Stage, &t.Name, &t.Workload, &t.Repeat, &cfg, &t.Command,
+		&t.Status, &t.FailureClass, &t.Reason, &res, &em, &t.LogTail, &startedMS, &endedMS); err != nil {
+		return Trial{}, err
+	}
+	t.Config, t.Result = rawJSON(cfg), rawJSON(res)
+	if em != "" {
+		if err := json.Unmarshal([]byte(em), &t.EngineMetrics); err != nil {
+			return Trial{}, fmt.Errorf("engine metrics of trial %s: %w", t.Key, err)
+		}
+	}
+	t.Started, t.Ended = fromMS(startedMS), fromMS(endedMS)
+	return t, nil
+}
+
+// Trial returns the trial of run with key.
+func (s *Store) Trial(ctx context.Context, runID int64, key string) (Trial, error) {
+	t, err := scanTrial(s.db.QueryRowContext(ctx, s.q(`SELECT `+trialCols+` FROM trials WHERE run_id = ? AND key = ?`), runID, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Trial{}, fmt.Errorf("store: trial %s of run %d: %w", key, runID, ErrNotFound)
+	}
+	if err != nil {
+		return Trial{}, fmt.Errorf("store: read trial %s of run %d: %w", key, runID, err)
+	}
+	return t, nil
+}
+
+// Trials lists the trials of a run in the order they were saved.
+func (s *Store) Trials(ctx context.Context, runID int64) ([]Trial, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+trialCols+` FROM trials WHERE run_id = ? ORDER BY id`), runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list trials of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []Trial
+	for rows.Next() {
+		t, err := scanTrial(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list trials of run %d: %w", runID, err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
