@@ -1,0 +1,338 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// GPU is one accelerator of the hardware catalog. Compute figures are dense
+// (no 2:4 sparsity), as serving kernels run them.
+type GPU struct {
+	Name string `json:"name"`
+	// BF16TFLOPS and FP8TFLOPS are dense tensor-core peaks.
+	BF16TFLOPS float64 `json:"bf16_tflops"`
+	FP8TFLOPS  float64 `json:"fp8_tflops"`
+	// HBMGBps is the memory bandwidth in GB/s.
+	HBMGBps float64 `json:"hbm_gbps"`
+	// MemGiB is the memory the driver reports as total.
+	MemGiB float64 `json:"mem_gib"`
+	// NVLinkGBps is the per-GPU NVLink bandwidth (0 = PCIe only).
+	NVLinkGBps float64 `json:"nvlink_gbps"`
+	// PCIeGBps is the host/peer link used when there is no NVLink.
+	PCIeGBps float64 `json:"pcie_gbps"`
+}
+
+var gpuCatalog = []GPU{
+	{Name: "H100", BF16TFLOPS: 989, FP8TFLOPS: 1979, HBMGBps: 3350, MemGiB: 79.2, NVLinkGBps: 900, PCIeGBps: 64},
+	{Name: "H200", BF16TFLOPS: 989, FP8TFLOPS: 1979, HBMGBps: 4800, MemGiB: 139.8, NVLinkGBps: 900, PCIeGBps: 64},
+	// A100 has no FP8 tensor cores: FP8 checkpoints run weight-only
+	// (half the weight bytes, BF16 math).
+	{Name: "A100", BF16TFLOPS: 312, FP8TFLOPS: 312, HBMGBps: 2039, MemGiB: 79.2, NVLinkGBps: 600, PCIeGBps: 32},
+	{Name: "L40S", BF16TFLOPS: 362, FP8TFLOPS: 733, HBMGBps: 864, MemGiB: 44.4, NVLinkGBps: 0, PCIeGBps: 32},
+	{Name: "B200", BF16TFLOPS: 2250, FP8TFLOPS: 4500, HBMGBps: 8000, MemGiB: 178.4, NVLinkGBps: 1800, PCIeGBps: 64},
+}
+
+var gpuAliases = map[string]string{
+	"h100": "H100", "h100-sxm": "H100", "h100 sxm": "H100", "h100-80gb": "H100", "h100_sxm": "H100",
+	"nvidia h100 80gb hbm3": "H100", "h100-sxm-80gb": "H100",
+	"h200": "H200", "h200-141gb": "H200", "nvidia h200": "H200",
+	"a100": "A100", "a100-80gb": "A100", "a100-sxm": "A100", "a100_80gb": "A100", "nvidia a100-sxm4-80gb": "A100",
+	"l40s": "L40S", "nvidia l40s": "L40S",
+	"b200": "B200", "nvidia b200": "B200",
+}
+
+// LookupGPU finds a GPU by catalog name or common spelling ("H100",
+// "h100-sxm", "NVIDIA H100 80GB HBM3").
+func LookupGPU(name string) (GPU, error) {
+	key := strings.ToLower(strings.TrimSpace(name))
+	if canon, ok := gpuAliases[key]; ok {
+		key = strings.ToLower(canon)
+	}
+	for _, g := range gpuCatalog {
+		if strings.ToLower(g.Name) == key {
+			return g, nil
+		}
+	}
+	return GPU{}, fmt.Errorf("unknown GPU %q (known: %s)", name, strings.Join(GPUNames(), ", "))
+}
+
+// GPUNames lists the hardware catalog.
+func GPUNames() []string {
+	out := make([]string, len(gpuCatalog))
+	for i, g := range gpuCatalog {
+		out[i] = g.Name
+	}
+	return out
+}
+
+// Arch is a model architecture, as its HF config.json describes it.
+type Arch struct {
+	Name                  string `json:"name"`
+	HiddenSize            int    `json:"hidden_size"`
+	NumLayers             int    `json:"num_hidden_layers"`
+	NumHeads              int    `json:"num_attention_heads"`
+	NumKVHeads            int    `json:"num_key_value_heads"`
+	HeadDim               int    `json:"head_dim"`
+	IntermediateSize      int    `json:"intermediate_size"`
+	VocabSize             int    `json:"vocab_size"`
+	MaxPositionEmbeddings int    `json:"max_position_embeddings"`
+	TieEmbeddings         bool   `json:"tie_word_embeddings"`
+	// MoE: NumExperts routed experts of MoEIntermediateSize, TopK per token.
+	NumExperts          int `json:"num_experts,omitempty"`
+	TopK                int `json:"num_experts_per_tok,omitempty"`
+	MoEIntermediateSize int `json:"moe_intermediate_size,omitempty"`
+	// Hybrid linear attention (Gated DeltaNet): every FullAttentionInterval-th
+	// layer is full attention, the others keep a fixed per-sequence state.
+	FullAttentionInterval int `json:"full_attention_interval,omitempty"`
+	LinearKeyHeads        int `json:"linear_num_key_heads,omitempty"`
+	LinearValueHeads      int `json:"linear_num_value_heads,omitempty"`
+	LinearKeyHeadDim      int `json:"linear_key_head_dim,omitempty"`
+	LinearValueHeadDim    int `json:"linear_value_head_dim,omitempty"`
+	LinearConvKernel      int `json:"linear_conv_kernel_dim,omitempty"`
+	// ExtraParams counts weights outside the decoder (vision tower, MTP
+	// head) that occupy memory but do not run per text token.
+	ExtraParams float64 `json:"extra_params,omitempty"`
+	// FP8Weights is set for "-FP8" checkpoints.
+	FP8Weights bool `json:"fp8_weights,omitempty"`
+}
+
+var archCatalog = map[string]Arch{
+	"Qwen3-8B": {HiddenSize: 4096, NumLayers: 36, NumHeads: 32, NumKVHeads: 8, HeadDim: 128,
+		IntermediateSize: 12288, VocabSize: 151936, MaxPositionEmbeddings: 40960},
+	"Qwen3-14B": {HiddenSize: 5120, NumLayers: 40, NumHeads: 40, NumKVHeads: 8, HeadDim: 128,
+		IntermediateSize: 17408, VocabSize: 151936, MaxPositionEmbeddings: 40960},
+	"Qwen3-32B": {HiddenSize: 5120, NumLayers: 64, NumHeads: 64, NumKVHeads: 8, HeadDim: 128,
+		IntermediateSize: 25600, VocabSize: 151936, MaxPositionEmbeddings: 40960},
+	"Qwen3-30B-A3B": {HiddenSize: 2048, NumLayers: 48, NumHeads: 32, NumKVHeads: 4, HeadDim: 128,
+		IntermediateSize: 6144, VocabSize: 151936, MaxPositionEmbeddings: 40960,
+		NumExperts: 128, TopK: 8, MoEIntermediateSize: 768},
+	"Qwen3-235B-A22B": {HiddenSize: 4096, NumLayers: 94, NumHeads: 64, NumKVHeads: 4, HeadDim: 128,
+		IntermediateSize: 12288, VocabSize: 151936, MaxPositionEmbeddings: 40960,
+		NumExperts: 128, TopK: 8, MoEIntermediateSize: 1536},
+	"Qwen3.5-9B": {HiddenSize: 4096, NumLayers: 32, NumHeads: 16, NumKVHeads: 4, HeadDim: 256,
+		IntermediateSize: 12288, VocabSize: 248320, MaxPositionEmbeddings: 262144,
+		FullAttentionInterval: 4, LinearKeyHeads: 16, LinearValueHeads: 32, LinearKeyHeadDim: 128,
+		LinearValueHeadDim: 128, LinearConvKernel: 4, ExtraParams: 0.45e9},
+	"Llama-3.1-8B": {HiddenSize: 4096, NumLayers: 32, NumHeads: 32, NumKVHeads: 8, HeadDim: 128,
+		IntermediateSize: 14336, VocabSize: 128256, MaxPositionEmbeddings: 131072},
+	"Llama-3.1-70B": {HiddenSize: 8192, NumLayers: 80, NumHeads: 64, NumKVHeads: 8, HeadDim: 128,
+		IntermediateSize: 28672, VocabSize: 128256, MaxPositionEmbeddings: 131072},
+}
+
+// ModelNames lists the embedded architectures.
+func ModelNames() []string {
+	out := make([]string, 0, len(archCatalog))
+	for k := range archCatalog {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LookupModel resolves a catalog name or HF repo id ("Qwen/Qwen3-14B",
+// "meta-llama/Llama-3.1-8B-Instruct", "Qwen3-32B-FP8"). A "-FP8" suffix
+// means the base architecture with FP8 weights.
+func LookupModel(name string) (Arch, error) {
+	n := strings.TrimSpace(name)
+	if i := strings.LastIndex(n, "/"); i >= 0 {
+		n = n[i+1:]
+	}
+	low := strings.ToLower(n)
+	fp8 := false
+	for _, suf := range []string{"-fp8-dynamic", "-fp8"} {
+		if strings.HasSuffix(low, suf) {
+			fp8 = true
+			low = strings.TrimSuffix(low, suf)
+			break
+		}
+	}
+	for _, suf := range []string{"-instruct", "-base"} {
+		low = strings.TrimSuffix(low, suf)
+	}
+	low = strings.Replace(low, "meta-llama-", "llama-", 1)
+	for k, a := range archCatalog {
+		if strings.ToLower(k) == low {
+			a.Name = k
+			if fp8 {
+				a.Name += "-FP8"
+				a.FP8Weights = true
+			}
+			return a, nil
+		}
+	}
+	return Arch{}, fmt.Errorf("unknown model %q (known: %s; use --model-config for others)", name, strings.Join(ModelNames(), ", "))
+}
+
+// LoadModelConfig reads an HF config.json. Multimodal configs with a
+// text_config take the text decoder's fields.
+func LoadModelConfig(path string) (Arch, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Arch{}, fmt.Errorf("sim: read model config: %w", err)
+	}
+	a, err := parseModelConfig(b)
+	if err != nil {
+		return Arch{}, fmt.Errorf("sim: model config %s: %w", path, err)
+	}
+	return a, nil
+}
+
+func parseModelConfig(b []byte) (Arch, error) {
+	var raw struct {
+		Arch
+		NumLocalExperts    int             `json:"num_local_experts"`
+		NRoutedExperts     int             `json:"n_routed_experts"`
+		MaxSeqLen          int             `json:"max_seq_len"`
+		LayerTypes         []string        `json:"layer_types"`
+		TextConfig         json.RawMessage `json:"text_config"`
+		QuantizationConfig *struct {
+			QuantMethod string `json:"quant_method"`
+		} `json:"quantization_config"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return Arch{}, err
+	}
+	if len(raw.TextConfig) > 0 && raw.HiddenSize == 0 {
+		a, err := parseModelConfig(raw.TextConfig)
+		if err != nil {
+			return Arch{}, fmt.Errorf("text_config: %w", err)
+		}
+		if raw.QuantizationConfig != nil && strings.Contains(strings.ToLower(raw.QuantizationConfig.QuantMethod), "fp8") {
+			a.FP8Weights = true
+		}
+		return a, nil
+	}
+	a := raw.Arch
+	if a.NumExperts == 0 {
+		a.NumExperts = max(raw.NumLocalExperts, raw.NRoutedExperts)
+	}
+	if a.NumKVHeads == 0 {
+		a.NumKVHeads = a.NumHeads
+	}
+	if a.HeadDim == 0 && a.NumHeads > 0 {
+		a.HeadDim = a.HiddenSize / a.NumHeads
+	}
+	if a.MaxPositionEmbeddings == 0 {
+		a.MaxPositionEmbeddings = raw.MaxSeqLen
+	}
+	if a.FullAttentionInterval == 0 && len(raw.LayerTypes) > 0 {
+		full := 0
+		for _, t := range raw.LayerTypes {
+			if t == "full_attention" {
+				full++
+			}
+		}
+		if full > 0 && full < len(raw.LayerTypes) {
+			a.FullAttentionInterval = len(raw.LayerTypes) / full
+		}
+	}
+	if raw.QuantizationConfig != nil && strings.Contains(strings.ToLower(raw.QuantizationConfig.QuantMethod), "fp8") {
+		a.FP8Weights = true
+	}
+	switch {
+	case a.HiddenSize <= 0:
+		return Arch{}, fmt.Errorf("hidden_size missing or not positive")
+	case a.NumLayers <= 0:
+		return Arch{}, fmt.Errorf("num_hidden_layers missing or not positive")
+	case a.NumHeads <= 0:
+		return Arch{}, fmt.Errorf("num_attention_heads missing or not positive")
+	case a.IntermediateSize <= 0 && a.MoEIntermediateSize <= 0:
+		return Arch{}, fmt.Errorf("intermediate_size missing")
+	case a.VocabSize <= 0:
+		return Arch{}, fmt.Errorf("vocab_size missing")
+	case a.MaxPositionEmbeddings <= 0:
+		return Arch{}, fmt.Errorf("max_position_embeddings missing")
+	case a.NumExperts > 0 && a.TopK <= 0:
+		return Arch{}, fmt.Errorf("num_experts_per_tok missing for an MoE model")
+	}
+	if a.NumExperts > 0 && a.MoEIntermediateSize == 0 {
+		a.MoEIntermediateSize = a.IntermediateSize
+	}
+	return a, nil
+}
+
+// Hybrid reports whether the model mixes linear-attention layers (fixed
+// state per sequence) with full-attention layers (KV per token).
+func (a Arch) Hybrid() bool { return a.FullAttentionInterval > 1 }
+
+// fullAttnLayers is the number of layers that keep a KV cache.
+func (a Arch) fullAttnLayers() int {
+	if !a.Hybrid() {
+		return a.NumLayers
+	}
+	return a.NumLayers / a.FullAttentionInterval
+}
+
+func (a Arch) linearLayers() int { return a.NumLayers - a.fullAttnLayers() }
+
+// attnParams is the weight count of one full-attention layer.
+func (a Arch) attnParams() float64 {
+	h, hd := float64(a.HiddenSize), float64(a.HeadDim)
+	q := float64(a.NumHeads) * hd
+	if a.Hybrid() {
+		q *= 2 // gated attention output: q and gate projections
+	}
+	kv := 2 * float64(a.NumKVHeads) * hd
+	o := float64(a.NumHeads) * hd * h
+	return h*(q+kv) + o
+}
+
+// linearParams is the weight count of one Gated DeltaNet layer.
+func (a Arch) linearParams() float64 {
+	h := float64(a.HiddenSize)
+	k := float64(a.LinearKeyHeads * a.LinearKeyHeadDim)
+	v := float64(a.LinearValueHeads * a.LinearValueHeadDim)
+	in := h * (2*k + 2*v + 2*float64(a.LinearValueHeads)) // q,k,v,z,b,a
+	out := v * h
+	return in + out
+}
+
+// mlpParams is the per-layer MLP weight count: all of it for dense models,
+// and (total, active) for MoE.
+func (a Arch) mlpParams() (total, active float64) {
+	h := float64(a.HiddenSize)
+	if a.NumExperts == 0 {
+		p := 3 * h * float64(a.IntermediateSize)
+		return p, p
+	}
+	e := 3 * h * float64(a.MoEIntermediateSize)
+	router := h * float64(a.NumExperts)
+	return e*float64(a.NumExperts) + router, e*float64(a.TopK) + router
+}
+
+// Params returns the total and per-token active weight counts (including
+// embeddings and LM head), and the part of each that is embedding lookup.
+func (a Arch) paramCounts() (total, active, embed float64) {
+	mt, ma := a.mlpParams()
+	attn := a.attnParams()*float64(a.fullAttnLayers()) + a.linearParams()*float64(a.linearLayers())
+	embed = float64(a.VocabSize) * float64(a.HiddenSize)
+	head := embed
+	if a.TieEmbeddings {
+		head = 0
+	}
+	total = attn + mt*float64(a.NumLayers) + embed + head + a.ExtraParams
+	active = attn + ma*float64(a.NumLayers) + head
+	return total, active, embed
+}
+
+// TotalParams is the model's weight count.
+func (a Arch) TotalParams() float64 { t, _, _ := a.paramCounts(); return t }
+
+// ActiveParams is the weight count that one token's forward pass multiplies
+// (MoE: top-k experts only; embeddings excluded, LM head included).
+func (a Arch) ActiveParams() float64 { _, x, _ := a.paramCounts(); return x }
+
+// linearStateBytes is the fixed per-sequence state of the linear-attention
+// layers (recurrent state in fp32 plus the conv window), over all layers.
+func (a Arch) linearStateBytes() float64 {
+	if !a.Hybrid() {
+		return 0
+	}
+	rec := float64(a.LinearValueHeads*a.LinearKeyHeadDim*a.LinearValueHeadDim) * 4
+	convDim := float64(2*a.LinearKeyHeads*a.LinearKeyHeadDim + a.LinearValueHeads*a.LinearValueHeadDim)
+	conv := convDim * float64(max(a.LinearConvKernel-1, 1)) * 2
+	return (rec + conv) * float64(a.linearLayers())
+}

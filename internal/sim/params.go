@@ -1,0 +1,446 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Engine names as Params.Engine spells them.
+const (
+	EngineVLLM   = "vllm"
+	EngineSGLang = "sglang"
+	EngineTRTLLM = "trtllm"
+)
+
+// Default versions used when Params.Version is empty: the newest version of
+// each engine that the reference reports measured.
+var defaultVersions = map[string]string{
+	EngineVLLM:   "0.17.1",
+	EngineSGLang: "0.5.9",
+	EngineTRTLLM: "1.2.0rc1",
+}
+
+// Params is one simulated deployment: the engine and its knobs in the
+// engine's own meaning. Zero values mean "the engine's default"; call
+// WithDefaults to resolve them the way that engine version does at start-up.
+// internal/sim/simargs fills a Params from an engine's real argv.
+type Params struct {
+	// Engine is "vllm", "sglang" or "trtllm".
+	Engine string `json:"engine"`
+	// Version is the engine version ("0.11.0", "0.5.5.post1", "1.2.0rc1");
+	// empty means the newest version the calibration knows.
+	Version string `json:"version,omitempty"`
+	// Model is a catalog name ("Qwen3-14B", "Qwen3-14B-FP8") or an HF repo id
+	// ("Qwen/Qwen3-14B"); a path given with ModelConfig overrides the catalog.
+	Model string `json:"model"`
+	// ModelConfig is an HF config.json path for a model not in the catalog.
+	ModelConfig string `json:"model_config,omitempty"`
+	// GPU is a hardware catalog name ("H100", "H200", "A100", "L40S", "B200").
+	GPU string `json:"gpu"`
+	// GPUs is how many GPUs the deployment has (0 = TP*DP).
+	GPUs int `json:"gpus,omitempty"`
+	// TP and DP are the tensor- and data-parallel sizes (0 = 1).
+	TP int `json:"tp,omitempty"`
+	DP int `json:"dp,omitempty"`
+	// EP turns on expert parallelism for MoE models (experts spread over
+	// TP*DP ranks instead of being sliced by TP).
+	EP bool `json:"ep,omitempty"`
+	// Quantization is "" (the checkpoint's dtype) or "fp8". A "-FP8" model
+	// name implies "fp8".
+	Quantization string `json:"quantization,omitempty"`
+	// KVCacheDtype is "" (model dtype) or "fp8".
+	KVCacheDtype string `json:"kv_cache_dtype,omitempty"`
+	// AttentionBackend is the engine's own backend name; "" = its default.
+	AttentionBackend string `json:"attention_backend,omitempty"`
+	// MaxNumSeqs is vLLM --max-num-seqs, SGLang --max-running-requests,
+	// TensorRT-LLM --max_batch_size (0 = engine default).
+	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
+	// MaxNumBatchedTokens is vLLM --max-num-batched-tokens, SGLang
+	// --chunked-prefill-size (prefill token budget), TensorRT-LLM
+	// --max_num_tokens (0 = engine default).
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens,omitempty"`
+	// ChunkedPrefill and PrefixCaching are tri-state: nil = engine default.
+	ChunkedPrefill *bool `json:"chunked_prefill,omitempty"`
+	PrefixCaching  *bool `json:"prefix_caching,omitempty"`
+	// SpecMethod is the speculative decoding method ("mtp", "eagle",
+	// "eagle3", "ngram", "draft_model"); "" = none.
+	SpecMethod string `json:"spec_method,omitempty"`
+	// SpecTokens is the number of draft tokens per step.
+	SpecTokens int `json:"spec_tokens,omitempty"`
+	// SpecAcceptance is the per-draft-token acceptance probability
+	// (0 = the model's default for the method).
+	SpecAcceptance float64 `json:"spec_acceptance,omitempty"`
+	// MaxModelLen is the context length (0 = the model's
+	// max_position_embeddings, which is what all three engines use).
+	MaxModelLen int `json:"max_model_len,omitempty"`
+	// MemFraction is the memory knob in the engine's own meaning: vLLM
+	// --gpu-memory-utilization (share of total memory), SGLang
+	// --mem-fraction-static (share of total for weights+KV), TensorRT-LLM
+	// kv_cache_config.free_gpu_memory_fraction (share of memory free after
+	// weights). 0 = engine default.
+	MemFraction float64 `json:"mem_fraction,omitempty"`
+	// EnforceEager disables CUDA graphs (vLLM --enforce-eager, SGLang
+	// --disable-cuda-graph, TensorRT-LLM without cuda_graph_config).
+	EnforceEager bool `json:"enforce_eager,omitempty"`
+	// AsyncScheduling overlaps CPU scheduling with GPU work (vLLM
+	// --async-scheduling; SGLang's overlap scheduler); nil = engine default.
+	AsyncScheduling *bool `json:"async_scheduling,omitempty"`
+	// PerformanceMode is vLLM's --performance-mode ("balanced",
+	// "interactivity", "throughput"; 0.17+); "" = default.
+	PerformanceMode string `json:"performance_mode,omitempty"`
+}
+
+// ErrBadParams is wrapped by every Params validation error.
+var ErrBadParams = errors.New("sim: invalid parameters")
+
+func boolPtr(b bool) *bool { return &b }
+
+// versionAtLeast compares dotted versions numerically, ignoring suffixes
+// such as "rc1" or ".post1" (0.5.5.post1 >= 0.5.5).
+func versionAtLeast(v, min string) bool {
+	a, b := versionParts(v), versionParts(min)
+	for i := 0; i < 3; i++ {
+		if a[i] != b[i] {
+			return a[i] > b[i]
+		}
+	}
+	return true
+}
+
+func versionParts(v string) [3]int {
+	var out [3]int
+	v = strings.TrimPrefix(v, "v")
+	for i, f := range strings.SplitN(v, ".", 4) {
+		if i >= 3 {
+			break
+		}
+		n := 0
+		for _, c := range f {
+			if c < '0' || c > '9' {
+				break
+			}
+			n = n*10 + int(c-'0')
+		}
+		out[i] = n
+	}
+	return out
+}
+
+// WithDefaults returns p with every zero knob replaced by what the engine
+// version sets at start-up on that GPU and model, and validates it. The
+// defaults were read from vLLM's engine/arg_utils.py (0.11.0, 0.17.1),
+// SGLang's server_args.py (0.5.5.post1, 0.5.9) and TensorRT-LLM's llm_args.py
+// / trtllm-serve (1.2.0rc1).
+func (p Params) WithDefaults() (Params, error) {
+	p.Engine = strings.ToLower(strings.TrimSpace(p.Engine))
+	switch p.Engine {
+	case "trt-llm", "tensorrt-llm", "tensorrt_llm":
+		p.Engine = EngineTRTLLM
+	case "":
+		p.Engine = EngineVLLM
+	}
+	dv, ok := defaultVersions[p.Engine]
+	if !ok {
+		return p, fmt.Errorf("%w: unknown engine %q (want vllm, sglang or trtllm)", ErrBadParams, p.Engine)
+	}
+	if p.Version == "" {
+		p.Version = dv
+	}
+	p.Version = strings.TrimPrefix(p.Version, "v")
+	if p.GPU == "" {
+		p.GPU = "H100"
+	}
+	hw, err := LookupGPU(p.GPU)
+	if err != nil {
+		return p, fmt.Errorf("%w: %v", ErrBadParams, err)
+	}
+	p.GPU = hw.Name
+	if p.Model == "" {
+		return p, fmt.Errorf("%w: no model", ErrBadParams)
+	}
+	arch, err := p.arch()
+	if err != nil {
+		return p, fmt.Errorf("%w: %v", ErrBadParams, err)
+	}
+	if arch.FP8Weights && p.Quantization == "" {
+		p.Quantization = "fp8"
+	}
+	p.Quantization = strings.ToLower(p.Quantization)
+	p.KVCacheDtype = strings.ToLower(p.KVCacheDtype)
+	switch p.KVCacheDtype {
+	case "auto", "bfloat16", "bf16", "float16", "fp16":
+		p.KVCacheDtype = ""
+	case "fp8_e4m3", "fp8_e5m2":
+		p.KVCacheDtype = "fp8"
+	}
+	if p.Quantization != "" && p.Quantization != "fp8" {
+		return p, fmt.Errorf("%w: quantization %q not modelled (want fp8)", ErrBadParams, p.Quantization)
+	}
+	if p.KVCacheDtype != "" && p.KVCacheDtype != "fp8" {
+		return p, fmt.Errorf("%w: kv cache dtype %q not modelled (want auto or fp8)", ErrBadParams, p.KVCacheDtype)
+	}
+	if p.TP <= 0 {
+		p.TP = 1
+	}
+	if p.DP <= 0 {
+		p.DP = 1
+	}
+	if p.GPUs <= 0 {
+		p.GPUs = p.TP * p.DP
+	}
+	if p.TP*p.DP > p.GPUs {
+		return p, fmt.Errorf("%w: tp %d x dp %d needs %d GPUs, have %d", ErrBadParams, p.TP, p.DP, p.TP*p.DP, p.GPUs)
+	}
+	if p.MaxModelLen < 0 || p.MaxNumSeqs < 0 || p.MaxNumBatchedTokens < 0 || p.SpecTokens < 0 {
+		return p, fmt.Errorf("%w: negative size", ErrBadParams)
+	}
+	if p.MaxModelLen == 0 {
+		p.MaxModelLen = arch.MaxPositionEmbeddings
+	}
+	if p.SpecMethod != "" {
+		if p.SpecTokens == 0 {
+			p.SpecTokens = 1
+		}
+		if p.SpecAcceptance == 0 {
+			p.SpecAcceptance = defaultAcceptance(p.SpecMethod)
+		}
+		if p.SpecAcceptance < 0 || p.SpecAcceptance >= 1 {
+			return p, fmt.Errorf("%w: speculative acceptance %g outside [0,1)", ErrBadParams, p.SpecAcceptance)
+		}
+	}
+	if p.MemFraction < 0 || p.MemFraction > 1 {
+		return p, fmt.Errorf("%w: memory fraction %g outside (0,1]", ErrBadParams, p.MemFraction)
+	}
+	bigGPU := hw.MemGiB >= 70 && !strings.HasPrefix(hw.Name, "A100")
+	switch p.Engine {
+	case EngineVLLM:
+		// vLLM V1 (_set_default_args): chunked prefill and prefix caching
+		// on; bigger batches on >=70 GiB non-A100 GPUs for the API server.
+		if p.MemFraction == 0 {
+			p.MemFraction = 0.9
+		}
+		if p.ChunkedPrefill == nil {
+			p.ChunkedPrefill = boolPtr(true)
+		}
+		if p.PrefixCaching == nil {
+			// Hybrid (Mamba / linear-attention) models had prefix caching
+			// off by default: their state cannot be shared by block hash.
+			p.PrefixCaching = boolPtr(!arch.Hybrid())
+		}
+		if p.PerformanceMode == "" {
+			if versionAtLeast(p.Version, "0.16.0") {
+				p.PerformanceMode = "balanced"
+			}
+		} else if !versionAtLeast(p.Version, "0.16.0") {
+			return p, fmt.Errorf("%w: --performance-mode is not in vLLM %s", ErrBadParams, p.Version)
+		}
+		switch p.PerformanceMode {
+		case "", "balanced", "interactivity", "throughput":
+		default:
+			return p, fmt.Errorf("%w: performance mode %q (want balanced, interactivity or throughput)", ErrBadParams, p.PerformanceMode)
+		}
+		if p.MaxNumSeqs == 0 {
+			p.MaxNumSeqs = 256
+			if bigGPU {
+				p.MaxNumSeqs = 1024
+			}
+		}
+		if p.MaxNumBatchedTokens == 0 {
+			p.MaxNumBatchedTokens = 2048
+			if bigGPU {
+				p.MaxNumBatchedTokens = 8192
+			}
+			if p.PerformanceMode == "throughput" {
+				// Throughput mode doubles the default token budget.
+				p.MaxNumBatchedTokens *= 2
+			}
+			if !*p.ChunkedPrefill && p.MaxNumBatchedTokens < p.MaxModelLen {
+				p.MaxNumBatchedTokens = p.MaxModelLen
+			}
+		}
+		if p.AsyncScheduling == nil {
+			// Async scheduling became the default in the 0.14 line.
+			p.AsyncScheduling = boolPtr(versionAtLeast(p.Version, "0.14.0") && !p.EnforceEager && p.SpecMethod == "")
+		}
+		if p.AttentionBackend == "" {
+			p.AttentionBackend = "FLASH_ATTN"
+			if arch.Hybrid() {
+				p.AttentionBackend = "FLASHINFER"
+			}
+		}
+		p.AttentionBackend = strings.ToUpper(p.AttentionBackend)
+	case EngineSGLang:
+		if p.PerformanceMode != "" {
+			return p, fmt.Errorf("%w: SGLang has no performance mode", ErrBadParams)
+		}
+		if p.MemFraction == 0 {
+			p.MemFraction = sglangMemFraction(hw, p.TP)
+		}
+		if p.MaxNumBatchedTokens == 0 {
+			p.MaxNumBatchedTokens = sglangChunkedPrefillSize(hw)
+		}
+		if p.ChunkedPrefill == nil {
+			p.ChunkedPrefill = boolPtr(p.MaxNumBatchedTokens > 0)
+		}
+		if p.PrefixCaching == nil {
+			p.PrefixCaching = boolPtr(true) // radix cache
+		}
+		if p.AsyncScheduling == nil {
+			p.AsyncScheduling = boolPtr(!p.EnforceEager) // overlap scheduler
+		}
+		if p.AttentionBackend == "" {
+			p.AttentionBackend = "fa3"
+			if !strings.HasPrefix(hw.Name, "H") {
+				p.AttentionBackend = "flashinfer"
+			}
+			if arch.Hybrid() {
+				p.AttentionBackend = "fa3"
+			}
+		}
+		p.AttentionBackend = strings.ToLower(p.AttentionBackend)
+		// MaxNumSeqs 0 stays 0: SGLang derives max_running_requests from
+		// the KV pool size (see newEngine).
+	case EngineTRTLLM:
+		if p.PerformanceMode != "" {
+			return p, fmt.Errorf("%w: TensorRT-LLM has no performance mode", ErrBadParams)
+		}
+		if p.MemFraction == 0 {
+			p.MemFraction = 0.9
+		}
+		if p.MaxNumSeqs == 0 {
+			p.MaxNumSeqs = 2048
+		}
+		if p.MaxNumBatchedTokens == 0 {
+			p.MaxNumBatchedTokens = 8192
+		}
+		if p.ChunkedPrefill == nil {
+			p.ChunkedPrefill = boolPtr(false)
+		}
+		if p.PrefixCaching == nil {
+			p.PrefixCaching = boolPtr(true) // kv_cache_config.enable_block_reuse
+		}
+		if p.AsyncScheduling == nil {
+			p.AsyncScheduling = boolPtr(!p.EnforceEager) // overlap scheduler
+		}
+		if p.AttentionBackend == "" {
+			p.AttentionBackend = "TRTLLM"
+		}
+		p.AttentionBackend = strings.ToUpper(p.AttentionBackend)
+	}
+	return p, nil
+}
+
+// sglangChunkedPrefillSize is SGLang's default --chunked-prefill-size by GPU
+// memory (server_args._handle_gpu_memory_settings).
+func sglangChunkedPrefillSize(hw GPU) int {
+	switch {
+	case hw.MemGiB < 35:
+		return 2048
+	case hw.MemGiB < 60:
+		return 4096
+	case hw.MemGiB < 160:
+		return 8192
+	default:
+		return 16384
+	}
+}
+
+// sglangMemFraction approximates SGLang's default --mem-fraction-static: the
+// total minus a reserve for activations and CUDA graphs that grows with the
+// chunked-prefill size and graph batch size, smaller per GPU at higher TP.
+func sglangMemFraction(hw GPU, tp int) float64 {
+	reserveGiB := 9.0 + 2.0*float64(sglangChunkedPrefillSize(hw))/8192
+	if tp >= 4 {
+		reserveGiB += 2
+	}
+	f := (hw.MemGiB - reserveGiB) / hw.MemGiB
+	if f > 0.9 {
+		f = 0.9
+	}
+	if f < 0.5 {
+		f = 0.5
+	}
+	return float64(int(f*1000)) / 1000
+}
+
+func defaultAcceptance(method string) float64 {
+	switch strings.ToLower(method) {
+	case "mtp", "eagle3":
+		return 0.75
+	case "eagle":
+		return 0.65
+	case "ngram", "suffix":
+		return 0.35
+	default:
+		return 0.6
+	}
+}
+
+// String renders the knobs that differ from zero, for logs and reports.
+func (p Params) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %s on %dx%s", p.Engine, p.Version, p.Model, max(p.GPUs, 1), p.GPU)
+	add := func(k, v string) { b.WriteString(" " + k + "=" + v) }
+	if p.TP > 1 {
+		add("tp", strconv.Itoa(p.TP))
+	}
+	if p.DP > 1 {
+		add("dp", strconv.Itoa(p.DP))
+	}
+	if p.Quantization != "" {
+		add("quant", p.Quantization)
+	}
+	if p.KVCacheDtype != "" {
+		add("kv", p.KVCacheDtype)
+	}
+	if p.AttentionBackend != "" {
+		add("attn", p.AttentionBackend)
+	}
+	if p.MaxNumSeqs > 0 {
+		add("max_seqs", strconv.Itoa(p.MaxNumSeqs))
+	}
+	if p.MaxNumBatchedTokens > 0 {
+		add("max_tokens", strconv.Itoa(p.MaxNumBatchedTokens))
+	}
+	if p.ChunkedPrefill != nil {
+		add("chunked", strconv.FormatBool(*p.ChunkedPrefill))
+	}
+	if p.PrefixCaching != nil {
+		add("prefix", strconv.FormatBool(*p.PrefixCaching))
+	}
+	if p.PerformanceMode != "" {
+		add("perf", p.PerformanceMode)
+	}
+	if p.SpecMethod != "" {
+		add("spec", fmt.Sprintf("%s/%d", p.SpecMethod, p.SpecTokens))
+	}
+	return b.String()
+}
+
+// arch resolves the model: a config.json path wins over the catalog; a
+// "-FP8" model name or Quantization "fp8" gives FP8 weights.
+func (p Params) arch() (Arch, error) {
+	var a Arch
+	var err error
+	if p.ModelConfig != "" {
+		a, err = LoadModelConfig(p.ModelConfig)
+		if err != nil {
+			return a, err
+		}
+		a.Name = p.Model
+		if strings.HasSuffix(strings.ToLower(p.Model), "-fp8") {
+			a.FP8Weights = true
+		}
+	} else {
+		a, err = LookupModel(p.Model)
+		if err != nil {
+			return a, err
+		}
+	}
+	if strings.EqualFold(p.Quantization, "fp8") {
+		a.FP8Weights = true
+	}
+	return a, nil
+}

@@ -1,0 +1,81 @@
+package sim
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestWithDefaults(t *testing.T) {
+	tests := []struct {
+		name             string
+		in               Params
+		seqs, tokens     int
+		chunked, prefix  bool
+		memFrac          float64
+		maxLen           int
+		quant, attention string
+	}{
+		{"vllm 0.11 h100", Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen/Qwen3-14B", GPU: "H100"}, 1024, 8192, true, true, 0.9, 40960, "", "FLASH_ATTN"},
+		{"vllm a100 small defaults", Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen3-8B", GPU: "A100"}, 256, 2048, true, true, 0.9, 40960, "", "FLASH_ATTN"},
+		{"vllm 0.17 hybrid no prefix cache", Params{Engine: "vllm", Version: "0.17.1", Model: "Qwen/Qwen3.5-9B", GPU: "H100", MaxModelLen: 32768}, 1024, 8192, true, false, 0.9, 32768, "", "FLASHINFER"},
+		{"vllm throughput mode doubles budget", Params{Engine: "vllm", Version: "0.17.1", Model: "Qwen3.5-9B", GPU: "H100", PerformanceMode: "throughput"}, 1024, 16384, true, false, 0.9, 262144, "", "FLASHINFER"},
+		{"sglang fp8 name", Params{Engine: "sglang", Version: "0.5.5.post1", Model: "Qwen/Qwen3-14B-FP8", GPU: "H100"}, 0, 8192, true, true, sglangMemFraction(gpuCatalog[0], 1), 40960, "fp8", "fa3"},
+		{"trtllm", Params{Engine: "trtllm", Model: "Qwen3-32B", GPU: "H100"}, 2048, 8192, false, true, 0.9, 40960, "", "TRTLLM"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := tt.in.WithDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.MaxNumSeqs != tt.seqs || p.MaxNumBatchedTokens != tt.tokens || *p.ChunkedPrefill != tt.chunked ||
+				*p.PrefixCaching != tt.prefix || p.MemFraction != tt.memFrac || p.MaxModelLen != tt.maxLen ||
+				p.Quantization != tt.quant || p.AttentionBackend != tt.attention {
+				t.Errorf("got %s mem=%g maxlen=%d", p, p.MemFraction, p.MaxModelLen)
+			}
+		})
+	}
+}
+
+func TestWithDefaultsRejects(t *testing.T) {
+	for _, p := range []Params{
+		{Engine: "ollama", Model: "Qwen3-8B"},
+		{Engine: "vllm", Model: "NoSuchModel-7B"},
+		{Engine: "vllm", Model: "Qwen3-8B", GPU: "TPUv5"},
+		{Engine: "vllm", Version: "0.11.0", Model: "Qwen3-8B", PerformanceMode: "throughput"},
+		{Engine: "sglang", Model: "Qwen3-8B", PerformanceMode: "throughput"},
+		{Engine: "vllm", Model: "Qwen3-8B", TP: 4, GPUs: 2},
+		{Engine: "vllm", Model: "Qwen3-8B", Quantization: "awq"},
+		{Engine: "vllm", Model: "Qwen3-8B", MemFraction: 1.5},
+	} {
+		if _, err := p.WithDefaults(); !errors.Is(err, ErrBadParams) {
+			t.Errorf("%+v: err = %v, want ErrBadParams", p, err)
+		}
+	}
+}
+
+func TestParamCounts(t *testing.T) {
+	// Published sizes: Qwen3-14B 14.8B, Qwen3-32B 32.8B, Llama-3.1-8B 8.03B,
+	// Llama-3.1-70B 70.6B, Qwen3-30B-A3B 30.5B total / 3.3B active.
+	for _, tt := range []struct {
+		model  string
+		total  float64
+		active float64
+	}{
+		{"Qwen3-14B", 14.8e9, 0}, {"Qwen3-32B", 32.8e9, 0}, {"Llama-3.1-8B", 8.03e9, 0},
+		{"Llama-3.1-70B", 70.6e9, 0}, {"Qwen3-30B-A3B", 30.5e9, 3.3e9}, {"Qwen3-235B-A22B", 235e9, 22e9},
+	} {
+		a, err := LookupModel(tt.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.TotalParams(); got < tt.total*0.97 || got > tt.total*1.03 {
+			t.Errorf("%s total params %.3g, want %.3g", tt.model, got, tt.total)
+		}
+		if tt.active > 0 {
+			if got := a.ActiveParams(); got < tt.active*0.85 || got > tt.active*1.15 {
+				t.Errorf("%s active params %.3g, want %.3g", tt.model, got, tt.active)
+			}
+		}
+	}
+}
