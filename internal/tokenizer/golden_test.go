@@ -1,0 +1,193 @@
+package tokenizer
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// sharedDir returns ../shared relative to the module root, skipping the test
+// (failing it under CI=true) when it is missing.
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+	shared := filepath.Join(dir, "..", "shared")
+	if _, err := os.Stat(filepath.Join(shared, "data")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("shared test data missing at %s: %v", shared, err)
+		}
+		t.Skipf("shared test data missing at %s", shared)
+	}
+	return shared
+}
+
+var (
+	qwenOnce sync.Once
+	qwenTok  *Tokenizer
+	qwenErr  error
+)
+
+// qwen3 loads the shared Qwen3 tokenizer once per test binary.
+func qwen3(t testing.TB) *Tokenizer {
+	t.Helper()
+	dir := filepath.Join(sharedDir(t), "data", "tokenizers", "qwen3")
+	qwenOnce.Do(func() { qwenTok, qwenErr = Load(dir) })
+	if qwenErr != nil {
+		t.Fatal(qwenErr)
+	}
+	return qwenTok
+}
+
+type sharegptConv struct {
+	ID            string `json:"id"`
+	Conversations []struct {
+		From  string `json:"from"`
+		Value string `json:"value"`
+	} `json:"conversations"`
+}
+
+func loadShareGPT(t testing.TB) []sharegptConv {
+	t.Helper()
+	path := filepath.Join(sharedDir(t), "data", "sharegpt", "sharegpt_v3_sample_1000.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var convs []sharegptConv
+	if err := json.Unmarshal(data, &convs); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return convs
+}
+
+type goldenCase struct {
+	Kind string `json:"kind"`
+	Conv int    `json:"conv"`
+	Turn int    `json:"turn"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Text string `json:"text"`
+	IDs  []int  `json:"ids"`
+}
+
+func loadGolden(t *testing.T) []goldenCase {
+	t.Helper()
+	path := filepath.Join("testdata", "qwen3_golden.jsonl.gz")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("%v (regenerate with tools/goldens/tokenizer: npm install && node gen.js)", err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var cases []goldenCase
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		var c goldenCase
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatalf("%s:%d: %v", path, line, err)
+		}
+		cases = append(cases, c)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return cases
+}
+
+// firstDiff describes where two id sequences part, with the tokens around it.
+func firstDiff(tok *Tokenizer, got, want []int) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	window := func(ids []int) string {
+		lo, hi := max(i-3, 0), min(i+4, len(ids))
+		s := ""
+		for k := lo; k < hi; k++ {
+			s += fmt.Sprintf(" %d%q", ids[k], tok.TokenBytes(ids[k]))
+		}
+		return s
+	}
+	return fmt.Sprintf("first difference at index %d (len got %d, want %d)\n\tgot: %s\n\twant:%s", i, len(got), len(want), window(got), window(want))
+}
+
+// TestGolden compares Encode and Decode with HF tokenizers' output on every
+// ShareGPT turn, the hard cases and random id sequences.
+func TestGolden(t *testing.T) {
+	tok := qwen3(t)
+	convs := loadShareGPT(t)
+	cases := loadGolden(t)
+	counts := map[string]int{}
+	failures := 0
+	fail := func(format string, args ...any) {
+		failures++
+		if failures <= 10 {
+			t.Errorf(format, args...)
+		}
+	}
+	for _, c := range cases {
+		counts[c.Kind]++
+		switch c.Kind {
+		case "sharegpt":
+			if c.Conv >= len(convs) || c.Turn >= len(convs[c.Conv].Conversations) || convs[c.Conv].ID != c.ID {
+				t.Fatalf("golden sharegpt case conv %d turn %d (id %s) does not match the shared sample; regenerate", c.Conv, c.Turn, c.ID)
+			}
+			text := convs[c.Conv].Conversations[c.Turn].Value
+			got := tok.Encode(text)
+			if !slices.Equal(got, c.IDs) {
+				fail("sharegpt conv %d (%s) turn %d: %s", c.Conv, c.ID, c.Turn, firstDiff(tok, got, c.IDs))
+			}
+			if n := tok.Count(text); n != len(c.IDs) {
+				fail("sharegpt conv %d turn %d: Count %d, want %d", c.Conv, c.Turn, n, len(c.IDs))
+			}
+			// Decoding gives back the normalized text exactly.
+			if back := tok.Decode(got); back != norm.NFC.String(text) {
+				fail("sharegpt conv %d turn %d: Decode(Encode(text)) differs from NFC(text)", c.Conv, c.Turn)
+			}
+		case "hard":
+			got := tok.Encode(c.Text)
+			if !slices.Equal(got, c.IDs) {
+				fail("hard case %q (text %q): %s", c.Name, c.Text, firstDiff(tok, got, c.IDs))
+			}
+		case "decode":
+			if got := tok.Decode(c.IDs); got != c.Text {
+				fail("decode %v: got %q, want %q", c.IDs, got, c.Text)
+			}
+		default:
+			t.Fatalf("unknown golden kind %q", c.Kind)
+		}
+	}
+	if failures > 10 {
+		t.Errorf("... %d failures in all", failures)
+	}
+	total := counts["sharegpt"] + counts["hard"] + counts["decode"]
+	t.Logf("golden cases: %d sharegpt, %d hard, %d decode", counts["sharegpt"], counts["hard"], counts["decode"])
+	if total < 2000 || counts["hard"] < 200 {
+		t.Errorf("only %d golden cases (%d hard); want at least 2000 and 200", total, counts["hard"])
+	}
+}
