@@ -51,8 +51,8 @@ type Config struct {
 	AsyncScheduling *bool `json:"async_scheduling,omitempty" yaml:"async_scheduling,omitempty"`
 	// ReasoningParser, e.g. "qwen3".
 	ReasoningParser string `json:"reasoning_parser,omitempty" yaml:"reasoning_parser,omitempty"`
-	// PerformanceMode is vLLM's --performance-mode (0.17+): "throughput",
-	// "latency", "balanced" ("" = default).
+	// PerformanceMode is vLLM's --performance-mode (0.17+): "balanced",
+	// "interactivity" or "throughput" ("" = default).
 	PerformanceMode string `json:"performance_mode,omitempty" yaml:"performance_mode,omitempty"`
 	// ExtraArgs are appended verbatim; Env is added to the environment.
 	ExtraArgs []string          `json:"extra_args,omitempty" yaml:"extra_args,omitempty"`

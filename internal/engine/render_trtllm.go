@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"github.com/goccy/go-yaml"
+)
+
+// TRTLLMOptionsFile is the name of the extra LLM-API options file written
+// into the working directory when a knob has no trtllm-serve flag.
+const TRTLLMOptionsFile = "extra_llm_api_options.yaml"
+
+// trtllm renders `trtllm-serve MODEL ...`, checked against
+// tensorrt_llm/commands/serve.py and llmapi/llm_args.py at v1.2.0rc1. The
+// PyTorch backend is trtllm-serve's default, so --backend is not spelled.
+func (r *renderer) trtllm() {
+	c := r.cfg
+	r.argv = []string{"trtllm-serve", c.ModelPath()}
+	if c.ReasoningParser != "" {
+		r.val("--reasoning_parser", c.ReasoningParser)
+	}
+	if c.TensorParallel > 0 {
+		r.val("--tp_size", c.TensorParallel)
+	}
+	if c.ExpertParallel {
+		r.val("--ep_size", max(c.TensorParallel, 1))
+	}
+	if c.MaxNumSeqs > 0 {
+		r.val("--max_batch_size", c.MaxNumSeqs)
+	}
+	if c.MaxNumBatchedTokens > 0 {
+		r.val("--max_num_tokens", c.MaxNumBatchedTokens)
+	}
+	if c.MaxModelLen > 0 {
+		r.val("--max_seq_len", c.MaxModelLen)
+	}
+	if c.GPUMemoryFraction > 0 {
+		r.val("--kv_cache_free_gpu_memory_fraction", fmtFloat(c.GPUMemoryFraction))
+	}
+	if c.ChunkedPrefill != nil && *c.ChunkedPrefill {
+		// Off by default; a flag with no "off" spelling, so false renders nothing.
+		r.flag("--enable_chunked_prefill")
+	}
+
+	// Knobs without a flag go to the LLM-API YAML, keys in a fixed order.
+	var opts yaml.MapSlice
+	if c.AttentionBackend != "" {
+		opts = append(opts, yaml.MapItem{Key: "attn_backend", Value: c.AttentionBackend})
+	}
+	var kv yaml.MapSlice
+	switch c.KVCacheDtype {
+	case "fp8", "fp8_e4m3":
+		kv = append(kv, yaml.MapItem{Key: "dtype", Value: "fp8"})
+	case "auto":
+		kv = append(kv, yaml.MapItem{Key: "dtype", Value: "auto"})
+	}
+	if c.PrefixCaching != nil {
+		kv = append(kv, yaml.MapItem{Key: "enable_block_reuse", Value: *c.PrefixCaching})
+	}
+	if len(kv) > 0 {
+		opts = append(opts, yaml.MapItem{Key: "kv_cache_config", Value: kv})
+	}
+	if c.EnforceEager {
+		// A null cuda_graph_config turns CUDA graphs off.
+		opts = append(opts, yaml.MapItem{Key: "cuda_graph_config", Value: nil})
+	}
+	if c.AsyncScheduling != nil && !*c.AsyncScheduling {
+		opts = append(opts, yaml.MapItem{Key: "disable_overlap_scheduler", Value: true})
+	}
+	if s := c.Speculative; s != nil {
+		var sc yaml.MapSlice
+		switch s.Method {
+		case "mtp":
+			sc = yaml.MapSlice{{Key: "decoding_type", Value: "MTP"}, {Key: "num_nextn_predict_layers", Value: s.NumSpeculativeTokens}}
+		case "eagle3":
+			sc = yaml.MapSlice{{Key: "decoding_type", Value: "Eagle3"}, {Key: "max_draft_len", Value: s.NumSpeculativeTokens},
+				{Key: "speculative_model_dir", Value: s.DraftModel}}
+		case "ngram":
+			sc = yaml.MapSlice{{Key: "decoding_type", Value: "NGram"}, {Key: "max_draft_len", Value: s.NumSpeculativeTokens}}
+		case "draft_model":
+			sc = yaml.MapSlice{{Key: "decoding_type", Value: "DraftTarget"}, {Key: "max_draft_len", Value: s.NumSpeculativeTokens},
+				{Key: "speculative_model_dir", Value: s.DraftModel}}
+		}
+		opts = append(opts, yaml.MapItem{Key: "speculative_config", Value: sc})
+	}
+	if len(opts) > 0 {
+		b, err := yaml.Marshal(opts)
+		if err != nil {
+			// Only strings, ints, bools and nil go in: cannot fail.
+			panic("engine: marshal trtllm options: " + err.Error())
+		}
+		r.files[TRTLLMOptionsFile] = string(b)
+		r.val("--extra_llm_api_options", TRTLLMOptionsFile)
+	}
+}
