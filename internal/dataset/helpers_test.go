@@ -1,0 +1,83 @@
+package dataset
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/perflab/perflab/internal/tokenizer"
+)
+
+// Compile-time check that the real tokenizer satisfies the contract.
+var _ Tokenizer = (*tokenizer.Tokenizer)(nil)
+
+// sharedDir returns ../shared relative to the module root; skips when it is
+// missing, fails under CI=true.
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+	shared := filepath.Join(dir, "..", "shared")
+	if _, err := os.Stat(filepath.Join(shared, "data")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("shared test data missing at %s: %v", shared, err)
+		}
+		t.Skipf("shared test data missing at %s", shared)
+	}
+	return shared
+}
+
+var (
+	qwenOnce sync.Once
+	qwenTok  *tokenizer.Tokenizer
+	qwenErr  error
+)
+
+func qwen3(t testing.TB) *tokenizer.Tokenizer {
+	t.Helper()
+	dir := filepath.Join(sharedDir(t), "data", "tokenizers", "qwen3")
+	qwenOnce.Do(func() { qwenTok, qwenErr = tokenizer.Load(dir) })
+	if qwenErr != nil {
+		t.Fatal(qwenErr)
+	}
+	return qwenTok
+}
+
+func shareGPTSample(t testing.TB) string {
+	return filepath.Join(sharedDir(t), "data", "sharegpt", "sharegpt_v3_sample_1000.json")
+}
+
+// byteTok is a tiny stand-in tokenizer: one token per byte.
+type byteTok struct{ special []int }
+
+func (byteTok) Encode(s string) []int {
+	ids := make([]int, len(s))
+	for i := range len(s) {
+		ids[i] = int(s[i])
+	}
+	return ids
+}
+
+func (byteTok) Decode(ids []int) string {
+	b := make([]byte, len(ids))
+	for i, id := range ids {
+		b[i] = byte(id)
+	}
+	return string(b)
+}
+
+func (byteTok) VocabSize() int       { return 256 }
+func (b byteTok) SpecialIDs() []int { return b.special }
