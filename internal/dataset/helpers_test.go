@@ -79,5 +79,5 @@ func (byteTok) Decode(ids []int) string {
 	return string(b)
 }
 
-func (byteTok) VocabSize() int       { return 256 }
+func (byteTok) VocabSize() int      { return 256 }
 func (b byteTok) SpecialIDs() []int { return b.special }
