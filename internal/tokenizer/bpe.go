@@ -71,6 +71,13 @@ func (m *bpeModel) parse(raw json.RawMessage) error {
 	if isNull(raw) {
 		return fmt.Errorf("model: missing")
 	}
+	var kind typed
+	if err := json.Unmarshal(raw, &kind); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	if kind.Type != "" && kind.Type != "BPE" {
+		return fmt.Errorf("model: type %q is not supported (byte-level BPE only: Qwen, Llama-3, GPT-2 style)", kind.Type)
+	}
 	var f struct {
 		Type                    string            `json:"type"`
 		Vocab                   map[string]int32  `json:"vocab"`

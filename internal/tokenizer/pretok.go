@@ -119,12 +119,12 @@ func (t *Tokenizer) preTokenize(s string, step int, emit func(string)) {
 
 // Character classes, precomputed for ASCII.
 const (
-	clsL  = 1 << iota // \p{L}
-	clsN              // \p{N}
-	clsS              // \s
-	clsNL             // \r or \n
-	clsM              // \p{M}
-	clsAny            // set for every character, so 0 means "end of text"
+	clsL   = 1 << iota // \p{L}
+	clsN               // \p{N}
+	clsS               // \s
+	clsNL              // \r or \n
+	clsM               // \p{M}
+	clsAny             // set for every character, so 0 means "end of text"
 )
 
 var asciiClass = func() (c [utf8.RuneSelf]uint8) {

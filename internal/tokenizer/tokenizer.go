@@ -25,7 +25,7 @@ type Tokenizer struct {
 
 	bpe bpeModel
 
-	added       []addedToken       // every added token, by position in tokenizer.json
+	added       []addedToken // every added token, by position in tokenizer.json
 	addedByID   map[int]*addedToken
 	rawTrie     *addedMatcher // non-normalized added tokens, matched on the raw input
 	normTrie    *addedMatcher // normalized added tokens, matched on normalized pieces
@@ -37,6 +37,7 @@ type Tokenizer struct {
 	vocabSize   int
 	maxAddedID  int
 	configFound bool
+	chatOnce    chatTemplate
 }
 
 // addedToken is an entry of tokenizer.json's added_tokens.
