@@ -32,7 +32,11 @@ func (f jf) MarshalJSON() ([]byte, error) {
 	case math.IsInf(x, -1):
 		return []byte(`"-inf"`), nil
 	}
-	return strconv.AppendFloat(nil, x, 'g', -1, 64), nil
+	// Python's repr: positional unless the exponent is below -4 or at least 16.
+	if a := math.Abs(x); a != 0 && (a < 1e-4 || a >= 1e16) {
+		return strconv.AppendFloat(nil, x, 'e', -1, 64), nil
+	}
+	return strconv.AppendFloat(nil, x, 'f', -1, 64), nil
 }
 
 func jfs(xs []float64) []jf {
@@ -144,6 +148,15 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 
 // perflabJSON makes the perflab section JSON-safe (infinite rates, NaN).
 func perflabJSON(p *Perflab) any {
+	if p.Source != "" && p.Source != "perflab" {
+		// An imported result has none of perflab's measurements; zeros
+		// would read as measured values.
+		return struct {
+			Source   string   `json:"source"`
+			Origin   *Origin  `json:"origin,omitempty"`
+			Warnings []string `json:"warnings,omitempty"`
+		}{p.Source, p.Origin, p.Warnings}
+	}
 	type alias Perflab
 	return struct {
 		*alias

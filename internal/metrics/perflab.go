@@ -59,12 +59,12 @@ type Perflab struct {
 	ErrorsByClass map[string]int `json:"errors_by_class,omitempty"`
 
 	// Per-request arrays, saved only with Detailed (like vLLM's arrays).
-	ScheduledTimes   []float64 `json:"scheduled_times,omitempty"`
-	SentTimes        []float64 `json:"sent_times,omitempty"`
-	DispatchLags     []float64 `json:"dispatch_lags,omitempty"`
-	OutputLenSource  []string  `json:"output_len_source,omitempty"`
-	ErrorClasses     []string  `json:"error_classes,omitempty"`
-	RequestIDs       []string  `json:"request_ids,omitempty"`
+	ScheduledTimes  []float64 `json:"scheduled_times,omitempty"`
+	SentTimes       []float64 `json:"sent_times,omitempty"`
+	DispatchLags    []float64 `json:"dispatch_lags,omitempty"`
+	OutputLenSource []string  `json:"output_len_source,omitempty"`
+	ErrorClasses    []string  `json:"error_classes,omitempty"`
+	RequestIDs      []string  `json:"request_ids,omitempty"`
 }
 
 // Origin locates an imported result: the 1-based line and byte offset of its

@@ -23,11 +23,11 @@ type LatencyStats struct {
 // Metric names accepted by Options.PercentileMetrics and Result.Percentile,
 // spelled as vLLM's --percentile-metrics spells them.
 const (
-	MetricTTFT              = "ttft"
-	MetricTPOT              = "tpot"
-	MetricITL               = "itl"
-	MetricE2EL              = "e2el"
-	MetricClientQueueTime   = "client_queue_time"
+	MetricTTFT               = "ttft"
+	MetricTPOT               = "tpot"
+	MetricITL                = "itl"
+	MetricE2EL               = "e2el"
+	MetricClientQueueTime    = "client_queue_time"
 	MetricE2ELIncludingQueue = "e2el_including_client_queue"
 )
 
@@ -40,10 +40,10 @@ var AllMetrics = []string{MetricTTFT, MetricTPOT, MetricITL, MetricE2EL, MetricC
 // own additions.
 type Result struct {
 	// Setup keys written by vLLM's main before the metrics.
-	Date           string  // "20060102-150405", as vLLM formats it
-	EndpointType   string  // same value as Backend (vLLM keeps it for backward compatibility)
+	Date           string // "20060102-150405", as vLLM formats it
+	EndpointType   string // same value as Backend (vLLM keeps it for backward compatibility)
 	Backend        string
-	Label          string  // empty → JSON null
+	Label          string // empty → JSON null
 	ModelID        string
 	TokenizerID    string
 	NumPrompts     int
