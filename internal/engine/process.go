@@ -1,0 +1,488 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Process runs the rendered command as a local process in its own process
+// group.
+type Process struct {
+	// LogLines is the size of the in-memory ring of recent log lines
+	// (0 = 2000).
+	LogLines int
+	// PollInterval is how often Ready probes the server (0 = 250 ms).
+	PollInterval time.Duration
+}
+
+var _ Runtime = (*Process)(nil)
+
+// Start implements Runtime.
+func (p *Process) Start(ctx context.Context, l Launch) (Handle, error) {
+	return startProcess(ctx, l, nil, p.LogLines, p.PollInterval)
+}
+
+// freePort asks the kernel for an unused TCP port on host.
+func freePort(host string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("engine: find free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// wrapFunc turns the server's argv (with host and port) into what is
+// actually executed; Sim uses it to put `perflab sim serve` in front.
+type wrapFunc func(l Launch, argv []string) []string
+
+func startProcess(ctx context.Context, l Launch, wrap wrapFunc, ringSize int, poll time.Duration) (Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("engine: start: %w", err)
+	}
+	if l.Host == "" {
+		l.Host = "127.0.0.1"
+	}
+	if l.Port == 0 {
+		port, err := freePort(l.Host)
+		if err != nil {
+			return nil, err
+		}
+		l.Port = port
+	}
+	cmd := l.Command
+	if len(cmd.Argv) == 0 {
+		var err error
+		if cmd, err = Render(l.Config); err != nil {
+			return nil, err
+		}
+	}
+	argv := append(append([]string(nil), cmd.Argv...), "--host="+l.Host, "--port="+strconv.Itoa(l.Port))
+	if wrap != nil {
+		argv = wrap(l, argv)
+	}
+	if l.WorkDir == "" {
+		dir, err := os.MkdirTemp("", "perflab-engine-")
+		if err != nil {
+			return nil, fmt.Errorf("engine: work dir: %w", err)
+		}
+		l.WorkDir = dir
+	} else if err := os.MkdirAll(l.WorkDir, 0o755); err != nil {
+		return nil, fmt.Errorf("engine: work dir: %w", err)
+	}
+	for name, content := range cmd.Files {
+		if filepath.IsAbs(name) || strings.Contains(name, "..") {
+			return nil, fmt.Errorf("engine: file name %q must be relative to the work dir", name)
+		}
+		if err := os.WriteFile(filepath.Join(l.WorkDir, name), []byte(content), 0o644); err != nil {
+			return nil, fmt.Errorf("engine: write %s: %w", name, err)
+		}
+	}
+	if l.LogPath == "" {
+		l.LogPath = filepath.Join(l.WorkDir, "engine.log")
+	}
+	logf, err := os.OpenFile(l.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("engine: open log: %w", err)
+	}
+	// An *os.File pipe (not an io.Writer) so that Wait returns when the
+	// leader exits even if a grandchild still holds the pipe open.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("engine: pipe: %w", err)
+	}
+
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Dir = l.WorkDir
+	c.Stdout, c.Stderr = pw, pw
+	c.Env = os.Environ()
+	for k, v := range cmd.Env {
+		c.Env = append(c.Env, k+"="+v)
+	}
+	if l.GPUs != nil {
+		ids := make([]string, len(l.GPUs))
+		for i, g := range l.GPUs {
+			ids[i] = strconv.Itoa(g)
+		}
+		c.Env = append(c.Env, "CUDA_VISIBLE_DEVICES="+strings.Join(ids, ","))
+	}
+	// Own group so one signal reaches every worker; Pdeathsig covers the
+	// case where perflab itself is SIGKILLed.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	if ringSize <= 0 {
+		ringSize = 2000
+	}
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	h := &procHandle{
+		launch:     l,
+		argv:       argv,
+		baseURL:    "http://" + net.JoinHostPort(l.Host, strconv.Itoa(l.Port)),
+		ring:       newRing(ringSize),
+		done:       make(chan struct{}),
+		readerDone: make(chan struct{}),
+		poll:       poll,
+		started:    time.Now(),
+	}
+	h.progress.Store(time.Now().UnixNano())
+	if err := c.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		logf.Close()
+		return nil, fmt.Errorf("engine: start %s: %w", argv[0], err)
+	}
+	pw.Close()
+	h.pid = c.Process.Pid
+	register(h.pid)
+	go h.readLog(pr, logf)
+	go h.wait(c)
+	return h, nil
+}
+
+// atomicTime is a wall-clock instant as UnixNano, updated by the log reader.
+type atomicTime struct {
+	v sync.Mutex
+	t int64
+}
+
+func (a *atomicTime) Store(ns int64) { a.v.Lock(); a.t = ns; a.v.Unlock() }
+func (a *atomicTime) Load() int64    { a.v.Lock(); defer a.v.Unlock(); return a.t }
+
+type procHandle struct {
+	launch  Launch
+	argv    []string
+	baseURL string
+	pid     int
+	ring    *ring
+	poll    time.Duration
+	started time.Time
+
+	progress   atomic.Int64 // UnixNano of the last log line that was not a probe
+	done       chan struct{}
+	readerDone chan struct{}
+
+	mu       sync.Mutex
+	ready    bool
+	benching bool
+	stopping bool
+	exitErr  error
+	exitCode int
+	failure  *Failure
+}
+
+var _ Handle = (*procHandle)(nil)
+
+func (h *procHandle) BaseURL() string        { return h.baseURL }
+func (h *procHandle) Done() <-chan struct{}  { return h.done }
+func (h *procHandle) LogTail(n int) []string { return h.ring.tail(n) }
+func (h *procHandle) Pid() int               { return h.pid }
+
+// Argv is the command line actually executed (with host and port).
+func (h *procHandle) Argv() []string { return append([]string(nil), h.argv...) }
+
+func (h *procHandle) MarkBenchmarking() {
+	h.mu.Lock()
+	h.benching = true
+	h.mu.Unlock()
+}
+
+func (h *procHandle) Failure() *Failure {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failure
+}
+
+// setFailure records the first failure only: later symptoms (a hung server
+// then killed) must not overwrite the cause.
+func (h *procHandle) setFailure(f *Failure) *Failure {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failure == nil {
+		h.failure = f
+	}
+	return h.failure
+}
+
+// isProbeLine is true for access-log lines our own polling causes; they
+// must not count as loading progress.
+func isProbeLine(s string) bool {
+	return strings.Contains(s, "/health") || strings.Contains(s, "/v1/models")
+}
+
+func (h *procHandle) readLog(r io.ReadCloser, logf *os.File) {
+	defer close(h.readerDone)
+	defer logf.Close()
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if line != "" {
+			_, _ = logf.WriteString(line)
+			// Progress bars redraw with \r; keep the latest frame.
+			s := strings.TrimRight(line, "\r\n")
+			if i := strings.LastIndexByte(s, '\r'); i >= 0 {
+				s = s[i+1:]
+			}
+			h.ring.add(s)
+			if !isProbeLine(s) {
+				h.progress.Store(time.Now().UnixNano())
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (h *procHandle) wait(c *exec.Cmd) {
+	err := c.Wait()
+	// The leader is gone; take the rest of its group with it so no worker
+	// is orphaned, then let the log reader drain.
+	_ = syscall.Kill(-h.pid, syscall.SIGKILL)
+	select {
+	case <-h.readerDone:
+	case <-time.After(2 * time.Second):
+	}
+	unregister(h.pid)
+	code := -1
+	if c.ProcessState != nil {
+		code = c.ProcessState.ExitCode()
+	}
+	h.mu.Lock()
+	h.exitErr, h.exitCode = err, code
+	stopping, ready, benching := h.stopping, h.ready, h.benching
+	h.mu.Unlock()
+	if !stopping && !shuttingDown.Load() {
+		tail := h.ring.tail(50)
+		reason := fmt.Sprintf("exited (%v)", describeExit(c.ProcessState, err))
+		if l := lastLine(tail); l != "" {
+			reason += ": " + l
+		}
+		var f *Failure
+		switch {
+		case benching:
+			f = &Failure{Class: ClassCrashDuringBench, Reason: "server died during the benchmark, " + reason}
+		case oomLine(h.ring.tail(200)) != "":
+			f = &Failure{Class: ClassOOM, Reason: "out of memory at load: " + oomLine(h.ring.tail(200))}
+		case ready:
+			f = &Failure{Class: ClassUnhealthy, Reason: "server died after it was ready, " + reason}
+		default:
+			f = &Failure{Class: ClassStartupCrash, Reason: "server " + reason + " before it was ready"}
+		}
+		f.LogTail, f.ExitCode = tail, code
+		h.setFailure(f)
+	}
+	close(h.done)
+}
+
+func describeExit(ps *os.ProcessState, err error) string {
+	if ps == nil {
+		return fmt.Sprint(err)
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by " + ws.Signal().String()
+	}
+	return "status " + strconv.Itoa(ps.ExitCode())
+}
+
+// Ready implements Handle.
+func (h *procHandle) Ready(ctx context.Context) error {
+	stall := h.launch.StallTimeout
+	if stall <= 0 {
+		stall = 5 * time.Minute
+	}
+	var hardDeadline <-chan time.Time
+	if h.launch.ReadyTimeout > 0 {
+		t := time.NewTimer(h.launch.ReadyTimeout - time.Since(h.started))
+		defer t.Stop()
+		hardDeadline = t.C
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	want := h.launch.Config.ServedName()
+	tick := time.NewTicker(h.poll)
+	defer tick.Stop()
+	answered := "" // last HTTP answer, to tell unhealthy from hung
+	for {
+		ok, note := h.probe(ctx, client, want)
+		if ok {
+			h.mu.Lock()
+			h.ready = true
+			h.mu.Unlock()
+			return nil
+		}
+		if note != "" {
+			answered = note
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("engine: wait for ready: %w", ctx.Err())
+		case <-h.done:
+			if f := h.Failure(); f != nil {
+				return f
+			}
+			return fmt.Errorf("engine: server stopped before it was ready")
+		case <-hardDeadline:
+			return h.notReady(answered, fmt.Sprintf("not ready after %v", h.launch.ReadyTimeout))
+		case <-tick.C:
+			last := time.Unix(0, h.progress.Load())
+			if since := time.Since(last); since > stall {
+				return h.notReady(answered, fmt.Sprintf("no log progress for %v", since.Round(time.Millisecond)))
+			}
+		}
+	}
+}
+
+// notReady classes a timed-out wait: a server that answers HTTP but never
+// becomes ready is unhealthy; one that never answers is hung.
+func (h *procHandle) notReady(answered, why string) error {
+	f := &Failure{Class: ClassHung, Reason: why}
+	if answered != "" {
+		f = &Failure{Class: ClassUnhealthy, Reason: why + "; last answer: " + answered}
+	}
+	if l := lastLine(h.ring.tail(20)); l != "" {
+		f.Reason += "; last log line: " + l
+	}
+	f.LogTail = h.ring.tail(50)
+	return h.setFailure(f)
+}
+
+// probe returns true when /health is 200 and /v1/models lists want (any
+// model when want is ""); note describes an HTTP answer that was not ready.
+func (h *procHandle) probe(ctx context.Context, client *http.Client, want string) (bool, string) {
+	get := func(path string) (int, []byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.baseURL+path, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp.StatusCode, body, err
+	}
+	code, _, err := get("/health")
+	if err != nil {
+		return false, ""
+	}
+	if code != http.StatusOK {
+		return false, fmt.Sprintf("GET /health: %d", code)
+	}
+	code, body, err := get("/v1/models")
+	if err != nil {
+		return false, "GET /v1/models: " + err.Error()
+	}
+	if code != http.StatusOK {
+		return false, fmt.Sprintf("GET /v1/models: %d", code)
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return false, "GET /v1/models: bad JSON: " + err.Error()
+	}
+	var ids []string
+	for _, m := range list.Data {
+		if want == "" || m.ID == want {
+			return true, ""
+		}
+		ids = append(ids, m.ID)
+	}
+	return false, fmt.Sprintf("GET /v1/models lists %q, not %q", ids, want)
+}
+
+// Stop implements Handle.
+func (h *procHandle) Stop(ctx context.Context) error {
+	h.mu.Lock()
+	h.stopping = true
+	h.mu.Unlock()
+	select {
+	case <-h.done:
+		return nil
+	default:
+	}
+	grace := h.launch.StopGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	if err := syscall.Kill(-h.pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("engine: stop pid %d: %w", h.pid, err)
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-h.done:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	_ = syscall.Kill(-h.pid, syscall.SIGKILL)
+	select {
+	case <-h.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("engine: pid %d survived SIGKILL", h.pid)
+	}
+}
+
+// ring keeps the last n lines.
+type ring struct {
+	mu    sync.Mutex
+	lines []string
+	next  int
+	full  bool
+}
+
+func newRing(n int) *ring { return &ring{lines: make([]string, n)} }
+
+func (r *ring) add(s string) {
+	r.mu.Lock()
+	r.lines[r.next] = s
+	r.next = (r.next + 1) % len(r.lines)
+	if r.next == 0 {
+		r.full = true
+	}
+	r.mu.Unlock()
+}
+
+func (r *ring) tail(n int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	size := r.next
+	if r.full {
+		size = len(r.lines)
+	}
+	if n > size || n <= 0 {
+		n = size
+	}
+	out := make([]string, 0, n)
+	for i := size - n; i < size; i++ {
+		idx := i
+		if r.full {
+			idx = (r.next + i) % len(r.lines)
+		}
+		out = append(out, r.lines[idx])
+	}
+	return out
+}

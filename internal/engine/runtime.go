@@ -1,0 +1,150 @@
+package engine
+
+// Runtimes. A Runtime starts a rendered command somewhere and hands back a
+// Handle that knows when the server is ready, why it died, and how to tear it
+// down. Process (a local process group) and Sim (`perflab sim serve` as a
+// local process) are implemented here. Docker and Kubernetes runtimes are
+// meant to sit beside them behind the same interface: Start would create a
+// container / pod from the same Command (argv as the container args, Env as
+// its environment, Files as a mounted config map), BaseURL would be the
+// published port or service address, Stop would delete the container or pod,
+// and LogTail would read the container log. Nothing in Launch or Handle
+// assumes a local PID except Handle.Pid, which such runtimes report as 0.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Runtime starts engine servers.
+type Runtime interface {
+	// Start launches the server and returns at once; call Handle.Ready to
+	// wait for it. The ctx bounds the start itself, not the server's life.
+	Start(ctx context.Context, l Launch) (Handle, error)
+}
+
+// Launch is everything a runtime needs to start one server.
+type Launch struct {
+	// Config is the engine config; it names the model /v1/models must list.
+	Config Config
+	// Command is Render(Config) without host and port (the runtime picks
+	// them). If Argv is empty the runtime renders Config itself.
+	Command Command
+	// GPUs are the device indices assigned to this server; they become
+	// CUDA_VISIBLE_DEVICES. Nil leaves the variable as inherited.
+	GPUs []int
+	// WorkDir is the server's working directory, where Command.Files are
+	// written. Empty means a fresh temporary directory.
+	WorkDir string
+	// LogPath receives stdout and stderr. Empty means WorkDir/engine.log.
+	LogPath string
+	// Host to bind; empty means 127.0.0.1. Port 0 means a free port.
+	Host string
+	Port int
+	// ReadyTimeout caps the whole wait for readiness (0 = no cap beyond the
+	// stall timeout). StallTimeout is how long the log may stay silent
+	// before the server counts as hung; log output resets it (0 = 5 min).
+	ReadyTimeout, StallTimeout time.Duration
+	// StopGrace is how long Stop waits after SIGTERM before SIGKILL
+	// (0 = 10 s).
+	StopGrace time.Duration
+}
+
+// Handle is one started server.
+type Handle interface {
+	// BaseURL is http://host:port of the OpenAI-compatible server.
+	BaseURL() string
+	// Ready blocks until /health answers 200 and /v1/models lists the
+	// model, the process exits (at once: startup_crash or oom), the log
+	// stalls (hung) or the timeout passes. On failure it returns a *Failure.
+	Ready(ctx context.Context) error
+	// Done is closed when the server process has exited.
+	Done() <-chan struct{}
+	// LogTail returns up to the last n lines of output.
+	LogTail(n int) []string
+	// Stop tears the server down: SIGTERM, then SIGKILL, to the whole
+	// process group. It is idempotent and safe to call at any time.
+	Stop(ctx context.Context) error
+	// Failure says why the server failed, or nil if it did not (a server
+	// stopped by Stop has not failed).
+	Failure() *Failure
+	// MarkBenchmarking records that a benchmark is running against the
+	// server, so that a death from now on is a crash_during_bench.
+	MarkBenchmarking()
+	// Pid is the server's process (group) id, or 0 where there is none.
+	Pid() int
+}
+
+// FailureClass names why a server failed.
+type FailureClass string
+
+// Failure classes.
+const (
+	// ClassStartupCrash: the process exited before it was ready.
+	ClassStartupCrash FailureClass = "startup_crash"
+	// ClassOOM: it ran out of GPU memory at load, by the engine's own words.
+	ClassOOM FailureClass = "oom"
+	// ClassHung: no progress before the timeout.
+	ClassHung FailureClass = "hung"
+	// ClassCrashDuringBench: the server died while a benchmark ran.
+	ClassCrashDuringBench FailureClass = "crash_during_bench"
+	// ClassUnhealthy: it answers HTTP but is not healthy, or died after
+	// being ready outside a benchmark.
+	ClassUnhealthy FailureClass = "unhealthy"
+)
+
+// Failure records a failed server: its class, a one-line reason and the
+// tail of its log. It is an error.
+type Failure struct {
+	Class    FailureClass `json:"class"`
+	Reason   string       `json:"reason"`
+	LogTail  []string     `json:"log_tail,omitempty"`
+	ExitCode int          `json:"exit_code,omitempty"`
+}
+
+func (f *Failure) Error() string {
+	return fmt.Sprintf("engine: %s: %s", f.Class, f.Reason)
+}
+
+// oomMarkers are the engines' own out-of-memory messages, lower-cased:
+// PyTorch/CUDA, vLLM's KV-cache checks, SGLang's memory-pool check and
+// TensorRT-LLM's allocator errors.
+var oomMarkers = []string{
+	"cuda out of memory",
+	"outofmemoryerror",
+	"out of memory",
+	"no available memory for the cache blocks",
+	"larger than the available kv cache memory",
+	"not enough memory. please try to increase --mem-fraction-static",
+	"cudaerrormemoryallocation",
+	"cuda_error_out_of_memory",
+	"insufficient gpu memory",
+}
+
+// oomLine returns the first log line that reports an OOM, or "".
+func oomLine(lines []string) string {
+	for _, l := range lines {
+		low := strings.ToLower(l)
+		for _, m := range oomMarkers {
+			if strings.Contains(low, m) {
+				return strings.TrimSpace(l)
+			}
+		}
+	}
+	return ""
+}
+
+// lastLine is the last non-blank line, for one-line reasons.
+func lastLine(lines []string) string {
+	for i := len(lines) - 1; i >= 0; i-- {
+		if s := strings.TrimSpace(lines[i]); s != "" {
+			if len(s) > 300 {
+				s = s[:300] + "…"
+			}
+			return s
+		}
+	}
+	return ""
+}
