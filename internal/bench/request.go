@@ -227,9 +227,12 @@ func failErr(rec *metrics.Record, parent, rctx context.Context, err error, durin
 	}
 }
 
-// firstModel asks the server for its first model, as vLLM does when
-// --model is not given.
-func firstModel(ctx context.Context, hc *http.Client, base, apiKey string) (string, error) {
+// FirstModel asks the server at base for the id of its first model (GET
+// /v1/models), as vLLM does when --model is not given. hc may be nil.
+func FirstModel(ctx context.Context, hc *http.Client, base, apiKey string) (string, error) {
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
 	if err != nil {
 		return "", fmt.Errorf("bench: models: %w", err)

@@ -86,7 +86,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 	}
 	if cfg.Model == "" {
-		if cfg.Model, err = firstModel(ctx, hc, cfg.BaseURL, cfg.APIKey); err != nil {
+		if cfg.Model, err = FirstModel(ctx, hc, cfg.BaseURL, cfg.APIKey); err != nil {
 			return nil, err
 		}
 	}

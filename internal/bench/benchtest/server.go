@@ -75,6 +75,9 @@ type Server struct {
 	PlanFor func(i int, body map[string]any) Plan
 	// Clock is the time origin of Sent/Written; defaults to New's time.
 	Clock time.Time
+	// KeepLogs keeps a Log per request (default true); a long-running
+	// measurement server turns it off to stay flat in memory.
+	KeepLogs bool
 
 	mu   sync.Mutex
 	logs map[int]*Log
@@ -93,7 +96,7 @@ type Log struct {
 
 // New returns a server following planFor.
 func New(planFor func(i int, body map[string]any) Plan) *Server {
-	return &Server{PlanFor: planFor, Clock: time.Now(), logs: map[int]*Log{}}
+	return &Server{PlanFor: planFor, Clock: time.Now(), KeepLogs: true, logs: map[int]*Log{}}
 }
 
 var idDigits = regexp.MustCompile(`(\d+)$`)
@@ -133,7 +136,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lg := &Log{ID: id, Arrived: arrived.Sub(s.Clock), Body: body, Header: r.Header.Clone()}
 	s.mu.Lock()
 	s.seen++
-	if idx >= 0 {
+	if idx >= 0 && s.KeepLogs {
 		s.logs[idx] = lg
 	}
 	s.mu.Unlock()

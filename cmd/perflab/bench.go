@@ -1,0 +1,566 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perflab/perflab/internal/bench"
+	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/tokenizer"
+)
+
+func init() { rootCmd.AddCommand(newBenchCmd()) }
+
+// benchFlags mirrors `vllm bench serve`'s argparse namespace.
+type benchFlags struct {
+	backend, baseURL, host, endpoint, model, servedModelName, tokenizer string
+	port                                                                int
+
+	dataset          dataset.Options
+	inputLen         int
+	outputLen        int
+	requestRate      float64
+	burstiness       float64
+	maxConcurrency   int
+	rampUp           string
+	rampStart        int
+	rampEnd          int
+	seed             int64
+	ignoreEOS        bool
+	temperature      float64
+	topP, minP       float64
+	topK             int
+	extraBody        string
+	headers          []string
+	percentileMetric string
+	metricPercent    string
+	goodput          []string
+	saveResult       bool
+	saveDetailed     bool
+	resultDir        string
+	resultFilename   string
+	label            string
+	metadata         []string
+	numWarmups       int
+	readyCheck       int
+	disableTqdm      bool
+	requestIDPrefix  string
+	trustRemoteCode  bool
+
+	profile        string
+	maxSeconds     float64
+	maxErrors      int
+	maxErrorRate   float64
+	output         string
+	includeQueue   bool
+	requestTimeout float64
+}
+
+func newBenchCmd() *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Benchmark an OpenAI-compatible server like `vllm bench serve` (same flags, same figures)",
+		Long: `perflab bench takes vllm bench serve's flags and definitions: it prints vLLM's
+result block and writes vLLM's --save-result JSON (plus a "perflab" section).
+
+--goodput and --metadata take several values like vLLM's (--goodput ttft:100 tpot:50).`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.backend, "backend", bench.BackendOpenAI, "backend / endpoint type: openai, openai-chat or vllm")
+	fl.StringVar(&f.baseURL, "base-url", "", "server or API base URL if not using --host and --port")
+	fl.StringVar(&f.host, "host", "127.0.0.1", "server host")
+	fl.IntVar(&f.port, "port", 8000, "server port")
+	fl.StringVar(&f.endpoint, "endpoint", "/v1/completions", "API endpoint (openai-chat defaults to /v1/chat/completions)")
+	fl.StringVar(&f.model, "model", "", "model name; default: the first model the server lists")
+	fl.StringVar(&f.servedModelName, "served-model-name", "", "model name sent in requests, if not --model")
+	fl.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer name or path (default: --model)")
+	fl.BoolVar(&f.trustRemoteCode, "trust-remote-code", false, "accepted for vLLM compatibility (no effect)")
+
+	d := &f.dataset
+	fl.StringVar(&d.Name, "dataset-name", dataset.NameRandom, "dataset: sharegpt, random, custom, prefix-shared")
+	fl.StringVar(&d.Path, "dataset-path", "", "dataset file")
+	fl.IntVar(&d.NumPrompts, "num-prompts", dataset.DefaultNumPrompts, "number of prompts to process")
+	fl.BoolVar(&d.NoOversample, "no-oversample", false, "do not oversample if the dataset has fewer prompts than --num-prompts")
+	fl.BoolVar(&d.DisableShuffle, "disable-shuffle", false, "disable shuffling of the dataset")
+	fl.IntVar(&d.ShareGPTOutputLen, "sharegpt-output-len", 0, "override the output length of each ShareGPT request")
+	fl.IntVar(&d.RandomInputLen, "random-input-len", dataset.DefaultRandomInputLen, "random dataset: input tokens per request")
+	fl.IntVar(&d.RandomOutputLen, "random-output-len", dataset.DefaultRandomOutputLen, "random dataset: output tokens per request")
+	fl.Float64Var(&d.RandomRangeRatio, "random-range-ratio", 0, "random dataset: range ratio of the uniform length sampling")
+	fl.IntVar(&d.RandomPrefixLen, "random-prefix-len", 0, "random dataset: fixed prefix tokens before the random context")
+	fl.IntVar(&d.CustomOutputLen, "custom-output-len", dataset.DefaultCustomOutputLen, "custom dataset: output tokens per request")
+	fl.IntVar(&d.GSPNumGroups, "gsp-num-groups", dataset.DefaultGSPNumGroups, "prefix-shared: number of prefix groups")
+	fl.IntVar(&d.GSPPromptsPerGroup, "gsp-prompts-per-group", dataset.DefaultGSPPromptsPerGroup, "prefix-shared: prompts per group")
+	fl.IntVar(&d.GSPSystemPromptLen, "gsp-system-prompt-len", dataset.DefaultGSPSystemPromptLen, "prefix-shared: shared prefix tokens")
+	fl.IntVar(&d.GSPQuestionLen, "gsp-question-len", dataset.DefaultGSPQuestionLen, "prefix-shared: question tokens")
+	fl.IntVar(&d.GSPOutputLen, "gsp-output-len", dataset.DefaultGSPOutputLen, "prefix-shared: output tokens")
+	fl.IntVar(&f.inputLen, "input-len", 0, "general input length (maps to --random-input-len)")
+	fl.IntVar(&f.outputLen, "output-len", 0, "general output length (maps to each dataset's output length)")
+
+	fl.Float64Var(&f.requestRate, "request-rate", math.Inf(1), "requests per second (inf: all at once)")
+	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of arrivals (1: Poisson)")
+	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "maximum concurrent requests")
+	fl.StringVar(&f.rampUp, "ramp-up-strategy", "", "ramp-up strategy: linear or exponential")
+	fl.IntVar(&f.rampStart, "ramp-up-start-rps", 0, "starting request rate of the ramp-up")
+	fl.IntVar(&f.rampEnd, "ramp-up-end-rps", 0, "ending request rate of the ramp-up")
+	fl.Int64Var(&f.seed, "seed", 0, "random seed (dataset and arrivals)")
+
+	fl.BoolVar(&f.ignoreEOS, "ignore-eos", false, "set ignore_eos on requests")
+	fl.Float64Var(&f.temperature, "temperature", 0, "temperature sampling parameter")
+	fl.Float64Var(&f.topP, "top-p", 0, "top-p sampling parameter")
+	fl.IntVar(&f.topK, "top-k", 0, "top-k sampling parameter")
+	fl.Float64Var(&f.minP, "min-p", 0, "min-p sampling parameter")
+	fl.StringVar(&f.extraBody, "extra-body", "", "JSON object merged into every request body")
+	fl.StringArrayVar(&f.headers, "header", nil, "KEY=VALUE header added to every request (repeatable)")
+
+	fl.StringVar(&f.percentileMetric, "percentile-metrics", "", "comma-separated metrics to report percentiles for (default ttft,tpot,itl)")
+	fl.StringVar(&f.metricPercent, "metric-percentiles", "99", "comma-separated percentiles")
+	fl.StringArrayVar(&f.goodput, "goodput", nil, "SLOs as KEY:VALUE in ms (ttft, tpot, e2el)")
+
+	fl.BoolVar(&f.saveResult, "save-result", false, "save the result to a JSON file")
+	fl.BoolVar(&f.saveDetailed, "save-detailed", false, "include per-request arrays in the saved result")
+	fl.StringVar(&f.resultDir, "result-dir", "", "directory for the result file")
+	fl.StringVar(&f.resultFilename, "result-filename", "", "result file name")
+	fl.StringVar(&f.label, "label", "", "result label (default: --backend)")
+	fl.StringArrayVar(&f.metadata, "metadata", nil, "KEY=VALUE saved in the result (repeatable)")
+
+	fl.IntVar(&f.numWarmups, "num-warmups", 0, "warm-up requests before the run")
+	fl.IntVar(&f.readyCheck, "ready-check-timeout-sec", 0, "wait up to this long for the endpoint to answer (0: skip)")
+	fl.BoolVar(&f.disableTqdm, "disable-tqdm", false, "disable the progress bar")
+	fl.StringVar(&f.requestIDPrefix, "request-id-prefix", "", "request id prefix (default bench-<8 hex>-)")
+
+	fl.StringVar(&f.profile, "profile", "", "perflab: workload profile NAME or FILE (dataset, rate, concurrency)")
+	fl.Float64Var(&f.maxSeconds, "max-seconds", 0, "perflab: stop after this many seconds")
+	fl.IntVar(&f.maxErrors, "max-errors", 0, "perflab: stop after this many failed requests")
+	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 0, "perflab: stop when failed/finished exceeds this fraction")
+	fl.StringVar(&f.output, "output", "text", "perflab: text (vLLM's block) or json (the result JSON on stdout)")
+	fl.BoolVar(&f.includeQueue, "include-queue-in-ttft", false, "perflab: count the wait for a --max-concurrency slot in TTFT")
+	fl.Float64Var(&f.requestTimeout, "request-timeout", bench.DefaultTimeout.Seconds(), "perflab: per-request timeout in seconds")
+	return cmd
+}
+
+// goodputNames are vLLM's valid --goodput keys.
+var goodputNames = map[string]bool{"ttft": true, "tpot": true, "e2el": true}
+
+// splitNargs assigns the extra positional words of vLLM's nargs flags
+// (--goodput ttft:100 tpot:50, --metadata a=1 b=2) to their flag.
+func splitNargs(args []string, f *benchFlags) error {
+	for _, a := range args {
+		k, _, ok := strings.Cut(a, ":")
+		switch {
+		case ok && goodputNames[k]:
+			f.goodput = append(f.goodput, a)
+		case strings.Contains(a, "="):
+			f.metadata = append(f.metadata, a)
+		default:
+			return fmt.Errorf("bench: unexpected argument %q", a)
+		}
+	}
+	return nil
+}
+
+func parseGoodput(pairs []string) (map[string]float64, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	out := map[string]float64{}
+	for _, p := range pairs {
+		for _, item := range strings.Fields(strings.ReplaceAll(p, ",", " ")) {
+			k, v, ok := strings.Cut(item, ":")
+			x, err := strconv.ParseFloat(v, 64)
+			if !ok || err != nil {
+				return nil, fmt.Errorf("bench: --goodput %q: want KEY:VALUE with VALUE in milliseconds", item)
+			}
+			if !goodputNames[k] {
+				return nil, fmt.Errorf("bench: --goodput: invalid metric name %q (want ttft, tpot or e2el)", k)
+			}
+			if x < 0 {
+				return nil, fmt.Errorf("bench: --goodput %s: the SLO must be non-negative", item)
+			}
+			out[k] = x
+		}
+	}
+	return out, nil
+}
+
+func parseKV(items []string, what string) (map[string]string, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, it := range items {
+		k, v, ok := strings.Cut(it, "=")
+		if !ok {
+			return nil, fmt.Errorf("bench: invalid %s format %q, please use KEY=VALUE", what, it)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+// pyFloat formats like Python's str(float): "inf", "10.0", "0.5".
+func pyFloat(x float64) string {
+	if math.IsInf(x, 1) {
+		return "inf"
+	}
+	s := strconv.FormatFloat(x, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEn") {
+		s += ".0"
+	}
+	return s
+}
+
+// resultFilename is vLLM's compute_result_filename.
+func resultFilename(f *benchFlags, model, label, dt string) string {
+	base := model[strings.LastIndex(model, "/")+1:]
+	conc := ""
+	if f.maxConcurrency > 0 {
+		conc = fmt.Sprintf("-concurrency%d", f.maxConcurrency)
+	}
+	if label == "" {
+		label = f.backend
+	}
+	var name string
+	if f.rampUp != "" {
+		name = fmt.Sprintf("%s-ramp-up-%s-%dqps-%dqps%s-%s-%s.json", label, f.rampUp, f.rampStart, f.rampEnd, conc, base, dt)
+	} else {
+		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, pyFloat(f.requestRate), conc, base, dt)
+	}
+	if f.resultFilename != "" {
+		name = f.resultFilename
+	}
+	if f.resultDir != "" {
+		name = filepath.Join(f.resultDir, name)
+	}
+	return name
+}
+
+func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	fl := cmd.Flags()
+	if err := splitNargs(args, f); err != nil {
+		return err
+	}
+	if f.output != "text" && f.output != "json" {
+		return fmt.Errorf("bench: --output %q: want text or json", f.output)
+	}
+	// In json mode stdout carries only the result; the chatter goes to stderr.
+	info := stdout
+	if f.output == "json" {
+		info = stderr
+	}
+	if f.maxConcurrency < 0 || (fl.Changed("max-concurrency") && f.maxConcurrency == 0) {
+		return errors.New("bench: --max-concurrency must be greater than 0")
+	}
+
+	// A profile supplies dataset, rate and concurrency; explicit flags win.
+	if f.profile != "" {
+		p, err := loadProfile(f.profile)
+		if err != nil {
+			return err
+		}
+		merged := p.Dataset
+		applyDatasetFlags(fl, &merged, &f.dataset)
+		f.dataset = merged
+		if !fl.Changed("request-rate") && p.RequestRate != 0 {
+			f.requestRate = p.RequestRate
+		}
+		if !fl.Changed("max-concurrency") && p.MaxConcurrency > 0 {
+			f.maxConcurrency = p.MaxConcurrency
+		}
+		if !fl.Changed("seed") && p.Dataset.Seed != 0 {
+			f.seed = p.Dataset.Seed
+		}
+	}
+	if f.rampUp != "" {
+		if fl.Changed("request-rate") && !math.IsInf(f.requestRate, 1) {
+			return errors.New("bench: when using ramp-up, do not specify --request-rate; the ramp-up parameters control the rate")
+		}
+		if !fl.Changed("ramp-up-start-rps") || !fl.Changed("ramp-up-end-rps") {
+			return errors.New("bench: --ramp-up-strategy needs both --ramp-up-start-rps and --ramp-up-end-rps")
+		}
+	}
+	if f.inputLen > 0 {
+		f.dataset.RandomInputLen = f.inputLen
+	}
+	if f.outputLen > 0 {
+		f.dataset.RandomOutputLen = f.outputLen
+		f.dataset.ShareGPTOutputLen = f.outputLen
+		f.dataset.CustomOutputLen = f.outputLen
+		f.dataset.GSPOutputLen = f.outputLen
+	}
+	if f.dataset.Name == dataset.NameRandom && f.dataset.Path != "" {
+		return fmt.Errorf("bench: cannot use the 'random' dataset with --dataset-path %s", f.dataset.Path)
+	}
+	if f.dataset.Name == dataset.NameRandom {
+		// vLLM ignores EOS for the random dataset so every request runs to
+		// its length.
+		f.ignoreEOS = true
+	}
+	f.dataset.Seed = f.seed
+	goodput, err := parseGoodput(f.goodput)
+	if err != nil {
+		return err
+	}
+	meta, err := parseKV(f.metadata, "metadata")
+	if err != nil {
+		return err
+	}
+	headers, err := parseKV(f.headers, "header")
+	if err != nil {
+		return err
+	}
+	var extra map[string]any
+	if f.extraBody != "" {
+		if err := json.Unmarshal([]byte(f.extraBody), &extra); err != nil {
+			return fmt.Errorf("bench: --extra-body: %w", err)
+		}
+	}
+	pcts, err := parsePercentiles(f.metricPercent)
+	if err != nil {
+		return err
+	}
+	var pmetrics []string
+	if f.percentileMetric != "" {
+		for _, m := range strings.Split(f.percentileMetric, ",") {
+			m = strings.TrimSpace(m)
+			if !isMetric(m) {
+				return fmt.Errorf("bench: --percentile-metrics: unknown metric %q (want %s)", m, strings.Join(metrics.AllMetrics, ", "))
+			}
+			pmetrics = append(pmetrics, m)
+		}
+	}
+
+	base := strings.TrimRight(f.baseURL, "/")
+	if base == "" {
+		base = "http://" + joinHostPort(f.host, f.port)
+	}
+	endpoint := f.endpoint
+	if f.backend == bench.BackendOpenAIChat && !fl.Changed("endpoint") {
+		endpoint = "/v1/chat/completions"
+	}
+	model := f.model
+	apiKey := os.Getenv("OPENAI_API_KEY")
+	if model == "" {
+		fmt.Fprintln(info, "Model not specified, fetching first model from server...")
+		if model, err = bench.FirstModel(ctx, nil, base, apiKey); err != nil {
+			return err
+		}
+		fmt.Fprintf(info, "First model name: %s\n", model)
+	}
+	tokID := f.tokenizer
+	if tokID == "" {
+		tokID = model
+	}
+	tok, err := tokenizer.Resolve(ctx, tokID, tokenizer.ResolveOptions{Logf: func(format string, a ...any) {
+		fmt.Fprintf(stderr, format+"\n", a...)
+	}})
+	if err != nil {
+		return fmt.Errorf("bench: tokenizer: %w", err)
+	}
+	reqs, err := dataset.Sample(f.dataset, tok)
+	if err != nil {
+		return fmt.Errorf("bench: dataset: %w", err)
+	}
+
+	cfg := bench.Config{
+		BaseURL: base, Endpoint: endpoint, Backend: f.backend, Model: model, ServedModelName: f.servedModelName,
+		Requests: reqs, RequestRate: f.requestRate, Burstiness: f.burstiness,
+		RampUpStrategy: f.rampUp, RampUpStartRPS: float64(f.rampStart), RampUpEndRPS: float64(f.rampEnd),
+		MaxConcurrency: f.maxConcurrency, Seed: f.seed, IgnoreEOS: f.ignoreEOS,
+		ExtraBody: extra, Headers: headers, NumWarmups: f.numWarmups,
+		ReadyCheckTimeout: time.Duration(f.readyCheck) * time.Second,
+		RequestIDPrefix:   f.requestIDPrefix, Timeout: time.Duration(f.requestTimeout * float64(time.Second)),
+		MaxSeconds: f.maxSeconds, MaxErrors: f.maxErrors, MaxErrorRate: f.maxErrorRate,
+		APIKey: apiKey, Tokenizer: tok, KeepText: f.saveDetailed, Log: info,
+		Metrics: metrics.Options{PercentileMetrics: pmetrics, Percentiles: pcts, Goodput: goodput,
+			IncludeQueueInTTFT: f.includeQueue, Detailed: f.saveDetailed},
+	}
+	if fl.Changed("temperature") {
+		cfg.Temperature = &f.temperature
+	} else {
+		fmt.Fprintln(info, "WARNING: vllm bench serve no longer sets temperature==0 (greedy) in requests by default. The default will be determined on the server side and can be model/API specific. For the old behavior, include --temperature=0.")
+	}
+	if fl.Changed("top-p") {
+		cfg.TopP = &f.topP
+	}
+	if fl.Changed("top-k") {
+		cfg.TopK = &f.topK
+	}
+	if fl.Changed("min-p") {
+		cfg.MinP = &f.minP
+	}
+	if !f.disableTqdm && isTerminal(os.Stderr) {
+		cfg.Progress = os.Stderr
+	}
+	if f.rampUp != "" {
+		fmt.Fprintf(info, "Traffic ramp-up strategy: %s.\n", f.rampUp)
+		fmt.Fprintf(info, "Will increase RPS from %d to %d RPS over the duration of the benchmark.\n", f.rampStart, f.rampEnd)
+	} else {
+		fmt.Fprintf(info, "Traffic request rate: %s\n", pyFloat(f.requestRate))
+	}
+	dist := "Gamma distribution"
+	if f.burstiness == 1 {
+		dist = "Poisson process"
+	}
+	fmt.Fprintf(info, "Burstiness factor: %s (%s)\n", pyFloat(f.burstiness), dist)
+	if f.maxConcurrency > 0 {
+		fmt.Fprintf(info, "Maximum request concurrency: %d\n", f.maxConcurrency)
+	} else {
+		fmt.Fprintln(info, "Maximum request concurrency: None")
+	}
+
+	out, runErr := bench.Run(ctx, cfg)
+	if out == nil || out.Result == nil {
+		return runErr
+	}
+	res := out.Result
+	res.NumPrompts = f.dataset.NumPrompts
+	res.Label = f.label
+	res.TokenizerID = tokID
+	res.Metadata = meta
+	res.Date = time.Now().Format("20060102-150405")
+
+	printFailures(info, out.Records)
+	if f.output == "json" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return fmt.Errorf("bench: encode result: %w", err)
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else if err := res.WriteText(stdout); err != nil {
+		return err
+	}
+	if f.saveResult {
+		name := resultFilename(f, model, f.label, res.Date)
+		if dir := filepath.Dir(name); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("bench: result dir: %w", err)
+			}
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			return fmt.Errorf("bench: encode result: %w", err)
+		}
+		if err := os.WriteFile(name, b, 0o644); err != nil {
+			return fmt.Errorf("bench: save result: %w", err)
+		}
+		fmt.Fprintf(info, "Saved result to %s\n", name)
+	}
+	return runErr
+}
+
+// printFailures is vLLM's "Failed requests during benchmark run detected"
+// listing, capped at 10.
+func printFailures(w io.Writer, recs []metrics.Record) {
+	n := 0
+	for _, r := range recs {
+		if r.Success {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintln(w, "Failed requests during benchmark run detected (capping to 10):")
+		}
+		fmt.Fprintf(w, "Error %d: %s\n", n, r.Error)
+		if n++; n == 10 {
+			return
+		}
+	}
+}
+
+func parsePercentiles(s string) ([]float64, error) {
+	var out []float64
+	for _, p := range strings.Split(s, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || x < 0 || x > 100 {
+			return nil, fmt.Errorf("bench: --metric-percentiles: %q is not a percentile in [0,100]", p)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+func isMetric(m string) bool {
+	for _, k := range metrics.AllMetrics {
+		if k == m {
+			return true
+		}
+	}
+	return false
+}
+
+func joinHostPort(host string, port int) string {
+	if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+		host = "[" + host + "]"
+	}
+	return host + ":" + strconv.Itoa(port)
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// loadProfile takes a built-in profile name or a profile file.
+func loadProfile(s string) (dataset.Profile, error) {
+	if p, ok := dataset.LookupProfile(s); ok {
+		return p, nil
+	}
+	if _, err := os.Stat(s); err == nil {
+		return dataset.LoadProfile(s)
+	}
+	var names []string
+	for _, p := range dataset.Profiles() {
+		names = append(names, p.Name)
+	}
+	return dataset.Profile{}, fmt.Errorf("bench: --profile %q is neither a built-in profile (%s) nor a file", s, strings.Join(names, ", "))
+}
+
+// applyDatasetFlags copies the dataset flags the user set over a profile's
+// dataset options.
+func applyDatasetFlags(fl interface{ Changed(string) bool }, dst, src *dataset.Options) {
+	set := func(flag string, apply func()) {
+		if fl.Changed(flag) {
+			apply()
+		}
+	}
+	set("dataset-name", func() { dst.Name = src.Name })
+	set("dataset-path", func() { dst.Path = src.Path })
+	set("num-prompts", func() { dst.NumPrompts = src.NumPrompts })
+	set("no-oversample", func() { dst.NoOversample = src.NoOversample })
+	set("disable-shuffle", func() { dst.DisableShuffle = src.DisableShuffle })
+	set("sharegpt-output-len", func() { dst.ShareGPTOutputLen = src.ShareGPTOutputLen })
+	set("random-input-len", func() { dst.RandomInputLen = src.RandomInputLen })
+	set("random-output-len", func() { dst.RandomOutputLen = src.RandomOutputLen })
+	set("random-range-ratio", func() { dst.RandomRangeRatio = src.RandomRangeRatio })
+	set("random-prefix-len", func() { dst.RandomPrefixLen = src.RandomPrefixLen })
+	set("custom-output-len", func() { dst.CustomOutputLen = src.CustomOutputLen })
+	set("gsp-num-groups", func() { dst.GSPNumGroups = src.GSPNumGroups })
+	set("gsp-prompts-per-group", func() { dst.GSPPromptsPerGroup = src.GSPPromptsPerGroup })
+	set("gsp-system-prompt-len", func() { dst.GSPSystemPromptLen = src.GSPSystemPromptLen })
+	set("gsp-question-len", func() { dst.GSPQuestionLen = src.GSPQuestionLen })
+	set("gsp-output-len", func() { dst.GSPOutputLen = src.GSPOutputLen })
+	if dst.NumPrompts == 0 {
+		dst.NumPrompts = src.NumPrompts
+	}
+}
