@@ -14,6 +14,13 @@ import (
 // which can be below the target when re-encoding merges tokens (the reference
 // reports' "Total input tokens" show exactly that).
 func sampleRandom(opt Options, tok Tokenizer) ([]Request, error) {
+	reqs, _, err := generateRandom(opt, tok, false)
+	return reqs, err
+}
+
+// generateRandom also returns each prompt's token ids (the ones vLLM
+// counted) when keepIDs is set or a prefix needs them.
+func generateRandom(opt Options, tok Tokenizer, keepIDs bool) ([]Request, [][]int, error) {
 	n := opt.numPrompts()
 	inputLen := orDefault(opt.RandomInputLen, DefaultRandomInputLen)
 	outputLen := orDefault(opt.RandomOutputLen, DefaultRandomOutputLen)
@@ -21,15 +28,15 @@ func sampleRandom(opt Options, tok Tokenizer) ([]Request, error) {
 	prefixLen := opt.RandomPrefixLen
 	switch {
 	case inputLen < 0 || outputLen < 0 || prefixLen < 0:
-		return nil, fmt.Errorf("dataset: random: negative length (input %d, output %d, prefix %d)", inputLen, outputLen, prefixLen)
+		return nil, nil, fmt.Errorf("dataset: random: negative length (input %d, output %d, prefix %d)", inputLen, outputLen, prefixLen)
 	case !(ratio >= 0 && ratio < 1):
-		return nil, fmt.Errorf("dataset: random: range ratio %v must be in [0, 1)", ratio)
+		return nil, nil, fmt.Errorf("dataset: random: range ratio %v must be in [0, 1)", ratio)
 	case opt.Seed < 0:
-		return nil, fmt.Errorf("dataset: random: seed %d must be non-negative (numpy SeedSequence)", opt.Seed)
+		return nil, nil, fmt.Errorf("dataset: random: seed %d must be non-negative (numpy SeedSequence)", opt.Seed)
 	}
 	vocab := tok.VocabSize()
 	if vocab <= 0 {
-		return nil, fmt.Errorf("dataset: random: tokenizer vocab size %d", vocab)
+		return nil, nil, fmt.Errorf("dataset: random: tokenizer vocab size %d", vocab)
 	}
 	realInput := max(0, inputLen-numSpecialTokensToAdd(tok))
 	inLow := int64(math.Floor(float64(realInput) * (1 - ratio)))
@@ -37,10 +44,10 @@ func sampleRandom(opt Options, tok Tokenizer) ([]Request, error) {
 	outLow := max(int64(math.Floor(float64(outputLen)*(1-ratio))), 1)
 	outHigh := int64(math.Ceil(float64(outputLen) * (1 + ratio)))
 	if int64(prefixLen)+inLow < 1 {
-		return nil, fmt.Errorf("dataset: random: input length %d with range ratio %v and prefix %d can give an empty prompt", inputLen, ratio, prefixLen)
+		return nil, nil, fmt.Errorf("dataset: random: input length %d with range ratio %v and prefix %d can give an empty prompt", inputLen, ratio, prefixLen)
 	}
 	if outLow > outHigh {
-		return nil, fmt.Errorf("dataset: random: invalid output interval [%d, %d]", outLow, outHigh)
+		return nil, nil, fmt.Errorf("dataset: random: invalid output interval [%d, %d]", outLow, outHigh)
 	}
 
 	g := newNPGenerator(uint64(opt.Seed))
@@ -56,7 +63,7 @@ func sampleRandom(opt Options, tok Tokenizer) ([]Request, error) {
 
 	reqs := make([]Request, n)
 	var ids [][]int
-	if prefixLen > 0 {
+	if prefixLen > 0 || keepIDs {
 		ids = make([][]int, n)
 	}
 	parallelFor(n, func(i int) {
@@ -98,7 +105,7 @@ func sampleRandom(opt Options, tok Tokenizer) ([]Request, error) {
 			reqs[i].PrefixLen = shared
 		}
 	}
-	return reqs, nil
+	return reqs, ids, nil
 }
 
 func commonPrefix(a, b []int) int {
