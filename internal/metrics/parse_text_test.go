@@ -189,3 +189,48 @@ func TestWriteTextParseRoundTrip(t *testing.T) {
 		t.Errorf("print→parse→print differs:\n%s\n%s", b1.String(), b2.String())
 	}
 }
+
+func TestParseGuidellm(t *testing.T) {
+	data, err := os.ReadFile("testdata/guidellm_report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := ParseGuidellm(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 {
+		t.Fatalf("got %d benchmarks", len(rs))
+	}
+	r := rs[0]
+	if r.Completed != 1000 || r.TotalInputTokens != 342058 || r.TotalOutputTokens != 281412 || r.MaxConcurrency != 512 {
+		t.Errorf("counts: %+v", r)
+	}
+	if !near(r.OutputThroughput, 281412/54.74) {
+		t.Errorf("output throughput %v, want count/duration", r.OutputThroughput)
+	}
+	if r.MeanTPOTMs != 15.12 || r.MeanITLMs != 15.12 || r.MeanE2ELMs != 24110 {
+		t.Errorf("latency mapping: tpot %v itl %v e2el %v", r.MeanTPOTMs, r.MeanITLMs, r.MeanE2ELMs)
+	}
+	if v, ok := r.Percentile("ttft", 99.9); !ok || v != 8000 {
+		t.Errorf("p99.9 ttft = %v %v", v, ok)
+	}
+	if !strings.Contains(strings.Join(r.Perflab.Warnings, "\n"), "implausible") {
+		t.Errorf("guidellm peak not flagged: %v", r.Perflab.Warnings)
+	}
+	if rs[1].Failed != 20 || rs[1].RequestRate != 8 {
+		t.Errorf("second benchmark: failed %d rate %v", rs[1].Failed, rs[1].RequestRate)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rs); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "guidellm_report.parsed.json", b.Bytes())
+	for _, bad := range []string{"", "{}", "[]", `{"benchmarks":[{"metrics":{}}]}`, "nope"} {
+		if _, err := ParseGuidellm([]byte(bad)); err == nil {
+			t.Errorf("ParseGuidellm(%q) succeeded", bad)
+		}
+	}
+}
