@@ -1,0 +1,265 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/store"
+)
+
+// trialSpec builds the trial for a point on a workload.
+func (l *Lab) trialSpec(stage string, p Point, cfg engine.Config, w Workload, rep int) TrialSpec {
+	return TrialSpec{
+		Key: TrialKey(stage, cfg, w, rep), Stage: stage, Name: Label(p),
+		Point: p.clone(), Config: cfg, Workload: w, Repeat: rep,
+	}
+}
+
+func (l *Lab) measureOne(ctx context.Context, stage string, p Point, w Workload, rep int) (*result, error) {
+	rs, err := l.measureMany(ctx, stage, []Point{p}, w, rep)
+	if err != nil {
+		return nil, err
+	}
+	return rs[0], nil
+}
+
+// measureMany runs points (already checked to apply) on one workload.
+func (l *Lab) measureMany(ctx context.Context, stage string, pts []Point, w Workload, rep int) ([]*result, error) {
+	specs := make([]TrialSpec, 0, len(pts))
+	for _, p := range pts {
+		cfg, ok := l.Spec.Config(p)
+		if !ok {
+			return nil, fmt.Errorf("lab: %s: %s does not apply", stage, p)
+		}
+		specs = append(specs, l.trialSpec(stage, p, cfg, w, rep))
+	}
+	return l.runSpecs(ctx, specs)
+}
+
+// runSpecs runs trials under the budget.
+func (l *Lab) runSpecs(ctx context.Context, specs []TrialSpec) ([]*result, error) {
+	return l.run2(ctx, specs, true)
+}
+
+// runSpecsNoBudget runs trials the budget does not stop (generalization).
+func (l *Lab) runSpecsNoBudget(ctx context.Context, specs []TrialSpec) ([]*result, error) {
+	return l.run2(ctx, specs, false)
+}
+
+// run2 runs trials in parallel where the GPUs allow, reusing every finished
+// trial from the store, and saves each new one as it ends.
+func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*result, error) {
+	out := make([]*result, len(specs))
+	var todo []int
+	for i, t := range specs {
+		mk := measurementKey(t.Key)
+		l.mu.Lock()
+		prev, ok := l.done[mk]
+		l.mu.Unlock()
+		if ok {
+			l.mu.Lock()
+			l.reused++
+			if t.Workload.keyName() == l.Spec.Tuning.keyName() && t.Stage != "grid" {
+				l.tuning[mk] = true
+			}
+			l.mu.Unlock()
+			out[i] = l.evaluate(t, prev)
+			if l.Progress != nil {
+				l.Progress.Trial(t, prev, out[i].score, true)
+			}
+			continue
+		}
+		todo = append(todo, i)
+	}
+	if len(todo) == 0 {
+		return out, nil
+	}
+	truncated := false
+	if budget {
+		allowed, err := l.budgetAllows(len(todo))
+		if err != nil {
+			return nil, err
+		}
+		if allowed < len(todo) {
+			todo, truncated = todo[:allowed], true
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(specs))
+	for _, i := range todo {
+		t := specs[i]
+		gpus := 1
+		if l.Spec.Runtime != RuntimeSimPredict {
+			gpus = GPUs(t.Config)
+		}
+		if err := l.sem.acquire(ctx, gpus); err != nil {
+			errs[i] = err
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer l.sem.release(gpus)
+			rec, err := l.Runner.Run(ctx, t)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			rec.RunID = l.run.ID
+			if rec.Ended.IsZero() {
+				rec.Ended = time.Now()
+			}
+			// Saved with a context that a cancel does not cut, so a finished
+			// trial is never lost to a Ctrl-C.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := l.Store.SaveTrial(sctx, &rec); err != nil {
+				errs[i] = fmt.Errorf("lab: save trial %s: %w", rec.Key, err)
+				return
+			}
+			mk := measurementKey(t.Key)
+			l.mu.Lock()
+			l.done[mk] = rec
+			l.ran++
+			if t.Workload.keyName() == l.Spec.Tuning.keyName() && t.Stage != "grid" {
+				l.tuning[mk] = true
+			}
+			l.mu.Unlock()
+			out[i] = l.evaluate(t, rec)
+			if l.Progress != nil {
+				l.Progress.Trial(t, rec, out[i].score, false)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if truncated {
+		// What fit the budget is stored; the caller stops here.
+		return out, ErrBudget
+	}
+	return out, nil
+}
+
+// budgetAllows says how many of n more tuning trials fit the budget, and
+// ErrBudget when none does.
+func (l *Lab) budgetAllows(n int) (int, error) {
+	b := l.Spec.Budget
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b.MaxHours > 0 && (l.spent+time.Since(l.start)).Hours() >= b.MaxHours {
+		l.stopped = "budget: max_hours"
+		return 0, ErrBudget
+	}
+	if b.MaxTrials > 0 {
+		left := b.MaxTrials - len(l.tuning)
+		if left <= 0 {
+			l.stopped = "budget: max_trials"
+			return 0, ErrBudget
+		}
+		if left < n {
+			l.stopped = "budget: max_trials"
+			return left, nil
+		}
+	}
+	return n, nil
+}
+
+// evaluate reads a stored trial: its observation, score and eligibility
+// under the keep rules (no failure, success rate, SLO).
+func (l *Lab) evaluate(t TrialSpec, rec store.Trial) *result {
+	r := &result{spec: t, trial: rec}
+	if rec.Status != "ok" {
+		r.failed = rec.FailureClass
+		if r.failed == "" {
+			r.failed = FailCrashDuringBench
+		}
+		r.why = "crash: " + r.failed
+		if rec.Reason != "" {
+			r.why += " (" + firstLine(rec.Reason) + ")"
+		}
+		return r
+	}
+	obs, err := ParseObservation(rec.Result)
+	if err != nil {
+		r.failed, r.why = FailCrashDuringBench, "unreadable result: "+err.Error()
+		return r
+	}
+	r.obs = obs
+	r.score = l.Spec.Objective.Score(obs, GPUs(t.Config))
+	if sr := obs.SuccessRate(); sr < l.Spec.MinSuccessRate {
+		r.why = fmt.Sprintf("success rate %.1f%% < %.1f%%", 100*sr, 100*l.Spec.MinSuccessRate)
+		return r
+	}
+	if v := l.Spec.Objective.sloViolation(obs); v != "" {
+		r.why = "SLO: " + v
+	}
+	return r
+}
+
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	if len(s) > 160 {
+		return s[:160]
+	}
+	return s
+}
+
+// gpuSem admits trials while their GPUs fit and at most slots run at once.
+type gpuSem struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	cap   int
+	free  int
+	slots int
+}
+
+func newGPUSem(units, maxConc int) *gpuSem {
+	units, maxConc = max(units, 1), max(maxConc, 1)
+	s := &gpuSem{cap: units, free: units, slots: maxConc}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// clip keeps a trial wider than the node runnable (alone).
+func (s *gpuSem) clip(n int) int { return min(max(n, 1), s.cap) }
+
+func (s *gpuSem) acquire(ctx context.Context, n int) error {
+	n = s.clip(n)
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for (s.free < n || s.slots == 0) && ctx.Err() == nil {
+		s.cond.Wait()
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.free -= n
+	s.slots--
+	return nil
+}
+
+func (s *gpuSem) release(n int) {
+	n = s.clip(n)
+	s.mu.Lock()
+	s.free += n
+	s.slots++
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}

@@ -1,0 +1,628 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/perflab/perflab/internal/store"
+)
+
+// Store is what the lab needs from internal/store (*store.Store satisfies
+// it): one run per spec key and its trials, each saved as it ends.
+type Store interface {
+	// EnsureRun returns the run with key, creating it; fresh deletes the
+	// run's trials first so the lab starts over.
+	EnsureRun(ctx context.Context, key, name, spec string, fresh bool) (store.Run, error)
+	// Trials lists the run's finished trials.
+	Trials(ctx context.Context, runID int64) ([]store.Trial, error)
+	// SaveTrial stores one finished trial (t.RunID is set).
+	SaveTrial(ctx context.Context, t *store.Trial) error
+	// UpdateRun saves the run's status and summary.
+	UpdateRun(ctx context.Context, r *store.Run) error
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Lab runs one spec end to end.
+type Lab struct {
+	Spec   *Spec
+	Store  Store
+	Runner Runner
+	// Guide ranks untested configs for the joint search (nil: no joint
+	// search).
+	Guide Guide
+	// Progress receives events (nil: none).
+	Progress Progress
+	// Fresh starts the run over; Grid also runs the exhaustive grid.
+	Fresh bool
+	Grid  bool
+
+	run     store.Run
+	mu      sync.Mutex
+	done    map[string]store.Trial // by measurement key
+	tuning  map[string]bool        // tuning measurements used by the lab
+	ran     int
+	reused  int
+	stopped string
+	spent   time.Duration // trial time already in the store
+	start   time.Time
+	sem     *gpuSem
+	sum     *Summary
+}
+
+// result is one measured trial as the method sees it.
+type result struct {
+	spec   TrialSpec
+	trial  store.Trial
+	obs    Observation
+	score  float64
+	failed string // failure class or "" when it ran
+	why    string // why it is not eligible ("" when eligible)
+}
+
+func (r *result) eligible() bool { return r != nil && r.why == "" }
+
+// Run executes the lab and returns its summary; the summary is also stored
+// on the run. A canceled context stops it with what was finished stored.
+func (l *Lab) Run(ctx context.Context) (*Summary, error) {
+	s := l.Spec
+	l.start = time.Now()
+	l.done = map[string]store.Trial{}
+	l.tuning = map[string]bool{}
+	par := s.Parallel
+	if par == 0 {
+		par = 2
+		if s.Runtime != RuntimeSimPredict {
+			par = s.Hardware.Count
+		}
+	}
+	units := par
+	if s.Runtime != RuntimeSimPredict {
+		units = s.Hardware.Count
+	}
+	l.sem = newGPUSem(units, par)
+	run, err := l.Store.EnsureRun(ctx, s.Key(), s.Name, s.YAML(), l.Fresh)
+	if err != nil {
+		return nil, fmt.Errorf("lab: open run: %w", err)
+	}
+	l.run = run
+	prev, err := l.Store.Trials(ctx, run.ID)
+	if err != nil {
+		return nil, fmt.Errorf("lab: read trials of run %d: %w", run.ID, err)
+	}
+	for _, t := range prev {
+		l.done[measurementKey(t.Key)] = t
+		if !t.Ended.IsZero() && t.Ended.After(t.Started) {
+			l.spent += t.Ended.Sub(t.Started)
+		}
+	}
+	l.sum = &Summary{
+		Version: SummaryVersion, Name: s.Name, Model: s.Model, Runtime: s.Runtime,
+		Objective: s.Objective.Metric, Unit: s.Objective.Unit(), GPU: s.Hardware.GPU, GPUs: s.Hardware.Count,
+		Repeats: s.Repeats, MinSuccessRate: s.MinSuccessRate,
+	}
+	if s.Runtime == RuntimeSimPredict {
+		l.sum.NoiseSigma = s.Noise.Sigma
+	}
+	if l.Progress != nil {
+		l.Progress.Start(s, l.plannedTrials(), len(prev))
+	}
+	err = l.method(ctx)
+	if errors.Is(err, ErrBudget) {
+		err = nil
+	}
+	l.sum.TuningTrials = len(l.tuning)
+	l.sum.TrialsRun, l.sum.TrialsReused, l.sum.Stopped = l.ran, l.reused, l.stopped
+	status := "done"
+	if err != nil {
+		status = "failed"
+		if ctx.Err() != nil {
+			status = "running" // interrupted: a rerun resumes it
+		}
+	}
+	l.run.Status = status
+	l.run.Summary = l.sum.JSON()
+	// Store the summary even when interrupted, with a fresh context so a
+	// canceled one does not lose it.
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if uerr := l.Store.UpdateRun(uctx, &l.run); uerr != nil && err == nil {
+		err = fmt.Errorf("lab: save run summary: %w", uerr)
+	}
+	if l.Progress != nil {
+		l.Progress.Done(l.sum)
+	}
+	return l.sum, err
+}
+
+// Run returns the stored run (valid after Run).
+func (l *Lab) StoredRun() store.Run { return l.run }
+
+func (l *Lab) method(ctx context.Context) error {
+	s := l.Spec
+	// Baseline: vLLM with its defaults in BF16, as the reports.
+	basePt := Point{KnobEngine: s.baselineEngine()}
+	base, err := l.measureOne(ctx, "baseline", basePt, *s.Tuning, 0)
+	if err != nil {
+		return err
+	}
+	l.sum.Baseline = l.candidate(base, nil)
+	l.sum.Baseline.Decision = "baseline"
+	inc := base
+	if !base.eligible() {
+		inc = nil
+	}
+	incScore := l.incumbentScore(inc)
+	l.progressBest(inc, incScore)
+	budgetHit := false
+	for _, st := range s.Stages {
+		if inc, incScore, err = l.stage(ctx, st, inc, incScore); err != nil {
+			if !errors.Is(err, ErrBudget) {
+				return err
+			}
+			budgetHit = true
+			break
+		}
+	}
+	if *s.Combinations && !budgetHit {
+		if inc, incScore, err = l.combinations(ctx, inc, incScore); err != nil {
+			if !errors.Is(err, ErrBudget) {
+				return err
+			}
+			budgetHit = true
+		}
+	}
+	l.sum.Staged = l.candidate(inc, l.repeatScores(inc))
+	if !s.Search.Disable && l.Guide != nil && inc != nil && !budgetHit {
+		if inc, incScore, err = l.joint(ctx, inc, incScore); err != nil && !errors.Is(err, ErrBudget) {
+			return err
+		}
+	}
+	l.sum.Winner = l.candidate(inc, l.repeatScores(inc))
+	if inc != nil && base.eligible() {
+		l.sum.Gain = incScore/l.incumbentScore(base) - 1
+		l.sum.Winner.Gain = l.sum.Gain
+	}
+	if err := l.generalize(ctx, basePt, inc); err != nil {
+		return err
+	}
+	if l.Grid {
+		if err := l.grid(ctx, base, inc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stage runs one stage against the incumbent and returns the new incumbent.
+func (l *Lab) stage(ctx context.Context, st Stage, inc *result, incScore float64) (*result, float64, error) {
+	s := l.Spec
+	ss := StageSummary{Name: st.Name, Knob: st.Knob, Incumbent: l.candidate(inc, l.repeatScores(inc))}
+	defer func() { l.sum.Stages = append(l.sum.Stages, ss) }()
+	var incPt Point
+	eng := s.baselineEngine()
+	if inc != nil {
+		incPt, eng = inc.spec.Point, inc.spec.Point[KnobEngine]
+	} else {
+		incPt = Point{KnobEngine: eng}
+	}
+	var pts []Point
+	seen := map[string]bool{}
+	if inc != nil {
+		seen[ConfigHash(inc.spec.Config)] = true
+	}
+	for _, v := range s.stageValues(st, eng) {
+		p := incPt.with(st.Knob, v)
+		if st.Knob == KnobEngine {
+			p = l.switchEngine(incPt, v)
+		}
+		cfg, ok := s.Config(p)
+		if !ok {
+			continue
+		}
+		if h := ConfigHash(cfg); !seen[h] {
+			seen[h] = true
+			pts = append(pts, p)
+		}
+	}
+	if len(pts) == 0 {
+		ss.Skipped = fmt.Sprintf("no candidate applies to %s", eng)
+		return inc, incScore, nil
+	}
+	if l.Progress != nil {
+		l.Progress.Stage(st.Name, len(pts))
+	}
+	res, err := l.measureMany(ctx, st.Name, pts, *s.Tuning, 0)
+	if err != nil {
+		return inc, incScore, err
+	}
+	newInc, newScore, floor, err := l.decide(ctx, st.Name, inc, incScore, res, &ss.Candidates)
+	ss.NoiseFloor = floor
+	if newInc != inc {
+		ss.Kept = newInc.spec.Name
+	}
+	return newInc, newScore, err
+}
+
+// switchEngine moves a point to another engine, dropping the knob values
+// that do not apply there (another engine's backend names).
+func (l *Lab) switchEngine(p Point, eng string) Point {
+	q := p.with(KnobEngine, eng)
+	for _, k := range knobOrder[1:] {
+		if _, has := q[k]; !has {
+			continue
+		}
+		if _, ok := l.Spec.Config(q); !ok {
+			delete(q, k)
+		}
+	}
+	if _, ok := l.Spec.Config(q); !ok {
+		return Point{KnobEngine: eng}
+	}
+	return q
+}
+
+// decide applies the keep rules to one stage's results: eligible (no
+// failure, success rate, SLO), best by score, positive gain, and a gain over
+// the incumbent larger than the noise floor measured from repeats of both.
+func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore float64, res []*result, out *[]Candidate) (*result, float64, float64, error) {
+	var best *result
+	for _, r := range res {
+		if r.eligible() && (best == nil || r.score > best.score) {
+			best = r
+		}
+	}
+	cands := make([]Candidate, len(res))
+	for i, r := range res {
+		c := l.candidate(r, nil)
+		if inc != nil && incScore > 0 && r.eligible() {
+			c.Gain = r.score/incScore - 1
+		}
+		switch {
+		case r.failed != "":
+			c.Decision, c.Reason = "failed", r.why
+		case !r.eligible():
+			c.Decision, c.Reason = "skipped", r.why
+		case r != best:
+			c.Decision, c.Reason = "skipped", fmt.Sprintf("not the best in stage (%+.2f%%)", 100*c.Gain)
+		}
+		cands[i] = *c
+	}
+	defer func() { *out = append(*out, cands...) }()
+	if best == nil {
+		return inc, incScore, 0, nil
+	}
+	bi := indexOf(res, best)
+	if inc == nil {
+		// No working incumbent yet (the baseline failed): the best working
+		// candidate becomes it.
+		cands[bi].Decision, cands[bi].Reason = "kept", "first working configuration"
+		return best, l.incumbentScore(best), 0, nil
+	}
+	gain1 := best.score/incScore - 1
+	if gain1 <= 0 {
+		cands[bi].Decision, cands[bi].Reason = "skipped", fmt.Sprintf("no gain (%+.2f%%)", 100*gain1)
+		return inc, incScore, 0, nil
+	}
+	incScores, bestScores, err := l.repeatPair(ctx, stage, inc, best)
+	if err != nil {
+		return inc, incScore, 0, err
+	}
+	floor := NoiseFloor(incScores, bestScores)
+	if floor > l.sum.NoiseFloor {
+		l.sum.NoiseFloor = floor
+	}
+	thr := math.Max(floor, l.Spec.MinGain)
+	gain := mean(bestScores)/mean(incScores) - 1
+	cands[bi].RepeatScores, cands[bi].Score, cands[bi].Gain = bestScores, mean(bestScores), gain
+	if bestScores == nil {
+		// A repeat failed: a config that does not run reliably is not kept.
+		cands[bi].Decision, cands[bi].Reason = "skipped", "a repeat failed"
+		return inc, incScore, floor, nil
+	}
+	if gain <= thr {
+		cands[bi].Decision = "skipped"
+		cands[bi].Reason = fmt.Sprintf("below noise floor (%+.2f%% <= %.2f%%)", 100*gain, 100*thr)
+		return inc, mean(incScores), floor, nil
+	}
+	cands[bi].Decision = "kept"
+	cands[bi].Reason = fmt.Sprintf("%+.2f%% > noise floor %.2f%%", 100*gain, 100*thr)
+	l.progressBest(best, mean(bestScores))
+	return best, mean(bestScores), floor, nil
+}
+
+func indexOf(rs []*result, r *result) int {
+	for i := range rs {
+		if rs[i] == r {
+			return i
+		}
+	}
+	return -1
+}
+
+// repeatPair runs the incumbent and the candidate Repeats times each (the
+// first run of each is reused) and returns both score lists; the second is
+// nil when a repeat of the candidate failed.
+func (l *Lab) repeatPair(ctx context.Context, stage string, inc, cand *result) ([]float64, []float64, error) {
+	n := l.Spec.Repeats
+	if n <= 1 {
+		return []float64{inc.score}, []float64{cand.score}, nil
+	}
+	var specs []TrialSpec
+	for rep := 1; rep < n; rep++ {
+		for _, r := range []*result{inc, cand} {
+			specs = append(specs, l.trialSpec(stage, r.spec.Point, r.spec.Config, *l.Spec.Tuning, rep))
+		}
+	}
+	res, err := l.runSpecs(ctx, specs)
+	if err != nil {
+		return nil, nil, err
+	}
+	incS, candS := []float64{inc.score}, []float64{cand.score}
+	candOK := true
+	for i, r := range res {
+		if i%2 == 0 {
+			if r.eligible() {
+				incS = append(incS, r.score)
+			}
+		} else if r.eligible() {
+			candS = append(candS, r.score)
+		} else {
+			candOK = false
+		}
+	}
+	if !candOK {
+		return incS, nil, nil
+	}
+	return incS, candS, nil
+}
+
+// repeatScores returns the stored repeat scores of a result's config.
+func (l *Lab) repeatScores(r *result) []float64 {
+	if r == nil || l.Spec.Repeats <= 1 {
+		return nil
+	}
+	var out []float64
+	for rep := 0; rep < l.Spec.Repeats; rep++ {
+		mk := measurementKey(TrialKey("", r.spec.Config, *l.Spec.Tuning, rep))
+		l.mu.Lock()
+		t, ok := l.done[mk]
+		l.mu.Unlock()
+		if !ok {
+			continue
+		}
+		if rr := l.evaluate(r.spec, t); rr.eligible() {
+			out = append(out, rr.score)
+		}
+	}
+	if len(out) <= 1 {
+		return nil
+	}
+	return out
+}
+
+// incumbentScore is the mean of the stored repeats of r (its score alone
+// when it has none).
+func (l *Lab) incumbentScore(r *result) float64 {
+	if r == nil {
+		return 0
+	}
+	if rs := l.repeatScores(r); len(rs) > 0 {
+		return mean(rs)
+	}
+	return r.score
+}
+
+// NoiseFloor is the relative noise floor from repeated measurements of two
+// configurations: twice the larger relative spread ((max-min)/mean) of the
+// two samples. With one run each it is 0 (nothing measured). Twice the
+// spread makes a difference count only when it exceeds what reruns of the
+// same config already show, with margin.
+func NoiseFloor(a, b []float64) float64 {
+	return 2 * math.Max(relSpread(a), relSpread(b))
+}
+
+func relSpread(x []float64) float64 {
+	if len(x) < 2 {
+		return 0
+	}
+	lo, hi := x[0], x[0]
+	for _, v := range x {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	m := mean(x)
+	if m <= 0 {
+		return 0
+	}
+	return (hi - lo) / m
+}
+
+func mean(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+// combinations is the "&&" step: each stage's best candidate that gained on
+// its own but was not kept (below the floor) is tried together with the
+// others, all subsets of two or more, as the 9B report combines
+// performance mode, max-num-seqs and max-num-batched-tokens.
+func (l *Lab) combinations(ctx context.Context, inc *result, incScore float64) (*result, float64, error) {
+	if inc == nil {
+		return inc, incScore, nil
+	}
+	type kv struct{ k, v string }
+	var helpful []kv
+	for _, st := range l.sum.Stages {
+		if st.Kept != "" || st.Knob == KnobEngine {
+			continue
+		}
+		var best *Candidate
+		for i := range st.Candidates {
+			c := &st.Candidates[i]
+			if c.Decision == "failed" || strings.HasPrefix(c.Reason, "success rate") || c.Gain <= 0 {
+				continue
+			}
+			if best == nil || c.Gain > best.Gain {
+				best = c
+			}
+		}
+		if best != nil {
+			if v, ok := best.Point[st.Knob]; ok {
+				helpful = append(helpful, kv{st.Knob, v})
+			}
+		}
+	}
+	if len(helpful) > 4 {
+		helpful = helpful[:4]
+	}
+	if len(helpful) < 2 {
+		return inc, incScore, nil
+	}
+	var pts []Point
+	for mask := 1; mask < 1<<len(helpful); mask++ {
+		if popcount(mask) < 2 {
+			continue
+		}
+		p := inc.spec.Point.clone()
+		for i, h := range helpful {
+			if mask&(1<<i) != 0 {
+				p = p.with(h.k, h.v)
+			}
+		}
+		if _, ok := l.Spec.Config(p); ok {
+			pts = append(pts, p)
+		}
+	}
+	ss := StageSummary{Name: "combinations", Knob: "&&", Incumbent: l.candidate(inc, l.repeatScores(inc))}
+	defer func() { l.sum.Stages = append(l.sum.Stages, ss) }()
+	if l.Progress != nil {
+		l.Progress.Stage("combinations", len(pts))
+	}
+	res, err := l.measureMany(ctx, "combinations", pts, *l.Spec.Tuning, 0)
+	if err != nil {
+		return inc, incScore, err
+	}
+	newInc, newScore, floor, err := l.decide(ctx, "combinations", inc, incScore, res, &ss.Candidates)
+	ss.NoiseFloor = floor
+	if newInc != inc {
+		ss.Kept = newInc.spec.Name
+	}
+	return newInc, newScore, err
+}
+
+func popcount(x int) int {
+	n := 0
+	for ; x != 0; x &= x - 1 {
+		n++
+	}
+	return n
+}
+
+// generalize runs the baseline and the winner on every generalization
+// workload. The trial budget does not stop it: the comparison is the point
+// of the report.
+func (l *Lab) generalize(ctx context.Context, basePt Point, win *result) error {
+	if len(l.Spec.Generalization) == 0 {
+		return nil
+	}
+	if l.Progress != nil {
+		l.Progress.Stage("generalization", 2*len(l.Spec.Generalization))
+	}
+	var specs []TrialSpec
+	for _, w := range l.Spec.Generalization {
+		cfg, _ := l.Spec.Config(basePt)
+		specs = append(specs, l.trialSpec("generalization", basePt, cfg, w, 0))
+		winPt := basePt
+		if win != nil {
+			winPt = win.spec.Point
+		}
+		cfg, _ = l.Spec.Config(winPt)
+		specs = append(specs, l.trialSpec("generalization", winPt, cfg, w, 0))
+	}
+	res, err := l.runSpecsNoBudget(ctx, specs)
+	if err != nil {
+		return err
+	}
+	for i, w := range l.Spec.Generalization {
+		b, wn := res[2*i], res[2*i+1]
+		g := GeneralizationPair{Workload: w.Name, Baseline: l.candidate(b, nil), Winner: l.candidate(wn, nil)}
+		if b.eligible() && wn.eligible() && b.score > 0 {
+			g.Gain = wn.score/b.score - 1
+			g.Winner.Gain = g.Gain
+		}
+		l.sum.Generalization = append(l.sum.Generalization, g)
+	}
+	return nil
+}
+
+// candidate turns a result into its summary entry.
+func (l *Lab) candidate(r *result, repeats []float64) *Candidate {
+	if r == nil {
+		return nil
+	}
+	c := &Candidate{
+		Name: r.spec.Name, Point: map[string]string(r.spec.Point.clone()), ConfigHash: ConfigHash(r.spec.Config),
+		Command: r.trial.Command, TrialKey: r.trial.Key, GPUs: GPUs(r.spec.Config), Score: r.score,
+		TotalThroughput: r.obs.TotalThroughput, MeanTPOTMs: r.obs.MeanTPOTMs, P99TPOTMs: r.obs.P99TPOTMs,
+		SuccessRate: r.obs.SuccessRate(), FailureClass: r.failed,
+	}
+	if len(repeats) > 1 {
+		c.RepeatScores, c.Score = repeats, mean(repeats)
+	}
+	if r.why != "" {
+		c.Reason = r.why
+	}
+	return c
+}
+
+func (l *Lab) progressBest(r *result, score float64) {
+	if l.Progress != nil && r != nil {
+		l.Progress.Best(r.spec.Name, score, l.Spec.Objective.Unit())
+	}
+}
+
+// Label is a human name for a point: "SGLang + FP8 + fa3".
+func Label(p Point) string {
+	names := map[string]string{"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+	parts := []string{names[p[KnobEngine]]}
+	if parts[0] == "" {
+		parts[0] = p[KnobEngine]
+	}
+	for _, k := range knobOrder[1:] {
+		v, ok := p[k]
+		if !ok || isDefault(v) {
+			continue
+		}
+		switch k {
+		case KnobQuantization:
+			parts = append(parts, strings.ToUpper(strings.TrimSuffix(v, "-checkpoint")))
+		case KnobAttentionBackend, KnobParallelism:
+			parts = append(parts, v)
+		default:
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, " + ")
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

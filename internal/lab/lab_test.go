@@ -1,0 +1,217 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/perflab/perflab/internal/store"
+)
+
+// repoRoot walks up to the directory holding go.mod.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+// chdirRoot runs the test from the repository root, where the examples'
+// relative paths (../shared/...) resolve.
+func chdirRoot(t testing.TB) {
+	t.Helper()
+	root := repoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, "..", "shared", "data")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("shared test data missing: %v", err)
+		}
+		t.Skipf("shared test data missing: %v", err)
+	}
+	t.Chdir(root)
+}
+
+const smallSpec = `
+name: small
+model: Qwen/Qwen3-14B
+fp8_model: Qwen/Qwen3-14B-FP8
+hardware: {gpu: H100, count: 1}
+engines:
+  - {name: vllm, version: 0.11.0}
+  - {name: sglang, version: 0.5.5.post1}
+  - {name: trtllm, version: 1.2.0rc1}
+tuning: {name: rnd, dataset: random, input_len: 512, output_len: 128, num_prompts: 200, seed: 42}
+generalization:
+  - {name: short, dataset: random, input_len: 128, output_len: 4, num_prompts: 100, seed: 42}
+stages:
+  - name: engine
+  - name: quantization
+    values: [fp8-checkpoint]
+  - name: attention_backend
+    per_engine: {vllm: [FLASHINFER], sglang: [fa3, flashinfer, triton], trtllm: [FLASHINFER]}
+  - name: max_num_seqs
+    values: ["512", "1024"]
+  - name: speculative
+    values: ["mtp:4"]
+search:
+  knobs: [engine, quantization, max_num_seqs, max_num_batched_tokens, chunked_prefill]
+repeats: 3
+`
+
+func mustSpec(t testing.TB, text string) *Spec {
+	t.Helper()
+	s, err := ParseSpec("test.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func analyticLab(s *Spec, st Store) *Lab {
+	r := &PredictRunner{Predictor: AnalyticPredictor{}, Hardware: s.Hardware, Requests: cachedRequests(StandinRequests), Noise: s.Noise}
+	return &Lab{Spec: s, Store: st, Runner: r, Guide: r}
+}
+
+func TestLabStagedAnalytic(t *testing.T) {
+	s := mustSpec(t, smallSpec)
+	st := newMemStore()
+	var buf bytes.Buffer
+	l := analyticLab(s, st)
+	l.Progress = &LineProgress{W: &buf}
+	sum, err := l.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Baseline == nil || sum.Baseline.Point[KnobEngine] != "vllm" || sum.Baseline.Point[KnobQuantization] != "" {
+		t.Fatalf("baseline = %+v, want vLLM defaults", sum.Baseline)
+	}
+	var names []string
+	for _, ss := range sum.Stages {
+		names = append(names, ss.Name)
+	}
+	if got := strings.Join(names, ","); !strings.HasPrefix(got, "engine,quantization,attention_backend,max_num_seqs,speculative") {
+		t.Errorf("stages = %s, want the spec's order", got)
+	}
+	if sum.Winner == nil || sum.Winner.Score <= sum.Baseline.Score || sum.Gain <= 0 {
+		t.Fatalf("winner %+v does not beat baseline %+v", sum.Winner, sum.Baseline)
+	}
+	// The analytic model fails 48.5% of requests under MTP: the report's
+	// +30%-at-51.5%-success case must be skipped for its success rate.
+	for _, ss := range sum.Stages {
+		if ss.Knob != KnobSpeculative {
+			continue
+		}
+		for _, c := range ss.Candidates {
+			if !strings.HasPrefix(c.Reason, "success rate 51.5%") || c.Decision == "kept" {
+				t.Errorf("speculative candidate %s: decision %s reason %q, want skipped for success rate", c.Name, c.Decision, c.Reason)
+			}
+		}
+	}
+	if len(sum.Generalization) != 1 || sum.Generalization[0].Baseline == nil || sum.Generalization[0].Winner == nil {
+		t.Fatalf("generalization = %+v", sum.Generalization)
+	}
+	// Every stored trial has a unique key and the run has its summary.
+	seen := map[string]bool{}
+	for _, tr := range st.trials[1] {
+		if seen[tr.Key] {
+			t.Errorf("trial %s stored twice", tr.Key)
+		}
+		seen[tr.Key] = true
+	}
+	if r := st.runs[s.Key()]; r.Status != "done" || len(r.Summary) == 0 {
+		t.Errorf("run status %q, summary %d bytes", r.Status, len(r.Summary))
+	}
+	if !strings.Contains(buf.String(), "winner:") {
+		t.Errorf("progress has no winner line:\n%s", buf.String())
+	}
+}
+
+// countingRunner counts trials actually run and cancels after stopAfter.
+type countingRunner struct {
+	inner     Runner
+	n         atomic.Int64
+	stopAfter int64
+	cancel    context.CancelFunc
+	keys      chan string
+}
+
+func (c *countingRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
+	n := c.n.Add(1)
+	if c.stopAfter > 0 && n > c.stopAfter {
+		c.cancel()
+		return store.Trial{}, context.Canceled
+	}
+	return c.inner.Run(ctx, t)
+}
+
+func TestResumeRunsNoTrialTwice(t *testing.T) {
+	s := mustSpec(t, smallSpec+"noise: {sigma: 0.01, seed: 3}\n")
+	st := newMemStore()
+	// Reference: one uninterrupted run on its own store.
+	ref, err := analyticLab(s, newMemStore()).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref.TrialsRun < 12 {
+		t.Fatalf("reference lab ran only %d trials", ref.TrialsRun)
+	}
+	for _, stop := range []int64{1, 4, int64(ref.TrialsRun) / 3} {
+		ctx, cancel := context.WithCancel(context.Background())
+		l := analyticLab(s, st)
+		cr := &countingRunner{inner: l.Runner, stopAfter: stop, cancel: cancel}
+		l.Runner = cr
+		if _, err := l.Run(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("stop after %d: err = %v, want canceled", stop, err)
+		}
+		cancel()
+	}
+	l := analyticLab(s, st)
+	sum, err := l.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, n := range st.saves {
+		if n != 1 {
+			t.Errorf("trial %s saved %d times", k, n)
+		}
+	}
+	if len(st.saves) != ref.TrialsRun {
+		t.Errorf("resumed lab stored %d trials, uninterrupted lab ran %d", len(st.saves), ref.TrialsRun)
+	}
+	if sum.Winner.ConfigHash != ref.Winner.ConfigHash || sum.Winner.Score != ref.Winner.Score {
+		t.Errorf("resumed winner %s %.2f, uninterrupted %s %.2f", sum.Winner.Name, sum.Winner.Score, ref.Winner.Name, ref.Winner.Score)
+	}
+	// A rerun of the finished lab runs nothing.
+	again, err := analyticLab(s, st).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.TrialsRun != 0 {
+		t.Errorf("rerun of a finished lab ran %d trials", again.TrialsRun)
+	}
+	// --fresh starts over.
+	l = analyticLab(s, st)
+	l.Fresh = true
+	fresh, err := l.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.TrialsRun != ref.TrialsRun {
+		t.Errorf("fresh run ran %d trials, want %d", fresh.TrialsRun, ref.TrialsRun)
+	}
+}

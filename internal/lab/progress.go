@@ -1,0 +1,184 @@
+package lab
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/perflab/perflab/internal/store"
+)
+
+// Progress receives the lab's events, for a terminal or a log.
+type Progress interface {
+	// Start announces the run: planned trials (an estimate) and how many
+	// finished trials the store already holds.
+	Start(s *Spec, planned, stored int)
+	// Stage announces a stage with n candidates.
+	Stage(name string, n int)
+	// Trial reports one finished trial; reused is true when it came from
+	// the store (a resumed run).
+	Trial(t TrialSpec, rec store.Trial, score float64, reused bool)
+	// Best reports a new incumbent.
+	Best(name string, score float64, unit string)
+	// Done reports the end.
+	Done(sum *Summary)
+}
+
+// LineProgress writes one plain line per event: for logs and pipes, where
+// bars would be noise.
+type LineProgress struct {
+	W io.Writer
+
+	mu      sync.Mutex
+	start   time.Time
+	planned int
+	n       int
+	ran     int
+	ranTime time.Duration
+	stage   string
+	best    string
+}
+
+var _ Progress = (*LineProgress)(nil)
+
+// Start implements Progress.
+func (p *LineProgress) Start(s *Spec, planned, stored int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.start, p.planned = time.Now(), planned
+	fmt.Fprintf(p.W, "lab %s: %s on %dx %s, runtime %s, objective %s; ~%d trials planned, %d already stored\n",
+		s.Name, s.Model, s.Hardware.Count, s.Hardware.GPU, s.Runtime, s.Objective.Metric, planned, stored)
+}
+
+// Stage implements Progress.
+func (p *LineProgress) Stage(name string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stage = name
+	fmt.Fprintf(p.W, "== stage %s: %d candidates\n", name, n)
+}
+
+// Trial implements Progress.
+func (p *LineProgress) Trial(t TrialSpec, rec store.Trial, score float64, reused bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	how := "ran"
+	if reused {
+		how = "stored"
+	} else {
+		p.ran++
+		p.ranTime += rec.Ended.Sub(rec.Started)
+	}
+	res := fmt.Sprintf("%.1f", score)
+	if rec.Status != "ok" {
+		res = "FAILED " + rec.FailureClass
+	}
+	fmt.Fprintf(p.W, "  [%d/~%d] %s %s (%s, repeat %d): %s; best %s; ETA %s\n",
+		p.n, max(p.planned, p.n), how, t.Name, t.Workload.Name, t.Repeat, res, p.best, p.eta())
+}
+
+func (p *LineProgress) eta() string {
+	if p.ran == 0 || p.planned <= p.n {
+		return "-"
+	}
+	elapsed := time.Since(p.start)
+	per := elapsed / time.Duration(p.n)
+	return (per * time.Duration(p.planned-p.n)).Round(time.Second).String()
+}
+
+// Best implements Progress.
+func (p *LineProgress) Best(name string, score float64, unit string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.best = fmt.Sprintf("%s %.1f %s", name, score, unit)
+}
+
+// Done implements Progress.
+func (p *LineProgress) Done(sum *Summary) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if sum.Winner != nil {
+		fmt.Fprintf(p.W, "winner: %s, %.1f %s (%+.1f%% over baseline); %d tuning trials, %d run now, %d from the store, %s\n",
+			sum.Winner.Name, sum.Winner.Score, sum.Unit, 100*sum.Gain, sum.TuningTrials, sum.TrialsRun, sum.TrialsReused,
+			time.Since(p.start).Round(time.Millisecond))
+	}
+	if sum.Stopped != "" {
+		fmt.Fprintf(p.W, "stopped early: %s\n", sum.Stopped)
+	}
+}
+
+// plannedTrials estimates the lab's trials: the stages' candidates from the
+// baseline engine's view, the repeats of each decision, the combinations,
+// the joint search's budget and the generalization pairs.
+func (l *Lab) plannedTrials() int {
+	return l.Spec.Plan().Trials
+}
+
+// Plan is what --dry-run prints.
+type Plan struct {
+	Stages []PlanStage
+	// Trials is the estimated number of trials (upper bound for the joint
+	// search), Grid the size of the exhaustive grid.
+	Trials int
+	Grid   int
+	// TrialSeconds is the estimated seconds per trial; ETA the total.
+	TrialSeconds float64
+	ETA          time.Duration
+}
+
+// PlanStage is one stage in the plan.
+type PlanStage struct {
+	Name       string
+	Candidates int
+	Repeats    int
+}
+
+// Plan estimates the lab's stages and trials. The ETA is filled by
+// EstimateETA, which needs the runtime.
+func (s *Spec) Plan() Plan {
+	var p Plan
+	add := func(name string, n, reps int) {
+		p.Stages = append(p.Stages, PlanStage{name, n, reps})
+		p.Trials += n + reps
+	}
+	add("baseline", 1, 0)
+	reps := 2 * (s.Repeats - 1)
+	incPt := Point{KnobEngine: s.baselineEngine()}
+	for _, st := range s.Stages {
+		n := 0
+		for _, e := range s.Engines {
+			if st.Knob != KnobEngine && e.Name != incPt[KnobEngine] && len(st.PerEngine) == 0 {
+				continue
+			}
+			cnt := 0
+			for _, v := range s.stageValues(st, e.Name) {
+				q := Point{KnobEngine: e.Name}.with(st.Knob, v)
+				if st.Knob == KnobEngine {
+					q = Point{KnobEngine: v}
+				}
+				if _, ok := s.Config(q); ok {
+					cnt++
+				}
+			}
+			n = max(n, cnt)
+		}
+		if st.Knob == KnobEngine {
+			n-- // the baseline engine is already measured
+		}
+		add(st.Name, max(n, 0), reps)
+	}
+	if *s.Combinations {
+		add("combinations", 4, reps)
+	}
+	if !s.Search.Disable {
+		add("joint search (at most)", s.Search.MaxTrials, reps)
+	}
+	add("generalization", 2*len(s.Generalization), 0)
+	if s.Budget.MaxTrials > 0 && p.Trials > s.Budget.MaxTrials+2*len(s.Generalization) {
+		p.Trials = s.Budget.MaxTrials + 2*len(s.Generalization)
+	}
+	p.Grid = len(s.enumerate(Point{KnobEngine: s.baselineEngine()}, s.Axes(s.GridKnobs()), 0))
+	return p
+}

@@ -1,0 +1,216 @@
+package lab
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/store"
+)
+
+// Failure classes stored in store.Trial.FailureClass.
+const (
+	FailStartupCrash     = "startup_crash"
+	FailOOM              = "oom"
+	FailHung             = "hung"
+	FailCrashDuringBench = "crash_during_bench"
+	FailUnhealthy        = "unhealthy"
+	FailLowSuccess       = "low_success"
+	FailInvalidConfig    = "invalid_config"
+)
+
+// TrialSpec is one trial to run: one config on one workload, one repeat.
+type TrialSpec struct {
+	// Key is the trial's deterministic key (see TrialKey).
+	Key      string
+	Stage    string
+	Name     string
+	Point    Point
+	Config   engine.Config
+	Workload Workload
+	Repeat   int
+}
+
+// TrialKey is stage/config-hash/workload/repeat. The lab reuses a finished
+// trial whose key matches after the stage (see sameMeasurement), so the same
+// config measured again in a later stage is not rerun.
+func TrialKey(stage string, cfg engine.Config, w Workload, repeat int) string {
+	return fmt.Sprintf("%s/%s/%s/r%d", stage, ConfigHash(cfg), w.keyName(), repeat)
+}
+
+// keyName is the workload's name plus a short hash of its definition, so two
+// workloads that share a name but differ never share a measurement.
+func (w Workload) keyName() string {
+	b, _ := json.Marshal(w)
+	h := fnv.New32a()
+	h.Write(b)
+	return fmt.Sprintf("%s~%08x", strings.ReplaceAll(w.Name, "/", "_"), h.Sum32())
+}
+
+// measurementKey is the part of a trial key that identifies the measurement
+// (config, workload, repeat), whatever stage first asked for it.
+func measurementKey(key string) string {
+	if i := strings.IndexByte(key, '/'); i >= 0 {
+		return key[i+1:]
+	}
+	return key
+}
+
+// Runner runs trials. Run never returns an error for a failed trial: a
+// crash, an OOM or a hung engine is a failure class on the returned record.
+// It returns an error only when the lab itself must stop (ctx canceled).
+type Runner interface {
+	Run(ctx context.Context, t TrialSpec) (store.Trial, error)
+}
+
+// Guide predicts a config's result on a workload cheaply, without a trial:
+// the simulator run in process on a subsample of the workload. The joint
+// search ranks untested configs with it.
+type Guide interface {
+	Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Observation, error)
+}
+
+// Predictor is the in-process simulator face the sim-predict runtime and the
+// guide use: engine.Render → simargs.Parse → sim.Predict. It returns the
+// result JSON (vLLM save-result keys), the serving command for the record
+// and a failure class with its reason when the config fails (OOM, rejected
+// flags).
+type Predictor interface {
+	Predict(ctx context.Context, cfg engine.Config, hw Hardware, reqs []dataset.Request, w Workload) (Prediction, error)
+}
+
+// Prediction is one in-process prediction.
+type Prediction struct {
+	Command      string
+	Result       json.RawMessage
+	FailureClass string
+	Reason       string
+	// Seconds is the predicted benchmark duration (for the ETA).
+	Seconds float64
+}
+
+// Requests builds a workload's requests (dataset.Sample with the tokenizer);
+// prompts > 0 keeps only the first prompts requests.
+type Requests func(w Workload) ([]dataset.Request, error)
+
+// cachedRequests memoizes a Requests function per workload name.
+func cachedRequests(f Requests) Requests {
+	var mu sync.Mutex
+	cache := map[string][]dataset.Request{}
+	errs := map[string]error{}
+	return func(w Workload) ([]dataset.Request, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		k := fmt.Sprintf("%+v", w)
+		if r, ok := cache[k]; ok {
+			return r, errs[k]
+		}
+		r, err := f(w)
+		cache[k], errs[k] = r, err
+		return r, err
+	}
+}
+
+// PredictRunner is the sim-predict runtime: each trial is an in-process
+// prediction, optionally with seeded noise (the simulator is deterministic;
+// the noise exists so the noise-floor rule is exercised, and is labelled as
+// such in the summary).
+type PredictRunner struct {
+	Predictor Predictor
+	Hardware  Hardware
+	Requests  Requests
+	Noise     Noise
+}
+
+var _ Runner = (*PredictRunner)(nil)
+var _ Guide = (*PredictRunner)(nil)
+
+// Run predicts one trial.
+func (r *PredictRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
+	rec := newRecord(t)
+	if err := ctx.Err(); err != nil {
+		return rec, err
+	}
+	reqs, err := r.Requests(t.Workload)
+	if err != nil {
+		return rec, fmt.Errorf("lab: workload %s: %w", t.Workload.Name, err)
+	}
+	p, err := r.Predictor.Predict(ctx, t.Config, r.Hardware, reqs, t.Workload)
+	if err != nil {
+		if ctx.Err() != nil {
+			return rec, ctx.Err()
+		}
+		return rec, fmt.Errorf("lab: predict %s: %w", t.Name, err)
+	}
+	rec.Command = p.Command
+	rec.Ended = time.Now()
+	if p.FailureClass != "" {
+		rec.Status, rec.FailureClass, rec.Reason = "failed", p.FailureClass, p.Reason
+		return rec, nil
+	}
+	res := []byte(p.Result)
+	if r.Noise.Sigma > 0 {
+		f := noiseFactor(r.Noise, measurementKey(t.Key))
+		if res, err = scaleResult(res, f); err != nil {
+			return rec, err
+		}
+		rec.Reason = fmt.Sprintf("sim-predict with seeded noise x%.4f (sigma %.3g)", f, r.Noise.Sigma)
+	}
+	rec.Result = res
+	rec.Status = "ok"
+	return rec, nil
+}
+
+// Guess predicts without noise on the first prompts requests.
+func (r *PredictRunner) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Observation, error) {
+	reqs, err := r.Requests(w)
+	if err != nil {
+		return Observation{}, err
+	}
+	if prompts > 0 && prompts < len(reqs) {
+		reqs = reqs[:prompts]
+	}
+	p, err := r.Predictor.Predict(ctx, cfg, r.Hardware, reqs, w)
+	if err != nil {
+		return Observation{}, err
+	}
+	if p.FailureClass != "" {
+		return Observation{}, fmt.Errorf("%s: %s", p.FailureClass, p.Reason)
+	}
+	return ParseObservation(p.Result)
+}
+
+// noiseFactor is a deterministic lognormal draw with mean 1 for one
+// measurement key.
+func noiseFactor(n Noise, key string) float64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(n.Seed))
+	h.Write(b[:])
+	h.Write([]byte(key))
+	rng := rand.New(rand.NewPCG(h.Sum64(), 0x9e3779b97f4a7c15))
+	z := rng.NormFloat64()
+	return math.Exp(n.Sigma*z - n.Sigma*n.Sigma/2)
+}
+
+func newRecord(t TrialSpec) store.Trial {
+	cfg, _ := json.Marshal(t.Config)
+	return store.Trial{
+		Key: t.Key, Stage: t.Stage, Name: t.Name, Workload: t.Workload.Name, Repeat: t.Repeat,
+		Config: cfg, Started: time.Now(),
+	}
+}
+
+// ErrBudget is returned inside the lab when the trial budget or the time
+// budget is spent; the lab then finishes with what it has.
+var ErrBudget = errors.New("lab: budget spent")

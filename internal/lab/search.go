@@ -1,0 +1,413 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// DefaultSearchKnobs are the knobs that interact and are searched jointly
+// after the staged pass: engine × quantization × parallelism × batching ×
+// chunked prefill.
+var DefaultSearchKnobs = []string{KnobEngine, KnobQuantization, KnobParallelism, KnobMaxNumSeqs, KnobMaxNumBatchedTokens, KnobChunkedPrefill}
+
+func (s *Spec) searchKnobs() []string {
+	if len(s.Search.Knobs) > 0 {
+		return s.Search.Knobs
+	}
+	return DefaultSearchKnobs
+}
+
+// Axes lists, per knob, every candidate value across engines plus the
+// default (""): from the knob's stage when there is one, else the knob's
+// default candidates.
+func (s *Spec) Axes(ks []string) map[string][]string {
+	out := map[string][]string{}
+	for _, k := range ks {
+		set := map[string]bool{}
+		found := false
+		for _, st := range s.Stages {
+			if st.Knob != k {
+				continue
+			}
+			found = true
+			for _, e := range s.Engines {
+				for _, v := range s.stageValues(st, e.Name) {
+					set[v] = true
+				}
+			}
+		}
+		if !found {
+			st := Stage{Name: k, Knob: k, Values: defaultValues(k)}
+			if k == KnobAttentionBackend {
+				st = DefaultStages()[2]
+			}
+			for _, e := range s.Engines {
+				for _, v := range s.stageValues(st, e.Name) {
+					set[v] = true
+				}
+			}
+		}
+		if k != KnobEngine {
+			set[""] = true
+		}
+		delete(set, "default")
+		out[k] = sortedKeys(set)
+	}
+	return out
+}
+
+// GridKnobs is the space --grid covers: every stage knob and every search
+// knob.
+func (s *Spec) GridKnobs() []string {
+	set := map[string]bool{}
+	for _, st := range s.Stages {
+		set[st.Knob] = true
+	}
+	if !s.Search.Disable {
+		for _, k := range s.searchKnobs() {
+			set[k] = true
+		}
+	}
+	var out []string
+	for _, k := range knobOrder {
+		if set[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// enumerate lists the distinct applicable configs of the cartesian product
+// of axes around from (knobs not in axes keep from's value; a value that
+// does not apply to an engine makes the point invalid and it is dropped).
+func (s *Spec) enumerate(from Point, axes map[string][]string, limit int) []Point {
+	ks := make([]string, 0, len(axes))
+	for _, k := range knobOrder {
+		if _, ok := axes[k]; ok {
+			ks = append(ks, k)
+		}
+	}
+	seen := map[string]bool{}
+	var out []Point
+	var rec func(i int, p Point)
+	rec = func(i int, p Point) {
+		if limit > 0 && len(out) >= limit {
+			return
+		}
+		if i == len(ks) {
+			cfg, ok := s.Config(p)
+			if !ok {
+				return
+			}
+			if h := ConfigHash(cfg); !seen[h] {
+				seen[h] = true
+				out = append(out, p)
+			}
+			return
+		}
+		k := ks[i]
+		for _, v := range axes[k] {
+			q := p.with(k, v)
+			if k == KnobEngine && v != p[KnobEngine] {
+				// Engine-specific values of from (backend names) do not
+				// carry over to another engine.
+				for _, kk := range knobOrder[1:] {
+					if _, inAxes := axes[kk]; inAxes {
+						continue
+					}
+					if _, has := q[kk]; has {
+						if _, ok := s.Config(Point{KnobEngine: v, kk: q[kk]}); !ok {
+							delete(q, kk)
+						}
+					}
+				}
+			}
+			rec(i+1, q)
+		}
+	}
+	rec(0, from.clone())
+	return out
+}
+
+// calibration is a multiplicative correction of the guide: log(measured /
+// predicted) ≈ a + Σ b[knob=value], fitted by ridge backfitting on the
+// trials already run, so a knob the simulator over- or under-rates is
+// corrected for every untested config that has it.
+type calibration struct {
+	a float64
+	b map[string]float64
+}
+
+type calObs struct {
+	feats []string
+	logr  float64
+}
+
+func features(p Point, ks []string) []string {
+	out := make([]string, 0, len(ks))
+	for _, k := range ks {
+		out = append(out, k+"="+p[k])
+	}
+	return out
+}
+
+func fitCalibration(obs []calObs) calibration {
+	c := calibration{b: map[string]float64{}}
+	if len(obs) == 0 {
+		return c
+	}
+	const lambda = 2.0
+	for _, o := range obs {
+		c.a += o.logr
+	}
+	c.a /= float64(len(obs))
+	for iter := 0; iter < 20; iter++ {
+		sum := map[string]float64{}
+		n := map[string]float64{}
+		for _, o := range obs {
+			pred := c.a
+			for _, f := range o.feats {
+				pred += c.b[f]
+			}
+			for _, f := range o.feats {
+				sum[f] += o.logr - (pred - c.b[f])
+				n[f]++
+			}
+		}
+		for f := range sum {
+			c.b[f] = sum[f] / (n[f] + lambda)
+		}
+	}
+	return c
+}
+
+func (c calibration) factor(feats []string) float64 {
+	x := c.a
+	for _, f := range feats {
+		x += c.b[f]
+	}
+	return math.Exp(x)
+}
+
+// joint is the search beyond the greedy pass: the guide predicts every
+// config of the joint space, the predictions are recalibrated on the trials
+// run so far, and the most promising untested config is run, until none is
+// predicted to beat the incumbent by more than the noise floor or the
+// search's budget ends.
+func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result, float64, error) {
+	s := l.Spec
+	ks := s.searchKnobs()
+	js := &JointSummary{Knobs: ks}
+	l.sum.Joint = js
+	staged := inc
+	pts := s.enumerate(inc.spec.Point, s.Axes(ks), 20000)
+	js.Space = len(pts)
+	if l.Progress != nil {
+		l.Progress.Stage("joint search (guide)", len(pts))
+	}
+	guess, err := l.guessAll(ctx, pts)
+	if err != nil {
+		return inc, incScore, err
+	}
+	tried := 0
+	for {
+		// Fit the calibration on every tuning measurement that has a guess.
+		var obs []calObs
+		l.mu.Lock()
+		for _, p := range pts {
+			cfg, _ := s.Config(p)
+			g, ok := guess[ConfigHash(cfg)]
+			if !ok || g <= 0 {
+				continue
+			}
+			t, ok := l.done[measurementKey(TrialKey("", cfg, *s.Tuning, 0))]
+			if !ok {
+				continue
+			}
+			r := l.evaluate(TrialSpec{Config: cfg, Point: p}, t)
+			if r.failed != "" || r.score <= 0 {
+				continue
+			}
+			obs = append(obs, calObs{features(p, ks), math.Log(r.score / g)})
+		}
+		l.mu.Unlock()
+		cal := fitCalibration(obs)
+		js.Calibration = map[string]float64{"*": math.Exp(cal.a)}
+		for f, b := range cal.b {
+			js.Calibration[f] = math.Exp(b)
+		}
+		type ranked struct {
+			p    Point
+			pred float64
+		}
+		var cands []ranked
+		for _, p := range pts {
+			cfg, _ := s.Config(p)
+			g, ok := guess[ConfigHash(cfg)]
+			if !ok {
+				continue
+			}
+			l.mu.Lock()
+			_, measured := l.done[measurementKey(TrialKey("", cfg, *s.Tuning, 0))]
+			l.mu.Unlock()
+			if measured {
+				continue
+			}
+			cands = append(cands, ranked{p, g * cal.factor(features(p, ks))})
+		}
+		sort.SliceStable(cands, func(i, j int) bool { return cands[i].pred > cands[j].pred })
+		thr := math.Max(l.sum.NoiseFloor, s.MinGain)
+		bar := incScore * (1 + thr)
+		if len(cands) == 0 {
+			js.StopReason = "every config of the joint space is measured"
+			break
+		}
+		if cands[0].pred <= bar {
+			js.StopReason = fmt.Sprintf("no untested config is predicted to beat the incumbent by more than the noise floor (best predicted %.1f vs %.1f %s)",
+				cands[0].pred, bar, s.Objective.Unit())
+			break
+		}
+		if tried >= s.Search.MaxTrials {
+			js.StopReason = fmt.Sprintf("search budget spent (%d trials)", tried)
+			break
+		}
+		n := max(1, min(l.sem.slots, s.Search.MaxTrials-tried))
+		var batch []Point
+		preds := map[string]float64{}
+		for _, c := range cands {
+			if len(batch) >= n || c.pred <= bar {
+				break
+			}
+			batch = append(batch, c.p)
+			preds[c.p.String()] = c.pred
+		}
+		tried += len(batch)
+		res, err := l.measureMany(ctx, "joint", batch, *s.Tuning, 0)
+		if err != nil {
+			if errors.Is(err, ErrBudget) {
+				js.StopReason = l.stopped
+			}
+			return inc, incScore, err
+		}
+		var cs []Candidate
+		newInc, newScore, _, err := l.decide(ctx, "joint", inc, incScore, res, &cs)
+		for i := range cs {
+			pred := preds[Point(cs[i].Point).String()]
+			cs[i].Reason = strings.TrimSpace(fmt.Sprintf("predicted %.1f; %s", pred, cs[i].Reason))
+		}
+		js.Tried = append(js.Tried, cs...)
+		if err != nil {
+			return inc, incScore, err
+		}
+		inc, incScore = newInc, newScore
+	}
+	js.Improved = inc != staged
+	return inc, incScore, nil
+}
+
+// guessAll predicts every point with the guide (in parallel, once per
+// config), returning the objective by config hash; a config the guide
+// predicts to fail is left out.
+func (l *Lab) guessAll(ctx context.Context, pts []Point) (map[string]float64, error) {
+	s := l.Spec
+	out := map[string]float64{}
+	var mu sync.Mutex
+	work := make(chan Point)
+	var wg sync.WaitGroup
+	workers := max(1, l.sem.slots)
+	var firstErr error
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				cfg, _ := s.Config(p)
+				o, err := l.Guide.Guess(ctx, cfg, *s.Tuning, s.Search.GuidePrompts)
+				if err != nil {
+					if ctx.Err() != nil {
+						mu.Lock()
+						firstErr = ctx.Err()
+						mu.Unlock()
+					}
+					continue
+				}
+				sc := s.Objective.Score(o, GPUs(cfg))
+				if o.SuccessRate() < s.MinSuccessRate || sc <= 0 {
+					continue
+				}
+				mu.Lock()
+				out[ConfigHash(cfg)] = sc
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, p := range pts {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
+}
+
+// grid runs every config of the space (stage knobs × search knobs) once on
+// the tuning workload and compares the lab's winner with the best.
+func (l *Lab) grid(ctx context.Context, base, win *result) error {
+	s := l.Spec
+	from := Point{KnobEngine: s.baselineEngine()}
+	pts := s.enumerate(from, s.Axes(s.GridKnobs()), 0)
+	if l.Progress != nil {
+		l.Progress.Stage("grid", len(pts))
+	}
+	specs := make([]TrialSpec, 0, len(pts))
+	for _, p := range pts {
+		cfg, _ := s.Config(p)
+		specs = append(specs, l.trialSpec("grid", p, cfg, *s.Tuning, 0))
+	}
+	// The grid is a reference, not part of the lab: no budget stops it.
+	res, err := l.runSpecsNoBudget(ctx, specs)
+	if err != nil {
+		return err
+	}
+	var best *result
+	for _, r := range res {
+		if r.eligible() && (best == nil || r.score > best.score) {
+			best = r
+		}
+	}
+	g := &GridSummary{Size: len(pts), LabTrials: len(l.tuning)}
+	if len(pts) > 0 {
+		g.LabShare = float64(g.LabTrials) / float64(len(pts))
+	}
+	l.sum.Grid = g
+	if best == nil {
+		return nil
+	}
+	g.Best = l.candidate(best, nil)
+	// Compare single runs (repeat 0) with single runs, so the gap is not an
+	// artefact of averaging.
+	score0 := func(c *Candidate) float64 {
+		if c == nil {
+			return 0
+		}
+		for _, r := range res {
+			if r.eligible() && ConfigHash(r.spec.Config) == c.ConfigHash {
+				return r.score
+			}
+		}
+		return c.Score
+	}
+	g.WinnerGap = 1 - score0(l.sum.Winner)/best.score
+	g.StagedGap = 1 - score0(l.sum.Staged)/best.score
+	return nil
+}

@@ -1,0 +1,157 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/sim"
+	"github.com/perflab/perflab/internal/sim/simargs"
+)
+
+// SimPredictor is the simulator's in-process face: the config is rendered
+// to the engine's real command line, parsed back the way the engine would
+// (simargs rejects what the engine rejects) and predicted by sim.Predict.
+// The result goes through metrics.Compute with the objective's SLOs as
+// goodput, exactly like a live benchmark's records.
+type SimPredictor struct {
+	// SLO feeds goodput (tpot/ttft/e2el per request).
+	SLO SLO
+}
+
+var _ Predictor = SimPredictor{}
+
+// Predict implements Predictor.
+func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardware, reqs []dataset.Request, w Workload) (Prediction, error) {
+	if err := ctx.Err(); err != nil {
+		return Prediction{}, err
+	}
+	cmd, err := engine.Render(cfg)
+	if err != nil {
+		return Prediction{FailureClass: FailInvalidConfig, Reason: err.Error()}, nil
+	}
+	out := Prediction{Command: cmd.String()}
+	p, err := simargs.Parse(cfg.Engine, cfg.Version, cmd.Argv, cmd.Env)
+	if err != nil {
+		out.FailureClass, out.Reason = FailStartupCrash, err.Error()
+		return out, nil
+	}
+	p.GPU = simGPU(hw.GPU)
+	_, load := w.resolve()
+	pred, err := sim.Predict(p, reqs, sim.Load{RequestRate: load.rate, MaxConcurrency: load.maxConc, Seed: load.seed})
+	if err != nil {
+		switch {
+		case errors.Is(err, sim.ErrOOM):
+			out.FailureClass = FailOOM
+		default:
+			out.FailureClass = FailStartupCrash
+		}
+		out.Reason = err.Error()
+		return out, nil
+	}
+	opt := metrics.DefaultOptions()
+	opt.RequestRate, opt.MaxConcurrency = load.rate, load.maxConc
+	if g := sp.SLO.goodput(); len(g) > 0 {
+		opt.Goodput = g
+	}
+	res := metrics.Compute(pred.Records, pred.Duration, opt)
+	b, err := res.MarshalJSON()
+	if err != nil {
+		return out, fmt.Errorf("lab: encode prediction: %w", err)
+	}
+	out.Result, out.Seconds = b, pred.Duration
+	return out, nil
+}
+
+// simGPU maps a hardware name to the simulator's catalog name
+// ("H100-SXM-80GB" → "H100").
+func simGPU(name string) string {
+	up := strings.ToUpper(name)
+	for _, g := range []string{"H200", "H100", "A100", "L40S", "B200"} {
+		if strings.Contains(up, g) {
+			return g
+		}
+	}
+	return name
+}
+
+// goodput turns the per-request SLO bounds into vLLM's --goodput map.
+func (s SLO) goodput() map[string]float64 {
+	g := map[string]float64{}
+	if s.TPOTMs > 0 {
+		g["tpot"] = s.TPOTMs
+	}
+	if s.TTFTMs > 0 {
+		g["ttft"] = s.TTFTMs
+	}
+	if s.E2ELMs > 0 {
+		g["e2el"] = s.E2ELMs
+	}
+	return g
+}
+
+// loadShape is the client side of a workload.
+type loadShape struct {
+	rate    float64
+	maxConc int
+	seed    int64
+}
+
+// resolve turns a workload into dataset options and a load, starting from
+// its named profile when it has one; explicit fields win.
+func (w Workload) resolve() (dataset.Options, loadShape) {
+	var opt dataset.Options
+	ld := loadShape{rate: math.Inf(1)}
+	if w.Profile != "" {
+		if p, ok := dataset.LookupProfile(w.Profile); ok {
+			opt, ld.rate, ld.maxConc = p.Dataset, p.RequestRate, p.MaxConcurrency
+		}
+	}
+	if w.Dataset != "" {
+		opt.Name = w.Dataset
+	}
+	if w.Path != "" {
+		opt.Path = ResolvePath(w.Path)
+	}
+	if w.NumPrompts > 0 {
+		opt.NumPrompts = w.NumPrompts
+	}
+	if w.InputLen > 0 {
+		opt.RandomInputLen = w.InputLen
+	}
+	if w.OutputLen > 0 {
+		opt.RandomOutputLen = w.OutputLen
+	}
+	if w.RangeRatio > 0 {
+		opt.RandomRangeRatio = w.RangeRatio
+	}
+	if w.Seed != 0 {
+		opt.Seed = w.Seed
+	}
+	if w.RequestRate != 0 {
+		ld.rate = w.RequestRate.Value()
+	}
+	if w.MaxConcurrency > 0 {
+		ld.maxConc = w.MaxConcurrency
+	}
+	ld.seed = opt.Seed
+	return opt, ld
+}
+
+// DatasetRequests samples a workload's requests with dataset.Sample and the
+// tokenizer, exactly as vllm bench serve would.
+func DatasetRequests(tok dataset.Tokenizer) Requests {
+	return func(w Workload) ([]dataset.Request, error) {
+		opt, _ := w.resolve()
+		reqs, err := dataset.Sample(opt, tok)
+		if err != nil {
+			return nil, fmt.Errorf("lab: workload %s: %w", w.Name, err)
+		}
+		return reqs, nil
+	}
+}

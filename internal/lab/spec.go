@@ -1,0 +1,598 @@
+package lab
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/perflab/perflab/internal/engine"
+)
+
+// Runtime names.
+const (
+	// RuntimeSimPredict predicts each trial in process with the simulator:
+	// no HTTP, no processes, seconds for a whole lab.
+	RuntimeSimPredict = "sim-predict"
+	// RuntimeSim starts the simulator as a real server process per trial
+	// (perflab sim serve, time-scaled) and benchmarks it over HTTP.
+	RuntimeSim = "sim"
+	// RuntimeProcess starts the real engines on GPUs.
+	RuntimeProcess = "process"
+)
+
+// Objective metric names.
+const (
+	ObjectiveTotalThroughput  = "total_throughput"
+	ObjectiveThroughputPerGPU = "throughput_per_gpu"
+	ObjectiveGoodput          = "goodput"
+)
+
+// Spec is one lab: what to tune, where, against which workloads, with which
+// candidate values and budget. Relative paths in it (tokenizer, dataset
+// files) are resolved against the current working directory, the way the
+// README's commands are run from the repository root.
+type Spec struct {
+	// Name names the run and the default output directory.
+	Name string `yaml:"name" json:"name"`
+	// Model is the HF repo id the engines serve, e.g. "Qwen/Qwen3-14B".
+	Model string `yaml:"model" json:"model"`
+	// FP8Model is the pre-quantized repository used for the
+	// "fp8-checkpoint" quantization value, e.g. "Qwen/Qwen3-14B-FP8".
+	FP8Model string `yaml:"fp8_model,omitempty" json:"fp8_model,omitempty"`
+	// Hardware is the GPU type and how many the lab may use.
+	Hardware Hardware `yaml:"hardware" json:"hardware"`
+	// Engines lists the engines and their versions; the first one named
+	// "vllm" is the baseline.
+	Engines []EngineSpec `yaml:"engines" json:"engines"`
+	// Base holds settings every trial carries (e.g. reasoning_parser,
+	// max_model_len), as engine.Config fields.
+	Base engine.Config `yaml:"base,omitempty" json:"base,omitempty"`
+	// Runtime is sim-predict, sim or process (the command line may override).
+	Runtime string `yaml:"runtime,omitempty" json:"runtime,omitempty"`
+	// TimeScale speeds the sim runtime's clock (0 = the runtime's default).
+	TimeScale float64 `yaml:"time_scale,omitempty" json:"time_scale,omitempty"`
+	// Objective is what the lab maximizes.
+	Objective Objective `yaml:"objective,omitempty" json:"objective,omitempty"`
+	// Tokenizer is a tokenizer directory/file or a model id to resolve
+	// (empty: the model's).
+	Tokenizer string `yaml:"tokenizer,omitempty" json:"tokenizer,omitempty"`
+	// Tuning is the workload the stages are decided on.
+	Tuning *Workload `yaml:"tuning,omitempty" json:"tuning,omitempty"`
+	// Generalization workloads run on the baseline and the winner.
+	Generalization []Workload `yaml:"generalization,omitempty" json:"generalization,omitempty"`
+	// NoGeneralization skips the generalization runs (the defaults apply
+	// when Generalization is empty and this is false).
+	NoGeneralization bool `yaml:"no_generalization,omitempty" json:"no_generalization,omitempty"`
+	// Stages in order; empty means the reports' default stages.
+	Stages []Stage `yaml:"stages,omitempty" json:"stages,omitempty"`
+	// Combinations enables the "&&" step: knobs that helped one by one but
+	// were not kept are tried together (default true).
+	Combinations *bool `yaml:"combinations,omitempty" json:"combinations,omitempty"`
+	// Search configures the simulator-guided joint search after the
+	// staged pass.
+	Search Search `yaml:"search,omitempty" json:"search,omitempty"`
+	// Budget bounds the lab.
+	Budget Budget `yaml:"budget,omitempty" json:"budget,omitempty"`
+	// Repeats is how many times the incumbent and the best candidate run
+	// to measure the noise floor (default 3; 1 disables the floor).
+	Repeats int `yaml:"repeats,omitempty" json:"repeats,omitempty"`
+	// Parallel is how many trials may run at once (default: as many as
+	// the GPUs allow for process/sim, 2 for sim-predict).
+	Parallel int `yaml:"parallel,omitempty" json:"parallel,omitempty"`
+	// MinSuccessRate is the share of requests that must succeed for a
+	// candidate to be kept (default 1.0: every request).
+	MinSuccessRate float64 `yaml:"min_success_rate,omitempty" json:"min_success_rate,omitempty"`
+	// MinGain is an optional lower bound on the relative gain a change
+	// must show on top of the measured noise floor (default 0).
+	MinGain float64 `yaml:"min_gain,omitempty" json:"min_gain,omitempty"`
+	// Noise adds seeded run-to-run noise to sim-predict trials, which are
+	// otherwise deterministic, so the noise-floor rule is exercised.
+	Noise Noise `yaml:"noise,omitempty" json:"noise,omitempty"`
+	// StartupSeconds is the expected engine start time per trial for
+	// the ETA (default: 0 for sim-predict, 5 for sim, 180 for process).
+	StartupSeconds float64 `yaml:"startup_seconds,omitempty" json:"startup_seconds,omitempty"`
+
+	// dir and file are where the spec was read from (for messages).
+	file string
+}
+
+// Hardware is the GPU type and count.
+type Hardware struct {
+	// GPU is the GPU type the simulator models, e.g. "H100-SXM-80GB".
+	GPU string `yaml:"gpu" json:"gpu"`
+	// Count is how many GPUs the lab may use.
+	Count int `yaml:"count" json:"count"`
+}
+
+// EngineSpec is one engine and its version.
+type EngineSpec struct {
+	Name    string `yaml:"name" json:"name"`
+	Version string `yaml:"version" json:"version"`
+}
+
+// Objective is the metric maximized, with optional SLOs.
+type Objective struct {
+	// Metric is total_throughput (default), throughput_per_gpu or goodput.
+	Metric string `yaml:"metric,omitempty" json:"metric,omitempty"`
+	// SLO bounds used by goodput (a request counts only if it meets all),
+	// and, for the other metrics, as constraints on the run's percentiles
+	// when set: a trial whose P99 breaks them is not kept.
+	SLO SLO `yaml:"slo,omitempty" json:"slo,omitempty"`
+}
+
+// SLO is a set of latency bounds in milliseconds (0 = none).
+type SLO struct {
+	P99TPOTMs float64 `yaml:"p99_tpot_ms,omitempty" json:"p99_tpot_ms,omitempty"`
+	P99TTFTMs float64 `yaml:"p99_ttft_ms,omitempty" json:"p99_ttft_ms,omitempty"`
+	// TPOTMs / TTFTMs / E2ELMs are per-request bounds for goodput, the way
+	// vllm bench serve --goodput tpot:100 defines it.
+	TPOTMs float64 `yaml:"tpot_ms,omitempty" json:"tpot_ms,omitempty"`
+	TTFTMs float64 `yaml:"ttft_ms,omitempty" json:"ttft_ms,omitempty"`
+	E2ELMs float64 `yaml:"e2el_ms,omitempty" json:"e2el_ms,omitempty"`
+}
+
+// Workload is one benchmark workload.
+type Workload struct {
+	// Name labels the workload ("ShareGPT", "Long Prompt").
+	Name string `yaml:"name" json:"name"`
+	// Profile names a dataset profile (dataset.LookupProfile); explicit
+	// fields below override it.
+	Profile string `yaml:"profile,omitempty" json:"profile,omitempty"`
+	// Dataset is "sharegpt" or "random".
+	Dataset string `yaml:"dataset,omitempty" json:"dataset,omitempty"`
+	// Path is the dataset file (sharegpt).
+	Path string `yaml:"path,omitempty" json:"path,omitempty"`
+	// NumPrompts is how many requests (vLLM --num-prompts).
+	NumPrompts int `yaml:"num_prompts,omitempty" json:"num_prompts,omitempty"`
+	// InputLen / OutputLen for the random dataset.
+	InputLen  int `yaml:"input_len,omitempty" json:"input_len,omitempty"`
+	OutputLen int `yaml:"output_len,omitempty" json:"output_len,omitempty"`
+	// RangeRatio is vLLM's --random-range-ratio.
+	RangeRatio float64 `yaml:"range_ratio,omitempty" json:"range_ratio,omitempty"`
+	// RequestRate is "inf" or requests per second.
+	RequestRate Rate `yaml:"request_rate,omitempty" json:"request_rate,omitempty"`
+	// MaxConcurrency caps in-flight requests (0 = none).
+	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty"`
+	// Seed is the dataset and schedule seed (vLLM default 0).
+	Seed int64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+}
+
+// Rate is a request rate: a positive number, or "inf" (the zero value is
+// read as inf, as vLLM's default is).
+type Rate float64
+
+// UnmarshalYAML accepts "inf" or a number.
+func (r *Rate) UnmarshalYAML(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	s = strings.Trim(s, `"'`)
+	if strings.EqualFold(s, "inf") || strings.EqualFold(s, ".inf") {
+		*r = Rate(math.Inf(1))
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f <= 0 || math.IsNaN(f) {
+		return fmt.Errorf("request_rate %q: want a positive number or inf", s)
+	}
+	*r = Rate(f)
+	return nil
+}
+
+// MarshalYAML writes inf as "inf".
+func (r Rate) MarshalYAML() ([]byte, error) { return []byte(r.String()), nil }
+
+// MarshalJSON writes inf as "inf" (JSON has no infinity).
+func (r Rate) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(r.String())), nil }
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *Rate) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		s = string(b)
+	}
+	return r.UnmarshalYAML([]byte(s))
+}
+
+// Value is the rate in requests per second (+Inf for inf or unset).
+func (r Rate) Value() float64 {
+	if r == 0 || math.IsInf(float64(r), 1) {
+		return math.Inf(1)
+	}
+	return float64(r)
+}
+
+func (r Rate) String() string {
+	if math.IsInf(r.Value(), 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(float64(r), 'g', -1, 64)
+}
+
+// Stage is one step of the staged pass: one knob and its candidate values.
+type Stage struct {
+	// Name labels the stage; it defaults to the knob.
+	Name string `yaml:"name" json:"name"`
+	// Knob is the knob the stage varies (default: Name).
+	Knob string `yaml:"knob,omitempty" json:"knob,omitempty"`
+	// Values are the candidates, in the knob's spelling (see docs/lab.md).
+	Values []string `yaml:"values,omitempty" json:"values,omitempty"`
+	// PerEngine gives engine-specific candidates (e.g. attention backend
+	// names), used instead of Values for that engine.
+	PerEngine map[string][]string `yaml:"per_engine,omitempty" json:"per_engine,omitempty"`
+}
+
+// Search configures the joint search beyond the greedy pass.
+type Search struct {
+	// Disable turns the joint search off.
+	Disable bool `yaml:"disable,omitempty" json:"disable,omitempty"`
+	// Knobs lists the knobs searched jointly (default: every stage knob,
+	// the same space as --grid). The others stay at the incumbent's value.
+	Knobs []string `yaml:"knobs,omitempty" json:"knobs,omitempty"`
+	// MaxTrials bounds the search's own trials (default 24).
+	MaxTrials int `yaml:"max_trials,omitempty" json:"max_trials,omitempty"`
+	// GuidePrompts is how many of the tuning workload's prompts the
+	// simulator's guiding predictions use (default 300; fewer is faster
+	// and less exact, which the recalibration corrects).
+	GuidePrompts int `yaml:"guide_prompts,omitempty" json:"guide_prompts,omitempty"`
+}
+
+// Budget bounds the lab; zero means unbounded.
+type Budget struct {
+	MaxTrials int     `yaml:"max_trials,omitempty" json:"max_trials,omitempty"`
+	MaxHours  float64 `yaml:"max_hours,omitempty" json:"max_hours,omitempty"`
+}
+
+// Noise is seeded multiplicative noise for sim-predict trials.
+type Noise struct {
+	// Sigma is the relative standard deviation of throughput (e.g. 0.01).
+	Sigma float64 `yaml:"sigma,omitempty" json:"sigma,omitempty"`
+	// Seed seeds the noise; each trial's draw also depends on its key, so
+	// a resumed lab sees the same numbers.
+	Seed int64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+}
+
+// SpecError is a spec problem with its place in the file.
+type SpecError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *SpecError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("lab: %s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("lab: %s: %s", e.File, e.Msg)
+}
+
+// LoadSpec reads and validates a spec file.
+func LoadSpec(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("lab: read spec %s: %w", path, err)
+	}
+	return ParseSpec(path, data)
+}
+
+// ParseSpec decodes a spec strictly (unknown fields are errors), fills the
+// defaults and validates it. name is used in error messages (file:line).
+func ParseSpec(name string, data []byte) (*Spec, error) {
+	var s Spec
+	if err := yaml.UnmarshalWithOptions(data, &s, yaml.Strict()); err != nil {
+		var ye yaml.Error
+		if errors.As(err, &ye) && ye.GetToken() != nil {
+			return nil, &SpecError{File: name, Line: ye.GetToken().Position.Line, Msg: ye.GetMessage()}
+		}
+		return nil, &SpecError{File: name, Msg: err.Error()}
+	}
+	s.file = name
+	file, _ := parser.ParseBytes(data, 0)
+	if err := s.validate(func(path string) int { return lineOf(file, path) }); err != nil {
+		return nil, err
+	}
+	s.fillDefaults()
+	return &s, nil
+}
+
+// lineOf finds the line of a YAML path ("$.stages[1].knob") or 0.
+func lineOf(f *ast.File, path string) int {
+	if f == nil {
+		return 0
+	}
+	p, err := yaml.PathString(path)
+	if err != nil {
+		return 0
+	}
+	n, err := p.FilterFile(f)
+	if err != nil || n == nil || n.GetToken() == nil {
+		return 0
+	}
+	return n.GetToken().Position.Line
+}
+
+func (s *Spec) validate(line func(string) int) error {
+	bad := func(path, format string, a ...any) error {
+		return &SpecError{File: s.file, Line: line(path), Msg: fmt.Sprintf(format, a...)}
+	}
+	if s.Name == "" {
+		return bad("$", "name is required")
+	}
+	if strings.ContainsAny(s.Name, `/\ `) {
+		return bad("$.name", "name %q must not contain slashes or spaces (it names the output directory)", s.Name)
+	}
+	if s.Model == "" {
+		return bad("$", "model is required")
+	}
+	if s.Hardware.Count < 0 {
+		return bad("$.hardware.count", "hardware.count %d must be positive", s.Hardware.Count)
+	}
+	if len(s.Engines) == 0 {
+		return bad("$", "engines: at least one engine is required")
+	}
+	seen := map[string]bool{}
+	for i, e := range s.Engines {
+		switch e.Name {
+		case "vllm", "sglang", "trtllm":
+		default:
+			return bad(fmt.Sprintf("$.engines[%d].name", i), "engine %q: want vllm, sglang or trtllm", e.Name)
+		}
+		if seen[e.Name] {
+			return bad(fmt.Sprintf("$.engines[%d].name", i), "engine %q listed twice", e.Name)
+		}
+		seen[e.Name] = true
+	}
+	switch s.Runtime {
+	case "", RuntimeSimPredict, RuntimeSim, RuntimeProcess:
+	default:
+		return bad("$.runtime", "runtime %q: want sim-predict, sim or process", s.Runtime)
+	}
+	switch s.Objective.Metric {
+	case "", ObjectiveTotalThroughput, ObjectiveThroughputPerGPU:
+	case ObjectiveGoodput:
+		slo := s.Objective.SLO
+		if slo.TPOTMs == 0 && slo.TTFTMs == 0 && slo.E2ELMs == 0 && slo.P99TPOTMs == 0 && slo.P99TTFTMs == 0 {
+			return bad("$.objective", "objective goodput needs an slo (e.g. tpot_ms: 100)")
+		}
+	default:
+		return bad("$.objective.metric", "objective %q: want total_throughput, throughput_per_gpu or goodput", s.Objective.Metric)
+	}
+	if s.MinSuccessRate < 0 || s.MinSuccessRate > 1 {
+		return bad("$.min_success_rate", "min_success_rate %v must be within [0, 1]", s.MinSuccessRate)
+	}
+	if s.Repeats < 0 || s.Parallel < 0 || s.Budget.MaxTrials < 0 || s.Budget.MaxHours < 0 {
+		return bad("$", "repeats, parallel and budget must not be negative")
+	}
+	if s.Noise.Sigma < 0 || s.Noise.Sigma > 0.5 {
+		return bad("$.noise.sigma", "noise.sigma %v must be within [0, 0.5]", s.Noise.Sigma)
+	}
+	if s.Tuning != nil {
+		if err := s.Tuning.validate("$.tuning", bad); err != nil {
+			return err
+		}
+	}
+	for i := range s.Generalization {
+		p := fmt.Sprintf("$.generalization[%d]", i)
+		if err := s.Generalization[i].validate(p, bad); err != nil {
+			return err
+		}
+	}
+	for i, st := range s.Stages {
+		p := fmt.Sprintf("$.stages[%d]", i)
+		k := st.Knob
+		if k == "" {
+			k = st.Name
+		}
+		kn, ok := knobs[k]
+		if !ok {
+			return bad(p, "stage %q: unknown knob %q (want one of %s)", st.Name, k, strings.Join(KnobNames(), ", "))
+		}
+		if k != KnobEngine && len(st.Values) == 0 && len(st.PerEngine) == 0 {
+			if len(defaultValues(k)) == 0 {
+				return bad(p, "stage %q: no candidate values", st.Name)
+			}
+		}
+		for j, v := range st.Values {
+			if err := kn.check(v); err != nil {
+				return bad(fmt.Sprintf("%s.values[%d]", p, j), "stage %q: %v", st.Name, err)
+			}
+		}
+		for eng, vs := range st.PerEngine {
+			if !seen[eng] {
+				return bad(p+".per_engine", "stage %q: per_engine names engine %q that is not in engines", st.Name, eng)
+			}
+			for _, v := range vs {
+				if err := kn.check(v); err != nil {
+					return bad(p+".per_engine."+eng, "stage %q: %v", st.Name, err)
+				}
+			}
+		}
+	}
+	for i, k := range s.Search.Knobs {
+		if _, ok := knobs[k]; !ok {
+			return bad(fmt.Sprintf("$.search.knobs[%d]", i), "search: unknown knob %q", k)
+		}
+	}
+	return nil
+}
+
+func (w *Workload) validate(p string, bad func(string, string, ...any) error) error {
+	if w.Name == "" {
+		return bad(p, "workload name is required")
+	}
+	switch w.Dataset {
+	case "", "sharegpt", "random":
+	default:
+		return bad(p+".dataset", "workload %q: dataset %q: want sharegpt or random", w.Name, w.Dataset)
+	}
+	if w.Dataset == "random" && (w.InputLen <= 0 || w.OutputLen <= 0) && w.Profile == "" {
+		return bad(p, "workload %q: random needs input_len and output_len", w.Name)
+	}
+	if w.NumPrompts < 0 || w.MaxConcurrency < 0 {
+		return bad(p, "workload %q: num_prompts and max_concurrency must not be negative", w.Name)
+	}
+	if w.RangeRatio < 0 || w.RangeRatio >= 1 {
+		return bad(p+".range_ratio", "workload %q: range_ratio %v must be within [0, 1)", w.Name, w.RangeRatio)
+	}
+	return nil
+}
+
+// DefaultShareGPTPath is where the tuning workload's ShareGPT sample lives,
+// relative to the repository root.
+const DefaultShareGPTPath = "../shared/data/sharegpt/sharegpt_v3_sample_1000.json"
+
+// DefaultTuning is the reports' tuning workload: ShareGPT, 1,000 prompts,
+// rate inf.
+func DefaultTuning() Workload {
+	return Workload{Name: "ShareGPT", Dataset: "sharegpt", Path: DefaultShareGPTPath, NumPrompts: 1000, RequestRate: Rate(math.Inf(1))}
+}
+
+// DefaultGeneralization is the reports' four random cases (seed 42, rate inf).
+func DefaultGeneralization() []Workload {
+	inf := Rate(math.Inf(1))
+	return []Workload{
+		{Name: "Short Prompt", Dataset: "random", InputLen: 128, OutputLen: 4, NumPrompts: 1000, Seed: 42, RequestRate: inf},
+		{Name: "Medium Prompt", Dataset: "random", InputLen: 2000, OutputLen: 100, NumPrompts: 500, Seed: 42, RequestRate: inf},
+		{Name: "Long Prompt", Dataset: "random", InputLen: 4000, OutputLen: 200, NumPrompts: 500, Seed: 42, RequestRate: inf},
+		{Name: "Very Long Prompt", Dataset: "random", InputLen: 32000, OutputLen: 100, NumPrompts: 100, Seed: 42, RequestRate: inf},
+	}
+}
+
+func (s *Spec) fillDefaults() {
+	if s.Hardware.Count == 0 {
+		s.Hardware.Count = 1
+	}
+	if s.Hardware.GPU == "" {
+		s.Hardware.GPU = "H100-SXM-80GB"
+	}
+	for i := range s.Engines {
+		if s.Engines[i].Version == "" {
+			s.Engines[i].Version = defaultVersions[s.Engines[i].Name]
+		}
+	}
+	if s.Runtime == "" {
+		s.Runtime = RuntimeSimPredict
+	}
+	if s.Objective.Metric == "" {
+		s.Objective.Metric = ObjectiveTotalThroughput
+	}
+	if s.Tuning == nil {
+		t := DefaultTuning()
+		s.Tuning = &t
+	}
+	fillWorkload(s.Tuning)
+	if len(s.Generalization) == 0 && !s.NoGeneralization {
+		s.Generalization = DefaultGeneralization()
+	}
+	for i := range s.Generalization {
+		fillWorkload(&s.Generalization[i])
+	}
+	if len(s.Stages) == 0 {
+		s.Stages = DefaultStages()
+	}
+	for i := range s.Stages {
+		if s.Stages[i].Knob == "" {
+			s.Stages[i].Knob = s.Stages[i].Name
+		}
+	}
+	if s.Combinations == nil {
+		t := true
+		s.Combinations = &t
+	}
+	if s.Search.MaxTrials == 0 {
+		s.Search.MaxTrials = 24
+	}
+	if s.Search.GuidePrompts == 0 {
+		s.Search.GuidePrompts = 300
+	}
+	if s.Repeats == 0 {
+		s.Repeats = 3
+	}
+	if s.MinSuccessRate == 0 {
+		s.MinSuccessRate = 1
+	}
+}
+
+func fillWorkload(w *Workload) {
+	if w.Dataset == "" && w.Profile == "" {
+		if w.InputLen > 0 {
+			w.Dataset = "random"
+		} else {
+			w.Dataset = "sharegpt"
+		}
+	}
+	if w.Dataset == "sharegpt" && w.Path == "" {
+		w.Path = DefaultShareGPTPath
+	}
+	if w.NumPrompts == 0 {
+		w.NumPrompts = 1000
+	}
+	if w.RequestRate == 0 {
+		w.RequestRate = Rate(math.Inf(1))
+	}
+}
+
+// defaultVersions are the reports' engine versions (the 14B/32B reports).
+var defaultVersions = map[string]string{"vllm": "0.11.0", "sglang": "0.5.5.post1", "trtllm": "1.2.0rc1"}
+
+// Key identifies the spec's content: rerunning the same spec resumes the run
+// with the same key. The runtime is part of it (a sim-predict run and a
+// process run of one spec are different runs).
+func (s *Spec) Key() string {
+	b, _ := yaml.Marshal(s)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// YAML is the normalized spec (defaults filled) as YAML.
+func (s *Spec) YAML() string {
+	b, err := yaml.Marshal(s)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// File is the path the spec was read from.
+func (s *Spec) File() string { return s.file }
+
+// version returns the spec's version of an engine.
+func (s *Spec) version(eng string) string {
+	for _, e := range s.Engines {
+		if e.Name == eng {
+			return e.Version
+		}
+	}
+	return defaultVersions[eng]
+}
+
+// baselineEngine is vLLM when listed (the reports' baseline), else the first.
+func (s *Spec) baselineEngine() string {
+	for _, e := range s.Engines {
+		if e.Name == "vllm" {
+			return "vllm"
+		}
+	}
+	return s.Engines[0].Name
+}
+
+// ResolvePath resolves a relative path against the current directory (the
+// documented rule) and cleans it.
+func ResolvePath(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return abs
+}
