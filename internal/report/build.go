@@ -1,0 +1,359 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/perflab/perflab/internal/store"
+)
+
+// labSummary mirrors the run summary the lab stores in store.Run.Summary
+// (its JSON tags are a contract, documented in docs/lab.md). The report
+// decodes its own copy so that it never imports the lab.
+type labSummary struct {
+	Version      int             `json:"version"`
+	Name         string          `json:"name"`
+	Model        string          `json:"model"`
+	Runtime      string          `json:"runtime"`
+	Objective    string          `json:"objective"`
+	Unit         string          `json:"unit"`
+	GPU          string          `json:"gpu"`
+	GPUs         int             `json:"gpus"`
+	NoiseFloor   float64         `json:"noise_floor"`
+	Engines      []EngineVersion `json:"engines"`
+	Workloads    []Workload      `json:"workloads"`
+	Tuning       string          `json:"tuning_workload"`
+	Baseline     *sumCandidate   `json:"baseline"`
+	Staged       *sumCandidate   `json:"staged"`
+	Winner       *sumCandidate   `json:"winner"`
+	TuningTrials int             `json:"tuning_trials"`
+	Stopped      string          `json:"stopped"`
+	Stages       []struct {
+		Name       string         `json:"name"`
+		Knob       string         `json:"knob"`
+		Incumbent  *sumCandidate  `json:"incumbent"`
+		Candidates []sumCandidate `json:"candidates"`
+		Kept       string         `json:"kept"`
+		NoiseFloor float64        `json:"noise_floor"`
+		Skipped    string         `json:"skipped"`
+	} `json:"stages"`
+	Joint *struct {
+		Knobs      []string       `json:"knobs"`
+		Space      int            `json:"space"`
+		Tried      []sumCandidate `json:"tried"`
+		StopReason string         `json:"stop_reason"`
+		Improved   bool           `json:"improved"`
+	} `json:"joint"`
+	Generalization []struct {
+		Workload string        `json:"workload"`
+		Baseline *sumCandidate `json:"baseline"`
+		Winner   *sumCandidate `json:"winner"`
+	} `json:"generalization"`
+	Grid *struct {
+		Size      int           `json:"size"`
+		Best      *sumCandidate `json:"best"`
+		LabTrials int           `json:"lab_trials"`
+		LabShare  float64       `json:"lab_share"`
+		WinnerGap float64       `json:"winner_gap"`
+		StagedGap float64       `json:"staged_gap"`
+	} `json:"grid"`
+}
+
+type sumCandidate struct {
+	Name         string    `json:"name"`
+	Command      string    `json:"command"`
+	TrialKey     string    `json:"trial_key"`
+	GPUs         int       `json:"gpus"`
+	Score        float64   `json:"score"`
+	RepeatScores []float64 `json:"repeat_scores"`
+	Gain         float64   `json:"gain"`
+	Decision     string    `json:"decision"`
+	Reason       string    `json:"reason"`
+	FailureClass string    `json:"failure_class"`
+}
+
+// Build computes the report of a run from its stored trials and the lab's
+// summary. Every figure comes from a stored result; the summary only says
+// which trial played which part and why each decision was taken.
+func Build(run store.Run, trials []store.Trial) (*Report, error) {
+	var sum labSummary
+	if len(run.Summary) > 0 {
+		if err := json.Unmarshal(run.Summary, &sum); err != nil {
+			return nil, fmt.Errorf("report: run %d summary: %w", run.ID, err)
+		}
+	}
+	gpus := max(sum.GPUs, 1)
+	r := &Report{
+		RunName: nonEmpty(sum.Name, run.Name), Model: sum.Model, GPU: sum.GPU, GPUs: gpus,
+		Runtime: sum.Runtime, Objective: nonEmpty(sum.Objective, "total_throughput"), Engines: sum.Engines,
+		NoiseFloor: sum.NoiseFloor, Workloads: sum.Workloads,
+	}
+	r.Title = fmt.Sprintf("Optimizing %s Throughput on NVIDIA %s GPUs", nonEmpty(shortModel(r.Model), r.RunName), nonEmpty(r.GPU, "?"))
+
+	ix := newTrialIndex(trials)
+	cands := map[string]*Candidate{}
+	get := func(key string) *Candidate {
+		if key == "" {
+			return nil
+		}
+		if c, ok := cands[key]; ok {
+			return c
+		}
+		t, ok := ix.byKey[key]
+		if !ok {
+			return nil
+		}
+		c, err := candidateOf(t, gpus)
+		if err != nil {
+			r.Warnings = append(r.Warnings, err.Error())
+			return nil
+		}
+		cands[key] = c
+		return c
+	}
+	// from places a summary candidate on its stored trial; a candidate
+	// with no trial (skipped before running) keeps the summary's figures.
+	from := func(sc *sumCandidate, stage string) *Candidate {
+		if sc == nil {
+			return nil
+		}
+		var c Candidate
+		if t := get(sc.TrialKey); t != nil {
+			c = *t
+		} else {
+			c = Candidate{Key: sc.TrialKey, Command: sc.Command, GPUs: sc.GPUs, Status: "failed", Failure: sc.FailureClass}
+		}
+		c.Name, c.Stage, c.Gain, c.Repeats = nonEmpty(sc.Name, c.Name), stage, sc.Gain, sc.RepeatScores
+		c.Kept = sc.Decision == "kept"
+		c.Decision = sc.Decision
+		if sc.Reason != "" {
+			c.Decision += ": " + sc.Reason
+		}
+		if c.Command == "" {
+			c.Command = sc.Command
+		}
+		return &c
+	}
+	for _, t := range trials {
+		if c := get(t.Key); c != nil {
+			r.Warnings = append(r.Warnings, validate(c)...)
+		}
+	}
+
+	r.Baseline = from(sum.Baseline, "baseline")
+	r.Recommended = from(sum.Winner, "winner")
+	for i, s := range sum.Stages {
+		st := Stage{Index: i + 1, Name: s.Name, Title: s.Name, Incumbent: from(s.Incumbent, s.Name)}
+		if s.Skipped != "" {
+			st.Title += " (skipped: " + s.Skipped + ")"
+		}
+		st.Winner = st.Incumbent
+		for j := range s.Candidates {
+			c := from(&s.Candidates[j], s.Name)
+			st.Candidates = append(st.Candidates, *c)
+			if c.Kept {
+				st.Winner = c
+			}
+		}
+		if st.Incumbent != nil && st.Winner != nil {
+			st.Gain = rel(st.Incumbent.Metrics.TotalTPS, st.Winner.Metrics.TotalTPS)
+		}
+		all := st.Candidates
+		if st.Incumbent != nil && !containsKey(all, st.Incumbent.Key) {
+			all = append([]Candidate{*st.Incumbent}, all...)
+		}
+		st.Ranking = ranking(all)
+		if best, second, ok := topTwo(all); ok {
+			st.Summary = summarySentence(best, second)
+		}
+		r.Stages = append(r.Stages, st)
+		r.Tried = append(r.Tried, st.Candidates...)
+	}
+	if j := sum.Joint; j != nil {
+		for i := range j.Tried {
+			r.Tried = append(r.Tried, *from(&j.Tried[i], "joint search"))
+		}
+		r.Search = &SearchInfo{Trials: sum.TuningTrials, Note: j.StopReason}
+		if sum.Staged != nil {
+			r.Search.GreedyBest = sum.Staged.Score
+		}
+		if sum.Winner != nil {
+			r.Search.FinalBest = sum.Winner.Score
+		}
+		if g := sum.Grid; g != nil && g.Best != nil {
+			r.Search.GridTrials, r.Search.GridBest, r.Search.GridBestConfig = g.Size, g.Best.Score, g.Best.Name
+		}
+	}
+	if sum.Stopped != "" {
+		r.Warnings = append(r.Warnings, "the lab stopped early: "+sum.Stopped)
+	}
+
+	if r.Baseline != nil || r.Recommended != nil {
+		r.Cases = append(r.Cases, newCase(nonEmpty(sum.Tuning, workloadOf(r.Baseline, "tuning")), r.Baseline, r.Recommended))
+	}
+	for _, g := range sum.Generalization {
+		r.Cases = append(r.Cases, newCase(g.Workload, from(g.Baseline, "generalization"), from(g.Winner, "generalization")))
+	}
+	sort.Strings(r.Warnings)
+	r.Warnings = dedupe(r.Warnings)
+	return r, nil
+}
+
+func containsKey(cs []Candidate, key string) bool {
+	for _, c := range cs {
+		if c.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func workloadOf(c *Candidate, def string) string {
+	if c == nil || c.Workload == "" {
+		return def
+	}
+	return c.Workload
+}
+
+func newCase(workload string, base, opt *Candidate) Case {
+	c := Case{Workload: workload, Baseline: base, Optimized: opt}
+	if base != nil && opt != nil {
+		b, o := base.Metrics.TotalTPS, opt.Metrics.TotalTPS
+		if base.GPUs != opt.GPUs && base.GPUs > 0 && opt.GPUs > 0 {
+			b, o, c.PerGPU = base.Metrics.TotalTPS/float64(base.GPUs), opt.Metrics.TotalTPS/float64(opt.GPUs), true
+		}
+		c.Change = rel(b, o)
+		c.TPOTChange = rel(base.Metrics.MeanTPOTMs, opt.Metrics.MeanTPOTMs)
+	}
+	return c
+}
+
+func topTwo(cs []Candidate) (Candidate, Candidate, bool) {
+	var ok []Candidate
+	for _, c := range cs {
+		if c.Status == "ok" && c.Metrics.TotalTPS > 0 {
+			ok = append(ok, c)
+		}
+	}
+	if len(ok) < 2 {
+		return Candidate{}, Candidate{}, false
+	}
+	sort.SliceStable(ok, func(i, j int) bool { return ok[i].Metrics.TotalTPS > ok[j].Metrics.TotalTPS })
+	return ok[0], ok[1], true
+}
+
+// candidateOf turns a stored trial into a candidate with its figures and
+// its vLLM result block.
+func candidateOf(t store.Trial, defaultGPUs int) (*Candidate, error) {
+	gpus := configGPUs(t.Config, defaultGPUs)
+	m, v, err := decodeMetrics(t.Result, gpus)
+	if err != nil {
+		return nil, fmt.Errorf("trial %s: %w", t.Key, err)
+	}
+	c := &Candidate{
+		Key: t.Key, Name: t.Name, Stage: t.Stage, Workload: t.Workload, Command: t.Command,
+		Engine: configEngine(t.Config), GPUs: gpus, Status: t.Status, Failure: t.FailureClass,
+		Reason: t.Reason, Metrics: m, EngineMetrics: t.EngineMetrics,
+	}
+	if t.Status == "ok" && len(t.Result) > 0 {
+		c.Block, err = resultBlock(t.Result)
+		if err != nil {
+			return nil, fmt.Errorf("trial %s: %w", t.Key, err)
+		}
+	}
+	c.TTFTs = scale(v.TTFTs, 1000)
+	c.TPOTs = tpots(v)
+	return c, nil
+}
+
+// tpots derives per-request TPOT (ms) from the detailed arrays, when the
+// result kept them, the way vLLM defines TPOT.
+func tpots(v resultView) []float64 {
+	if len(v.ITLs) == 0 || len(v.ITLs) != len(v.OutputLens) {
+		return nil
+	}
+	var out []float64
+	for i, itl := range v.ITLs {
+		if v.OutputLens[i] > 1 {
+			var sum float64
+			for _, x := range itl {
+				sum += x
+			}
+			out = append(out, 1000*sum/float64(v.OutputLens[i]-1))
+		}
+	}
+	return out
+}
+
+func scale(xs []float64, k float64) []float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = x * k
+	}
+	return out
+}
+
+func configGPUs(raw json.RawMessage, def int) int {
+	var c struct {
+		TP int `json:"tensor_parallel"`
+		DP int `json:"data_parallel"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
+		return def
+	}
+	n := max(c.TP, 1) * max(c.DP, 1)
+	return n
+}
+
+func configEngine(raw json.RawMessage) string {
+	var c struct {
+		Engine string `json:"engine"`
+	}
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &c)
+	}
+	return c.Engine
+}
+
+func shortModel(m string) string {
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		return m[i+1:]
+	}
+	return m
+}
+
+func dedupe(xs []string) []string {
+	var out []string
+	for i, x := range xs {
+		if i == 0 || x != xs[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// validate flags values no real run can produce; they are reported, not
+// silently accepted (the 9B reference shows a 20,132,659 tok/s "peak").
+func validate(c *Candidate) []string {
+	if c.Status != "ok" {
+		return nil
+	}
+	var w []string
+	m := c.Metrics
+	name := fmt.Sprintf("%s (%s, %s)", c.Name, c.Stage, c.Workload)
+	if m.TotalTPS < 0 || m.MeanTPOTMs < 0 || m.MeanTTFTMs < 0 {
+		w = append(w, name+": negative figure in the result")
+	}
+	if m.OutputTPS > m.TotalTPS && m.TotalTPS > 0 {
+		w = append(w, fmt.Sprintf("%s: output throughput %.2f exceeds total throughput %.2f", name, m.OutputTPS, m.TotalTPS))
+	}
+	if m.NumPrompts > 0 && m.Completed > m.NumPrompts {
+		w = append(w, fmt.Sprintf("%s: %d completed of %d prompts", name, m.Completed, m.NumPrompts))
+	}
+	return w
+}

@@ -1,0 +1,317 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// WriteMarkdown writes the report in the reference reports' structure:
+// Conclusion, Optimization Objective, Experimental Setup, Experiment
+// Results, Summary of Optimization Options, Other Benchmark Cases, then
+// perflab's additions (noise, configs not kept, search, warnings).
+func WriteMarkdown(w io.Writer, r *Report) error {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+
+	p("# %s\n\n", r.Title)
+	p("## Conclusion\n\n")
+	for _, c := range r.Charts {
+		if c.Title == chartBaselineVsOptimized {
+			p("![%s](%s)\n\n", c.Title, c.PNG)
+		}
+	}
+	if r.Recommended != nil {
+		p("Recommended configuration for optimizing %s of %s on %s:\n\n", objectiveNoun(r.Objective), r.Model, gpuPhrase(r))
+		p("```bash\n%s\n```\n\n", r.Recommended.Command)
+	} else {
+		p("No configuration finished successfully, so there is no recommendation.\n\n")
+	}
+	if len(r.Cases) > 0 {
+		p("Comparison of benchmark results before and after optimization:\n\n")
+		p("| Benchmark Case | baseline (vLLM without any optimizations) | Optimized |\n")
+		p("|----------|-------------------------------------------|-----------|\n")
+		for _, c := range r.Cases {
+			p("| **%s** | %s | %s |\n", c.Workload, caseCell(c.Baseline, "", r.NoiseFloor), caseCell(c.Optimized, changeTag(c), r.NoiseFloor))
+		}
+		p("\n")
+	}
+	if r.NoiseFloor > 0 {
+		p("Every gain above was required to exceed the measured run-to-run noise floor of ±%.2f%% (from repeated runs of the incumbent and the best candidate).\n\n", 100*r.NoiseFloor)
+	}
+
+	p("## Optimization Objective\n\n%s\n\n", objectiveSentence(r.Objective))
+
+	p("## Experimental Setup\n\n### Model\n\n%s\n\n### Hardware\n\n%s\n\n", r.Model, hardwareLine(r))
+	p("### Engine Version\n\n")
+	for _, e := range r.Engines {
+		p("- %s: v%s\n", engineTitle(e.Name), strings.TrimPrefix(e.Version, "v"))
+	}
+	if r.Runtime != "" {
+		p("\nRuntime: `%s`%s\n", r.Runtime, runtimeNote(r.Runtime))
+	}
+	p("\n### Benchmark Dataset\n\n")
+	for i, wl := range r.Workloads {
+		p("%d. %s: %s\n", i+1, wl.Name, wl.Description)
+	}
+	p("\n### Benchmark Script\n\nEach case is run with `perflab bench`; the `vllm bench serve` command beside it measures the same thing.\n\n")
+	for _, wl := range r.Workloads {
+		p("```bash\n# %s\n%s\n# vLLM equivalent\n%s\n```\n\n", wl.Name, wl.Perflab, wl.VLLM)
+	}
+
+	p("## Experiment Results\n\n")
+	for _, st := range r.Stages {
+		p("### %d. %s\n\n", st.Index, st.Title)
+		shown := st.Candidates
+		if st.Incumbent != nil && !containsKey(shown, st.Incumbent.Key) {
+			inc := *st.Incumbent
+			inc.Name += " (incumbent)"
+			inc.Decision = ""
+			shown = append([]Candidate{inc}, shown...)
+		}
+		for _, c := range shown {
+			p("#### %s\n\n", c.Name)
+			p("Serving script:\n\n```bash\n%s\n```\n\n", c.Command)
+			if c.Status != "ok" {
+				p("Failed: %s — %s\n\n", nonEmpty(c.Failure, "failed"), firstLine(c.Reason))
+				continue
+			}
+			if c.Block != "" {
+				p("Benchmark result:\n\n```\n%s```\n\n", ensureNL(c.Block))
+			}
+			if len(c.Repeats) > 1 {
+				p("Repeats (Total TPS): %s\n\n", floats(c.Repeats))
+			}
+			if c.Decision != "" {
+				p("Decision: %s\n\n", c.Decision)
+			}
+		}
+		if st.Ranking != "" {
+			p("Result: %s\n\n", st.Ranking)
+		}
+		if st.Summary != "" {
+			p("- Summary: %s\n\n", st.Summary)
+		}
+	}
+
+	p("### Summary of Optimization Options\n\n")
+	p("| Optimization Option | Throughput Improvement | Kept configuration | Notes |\n")
+	p("|---|---|---|---|\n")
+	for _, st := range r.Stages {
+		gain, kept := "-", "-"
+		if st.Winner != nil && st.Incumbent != nil && st.Winner.Key != st.Incumbent.Key {
+			gain, kept = pct(st.Gain), st.Winner.Name
+		}
+		p("| %s | %s | %s | %s |\n", st.Name, gain, kept, stageNotes(st))
+	}
+	p("\n")
+
+	if len(r.Cases) > 1 {
+		p("### Other Benchmark Cases\n\nThe optimized configuration was also benchmarked on other workloads to see whether it generalizes.\n\n")
+		for _, c := range r.Cases[1:] {
+			p("#### %s\n\n", c.Workload)
+			for _, side := range []struct {
+				label string
+				c     *Candidate
+			}{{"Baseline", c.Baseline}, {"Optimized", c.Optimized}} {
+				if side.c == nil {
+					continue
+				}
+				p("%s (`%s`):\n\n", side.label, side.c.Command)
+				if side.c.Status != "ok" {
+					p("Failed: %s — %s\n\n", nonEmpty(side.c.Failure, "failed"), firstLine(side.c.Reason))
+				} else if side.c.Block != "" {
+					p("```\n%s```\n\n", ensureNL(side.c.Block))
+				}
+			}
+		}
+	}
+
+	p("## Beyond the reference method\n\n")
+	var notKept []Candidate
+	for _, c := range r.Tried {
+		if !c.Kept {
+			notKept = append(notKept, c)
+		}
+	}
+	if len(notKept) > 0 {
+		p("### Configurations tried and not kept\n\n| Stage | Configuration | Total TPS | Mean TPOT (ms) | Why not kept |\n|---|---|---|---|---|\n")
+		for _, c := range notKept {
+			tps, tpot := "-", "-"
+			if c.Status == "ok" {
+				tps, tpot = fmt.Sprintf("%.2f", c.Metrics.TotalTPS), fmt.Sprintf("%.2f", c.Metrics.MeanTPOTMs)
+			}
+			p("| %s | %s | %s | %s | %s |\n", c.Stage, c.Name, tps, tpot, nonEmpty(c.Decision, nonEmpty(c.Failure, "not better")))
+		}
+		p("\n")
+	}
+	if s := r.Search; s != nil {
+		p("### Search beyond the greedy pass\n\n")
+		p("The staged (greedy) pass reached %.2f tok/s; the simulator-guided joint search ended at %.2f tok/s (%s) after %d trials in all.\n", s.GreedyBest, s.FinalBest, pct(rel(s.GreedyBest, s.FinalBest)), s.Trials)
+		if s.GridTrials > 0 {
+			p("An exhaustive grid of %d configurations peaks at %.2f tok/s (%s); the lab's winner is within %.2f%% of it using %.0f%% of the grid's trials.\n",
+				s.GridTrials, s.GridBest, s.GridBestConfig, 100*(s.GridBest-s.FinalBest)/s.GridBest, 100*float64(s.Trials)/float64(s.GridTrials))
+		}
+		if s.Note != "" {
+			p("%s\n", s.Note)
+		}
+		p("\n")
+	}
+	if em := engineMetricsRows(r); len(em) > 0 {
+		p("### Engine metrics at the end of each run\n\n| Configuration | KV-cache usage | Preemptions | Running | Waiting |\n|---|---|---|---|---|\n")
+		for _, row := range em {
+			p("%s\n", row)
+		}
+		p("\n")
+	}
+	for _, c := range r.Charts {
+		if c.Title != chartBaselineVsOptimized {
+			p("![%s](%s)\n\n", c.Title, c.PNG)
+		}
+	}
+	if len(r.Warnings) > 0 {
+		p("### Warnings\n\n")
+		for _, w := range r.Warnings {
+			p("- %s\n", w)
+		}
+		p("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func caseCell(c *Candidate, tag string, noise float64) string {
+	if c == nil {
+		return "-"
+	}
+	if c.Status != "ok" {
+		return "failed: " + nonEmpty(c.Failure, "error")
+	}
+	band := ""
+	if noise > 0 {
+		band = fmt.Sprintf(" ±%.1f%%", 100*noise)
+	}
+	return fmt.Sprintf("Total TPS: %.2f%s%s<br>Mean TPOT(ms): %.2f", c.Metrics.TotalTPS, band, tag, c.Metrics.MeanTPOTMs)
+}
+
+func changeTag(c Case) string {
+	if c.Baseline == nil || c.Optimized == nil || c.Baseline.Status != "ok" || c.Optimized.Status != "ok" {
+		return ""
+	}
+	s := " (" + pct(c.Change)
+	if c.PerGPU {
+		s += " per GPU"
+	}
+	return s + ")"
+}
+
+func stageNotes(st Stage) string {
+	var notes []string
+	for _, c := range st.Candidates {
+		if c.Kept || (st.Incumbent != nil && c.Key == st.Incumbent.Key) {
+			continue
+		}
+		if c.Decision != "" {
+			notes = append(notes, fmt.Sprintf("%s: %s", c.Name, c.Decision))
+		}
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return strings.ReplaceAll(strings.Join(notes, "; "), "|", "\\|")
+}
+
+func engineMetricsRows(r *Report) []string {
+	var rows []string
+	for _, c := range r.Tried {
+		m := c.EngineMetrics
+		if len(m) == 0 {
+			continue
+		}
+		kv, ok := m["vllm:kv_cache_usage_perc"]
+		if !ok {
+			kv = m["vllm:gpu_cache_usage_perc"]
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %.1f%% | %.0f | %.0f | %.0f |", c.Name, 100*kv,
+			m["vllm:num_preemptions_total"], m["vllm:num_requests_running"], m["vllm:num_requests_waiting"]))
+	}
+	sort.Strings(rows)
+	return rows
+}
+
+func objectiveNoun(obj string) string {
+	switch obj {
+	case "goodput":
+		return "goodput"
+	case "throughput_per_gpu":
+		return "throughput per GPU"
+	}
+	return "throughput"
+}
+
+func objectiveSentence(obj string) string {
+	switch {
+	case strings.HasPrefix(obj, "goodput"):
+		return "Achieve the highest goodput (requests per second that meet every SLO) under high-concurrency request scenarios: " + obj + "."
+	case obj == "throughput_per_gpu":
+		return "Achieve high throughput per GPU under high-concurrency request scenarios."
+	}
+	return "Achieve high throughput under high-concurrency request scenarios."
+}
+
+func hardwareLine(r *Report) string {
+	if r.GPUs <= 1 {
+		return "A single NVIDIA " + r.GPU + " GPU."
+	}
+	return fmt.Sprintf("%d× NVIDIA %s GPUs.", r.GPUs, r.GPU)
+}
+
+func gpuPhrase(r *Report) string {
+	return fmt.Sprintf("%d× NVIDIA %s", max(r.GPUs, 1), r.GPU)
+}
+
+func runtimeNote(rt string) string {
+	switch rt {
+	case "sim-predict":
+		return " — figures are the calibrated simulator's predictions, not GPU measurements."
+	case "sim":
+		return " — figures were measured over HTTP against the simulator running as real server processes, not on GPUs."
+	}
+	return ""
+}
+
+func engineTitle(name string) string {
+	switch name {
+	case "vllm":
+		return "vLLM"
+	case "sglang":
+		return "SGLang"
+	case "trtllm":
+		return "TensorRT-LLM"
+	}
+	return name
+}
+
+func floats(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ensureNL(s string) string {
+	if strings.HasSuffix(s, "\n") {
+		return s
+	}
+	return s + "\n"
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

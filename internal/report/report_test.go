@@ -1,0 +1,207 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	stdhtml "html"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/store"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// synthResult makes a result whose figures follow from a fixed schedule:
+// n requests, each with the given TTFT and per-token gap, all sent at 0.
+func synthResult(t *testing.T, n int, ttft, gap float64, out int) json.RawMessage {
+	t.Helper()
+	recs := make([]metrics.Record, n)
+	for i := range recs {
+		itl := make([]float64, out-1)
+		for j := range itl {
+			itl[j] = gap
+		}
+		recs[i] = metrics.Record{ID: fmt.Sprint(i), Success: true, PromptLen: 200, OutputLen: out,
+			TTFT: ttft, ITL: itl, Latency: ttft + gap*float64(out-1)}
+	}
+	res := metrics.Compute(recs, ttft+gap*float64(out-1), metrics.Options{})
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func fixture(t *testing.T) (store.Run, []store.Trial) {
+	t.Helper()
+	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	mk := func(key, stage, name, wl, cmd string, res json.RawMessage) store.Trial {
+		st := "ok"
+		if res == nil {
+			st = "failed"
+		}
+		return store.Trial{RunID: 1, Key: key, Stage: stage, Name: name, Workload: wl, Command: cmd, Status: st,
+			Result: res, Config: json.RawMessage(`{"engine":"vllm","tensor_parallel":1}`), Started: at, Ended: at}
+	}
+	trials := []store.Trial{
+		mk("engine/a/ShareGPT/r0", "engine", "vLLM", "ShareGPT", "vllm serve Qwen/Qwen3-14B", synthResult(t, 100, 2.0, 0.05, 200)),
+		mk("engine/b/ShareGPT/r0", "engine", "SGLang", "ShareGPT", "python3 -m sglang.launch_server --model-path Qwen/Qwen3-14B", synthResult(t, 100, 1.5, 0.04, 200)),
+		mk("quant/c/ShareGPT/r0", "quantization", "SGLang + FP8", "ShareGPT", "python3 -m sglang.launch_server --model-path Qwen/Qwen3-14B-FP8", synthResult(t, 100, 1.0, 0.03, 200)),
+		mk("quant/d/ShareGPT/r0", "quantization", "SGLang + FP8 KV", "ShareGPT", "python3 -m sglang.launch_server --model-path Qwen/Qwen3-14B --kv-cache-dtype fp8_e4m3", nil),
+		mk("gen/a/Long/r0", "generalization", "vLLM", "Long Prompt", "vllm serve Qwen/Qwen3-14B", synthResult(t, 50, 3.0, 0.06, 200)),
+		mk("gen/c/Long/r0", "generalization", "SGLang + FP8", "Long Prompt", "python3 -m sglang.launch_server --model-path Qwen/Qwen3-14B-FP8", synthResult(t, 50, 2.0, 0.04, 200)),
+	}
+	trials[3].FailureClass, trials[3].Reason = "oom", "torch.OutOfMemoryError: CUDA out of memory\nmore"
+	cand := func(name, key, decision, reason string, gain float64) map[string]any {
+		return map[string]any{"name": name, "trial_key": key, "decision": decision, "reason": reason, "gain": gain, "gpus": 1}
+	}
+	sum := map[string]any{
+		"version": 1, "name": "qwen3-14b-h100", "model": "Qwen/Qwen3-14B", "runtime": "sim-predict",
+		"objective": "total_throughput", "gpu": "H100", "gpus": 1, "noise_floor": 0.012,
+		"engines":         []map[string]string{{"name": "vllm", "version": "0.11.0"}, {"name": "sglang", "version": "0.5.5.post1"}},
+		"workloads":       []map[string]string{{"name": "ShareGPT", "description": "1000 prompts", "perflab_command": "perflab bench --dataset-name sharegpt", "vllm_command": "vllm bench serve --dataset-name sharegpt"}},
+		"tuning_workload": "ShareGPT",
+		"baseline":        cand("vLLM", "engine/a/ShareGPT/r0", "baseline", "", 0),
+		"winner":          cand("SGLang + FP8", "quant/c/ShareGPT/r0", "kept", "", 0),
+		"stages": []map[string]any{
+			{"name": "Engine", "knob": "engine", "incumbent": cand("vLLM", "engine/a/ShareGPT/r0", "baseline", "", 0),
+				"candidates": []any{cand("SGLang", "engine/b/ShareGPT/r0", "kept", "", 0.25)}, "kept": "SGLang"},
+			{"name": "Quantization", "knob": "quantization", "incumbent": cand("SGLang", "engine/b/ShareGPT/r0", "kept", "", 0),
+				"candidates": []any{cand("SGLang + FP8", "quant/c/ShareGPT/r0", "kept", "", 0.3),
+					cand("SGLang + FP8 KV", "quant/d/ShareGPT/r0", "failed", "crash: oom", 0)}, "kept": "SGLang + FP8"},
+		},
+		"generalization": []map[string]any{{"workload": "Long Prompt", "baseline": cand("vLLM", "gen/a/Long/r0", "baseline", "", 0),
+			"winner": cand("SGLang + FP8", "gen/c/Long/r0", "kept", "", 0)}},
+	}
+	raw, _ := json.Marshal(sum)
+	return store.Run{ID: 1, Key: "k", Name: "qwen3-14b-h100", Status: "done", Summary: raw}, trials
+}
+
+func TestBuildAndWrite(t *testing.T) {
+	run, trials := fixture(t)
+	r, err := Build(run, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Recommended == nil || r.Recommended.Name != "SGLang + FP8" || r.Baseline == nil {
+		t.Fatalf("recommended/baseline = %+v / %+v", r.Recommended, r.Baseline)
+	}
+	// The change is computed from the stored results, not typed: check it
+	// against the results themselves.
+	want := r.Recommended.Metrics.TotalTPS/r.Baseline.Metrics.TotalTPS - 1
+	if len(r.Cases) != 2 || r.Cases[0].Change != want || want <= 0 {
+		t.Fatalf("cases = %+v, want change %v", r.Cases, want)
+	}
+	if len(r.Stages) != 2 || r.Stages[1].Winner.Name != "SGLang + FP8" {
+		t.Fatalf("stages = %+v", r.Stages)
+	}
+	if !strings.Contains(r.Stages[0].Ranking, "SGLang (") || !strings.HasPrefix(r.Stages[0].Ranking, "SGLang") {
+		t.Fatalf("ranking = %q", r.Stages[0].Ranking)
+	}
+	if !strings.Contains(r.Stages[1].Ranking, "failed: SGLang + FP8 KV (oom)") {
+		t.Fatalf("failed candidate missing from ranking: %q", r.Stages[1].Ranking)
+	}
+
+	dir := t.TempDir()
+	if d := os.Getenv("PERFLAB_REPORT_KEEP"); d != "" {
+		dir = d
+	}
+	paths, err := WriteAll(r, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 4 {
+		t.Fatalf("paths = %v", paths)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	golden(t, "report.md.golden", md)
+
+	// Charts: real PNGs of the intended size, and SVGs inlined in the HTML.
+	if len(r.Charts) < 3 {
+		t.Fatalf("charts = %+v", r.Charts)
+	}
+	for _, c := range r.Charts {
+		f, err := os.Open(filepath.Join(dir, c.PNG))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.PNG, err)
+		}
+		if b := img.Bounds(); b.Dx() < 500 || b.Dy() < 250 {
+			t.Fatalf("%s is %v", c.PNG, b)
+		}
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, "report.html"))
+	html := []byte(stdhtml.UnescapeString(string(raw)))
+	for _, want := range []string{"<svg", "Conclusion", "SGLang + FP8 KV", "Summary of Optimization Options", "Failed: oom", "(+"} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("html lacks %q", want)
+		}
+	}
+	if bytes.Contains(html, []byte("<?xml")) {
+		t.Error("html carries an XML prolog inside the body")
+	}
+	csv, _ := os.ReadFile(filepath.Join(dir, "report.csv"))
+	if n := bytes.Count(csv, []byte("\n")); n != 1+3+4 {
+		t.Errorf("csv has %d lines:\n%s", n, csv)
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < len(gl) || i < len(wl); i++ {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Fatalf("%s differs at line %d:\n got: %q\nwant: %q", path, i+1, g, w)
+			}
+		}
+	}
+}
+
+func TestBuildBadSummary(t *testing.T) {
+	run, trials := fixture(t)
+	run.Summary = json.RawMessage(`{"stages": 3}`)
+	if _, err := Build(run, trials); err == nil {
+		t.Fatal("malformed summary accepted")
+	}
+	// A trial with a corrupt result is reported as a warning, not a panic.
+	run, trials = fixture(t)
+	trials[0].Result = json.RawMessage(`{"total_token_throughput": "x"`)
+	r, err := Build(run, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Warnings) == 0 {
+		t.Fatal("corrupt result not flagged")
+	}
+}
