@@ -1,0 +1,146 @@
+package sim
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Coef holds the fitted efficiency and overhead figures of one engine
+// version on one GPU. The roofline gives ideal times; these turn them into
+// what that software stack achieves.
+type Coef struct {
+	// GEMMEff is the share of the dense BF16 peak that compute-bound GEMMs reach.
+	GEMMEff float64 `json:"gemm_eff"`
+	// FP8Eff is the share of the dense FP8 peak that FP8 GEMMs reach.
+	FP8Eff float64 `json:"fp8_eff"`
+	// MemEff is the share of HBM bandwidth that weight and KV reads reach.
+	MemEff float64 `json:"mem_eff"`
+	// AttnEff is the share of the BF16 peak that prefill attention reaches.
+	AttnEff float64 `json:"attn_eff"`
+	// StepMs is the fixed CPU/launch cost of one engine step.
+	StepMs float64 `json:"step_ms"`
+	// SeqUs is the per-sequence cost of one step (scheduling, sampling,
+	// detokenizing and streaming).
+	SeqUs float64 `json:"seq_us"`
+	// FrontendMs is the serialized API-server cost of admitting one request
+	// (parsing, chat template, tokenization).
+	FrontendMs float64 `json:"frontend_ms"`
+	// EagerMs is the extra cost of a step that runs without a CUDA graph
+	// (batch above the captured sizes, or enforce-eager).
+	EagerMs float64 `json:"eager_ms"`
+	// Backend scales attention speed per attention backend (1 = default).
+	Backend map[string]float64 `json:"backend,omitempty"`
+}
+
+// Coefficients is the calibration: Coef per "GPU/engine/version", with
+// fallbacks "GPU/engine", "engine" and "*".
+type Coefficients struct {
+	// Source says where the figures came from.
+	Source string `json:"source,omitempty"`
+	// Entries maps a key to its coefficients.
+	Entries map[string]Coef `json:"entries"`
+}
+
+//go:embed coefficients.json
+var embeddedCoefficients []byte
+
+// defaultCoef is the prior: typical Hopper serving efficiencies.
+var defaultCoef = Coef{GEMMEff: 0.6, FP8Eff: 0.45, MemEff: 0.75, AttnEff: 0.4, StepMs: 4, SeqUs: 20, FrontendMs: 1, EagerMs: 8}
+
+// DefaultCoefficients returns the embedded calibration, fitted to the
+// reference reports.
+func DefaultCoefficients() *Coefficients {
+	c, err := ParseCoefficients(embeddedCoefficients)
+	if err != nil {
+		// The embedded file is tested; a broken build falls back to priors.
+		return &Coefficients{Source: "prior", Entries: map[string]Coef{"*": defaultCoef}}
+	}
+	return c
+}
+
+// ParseCoefficients decodes a coefficients JSON document.
+func ParseCoefficients(b []byte) (*Coefficients, error) {
+	var c Coefficients
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("sim: coefficients: %w", err)
+	}
+	if c.Entries == nil {
+		c.Entries = map[string]Coef{}
+	}
+	for k, e := range c.Entries {
+		if e.GEMMEff <= 0 || e.GEMMEff > 1.5 || e.MemEff <= 0 || e.MemEff > 1.5 || e.AttnEff <= 0 || e.FP8Eff <= 0 {
+			return nil, fmt.Errorf("sim: coefficients: entry %q: efficiencies must be in (0, 1.5]", k)
+		}
+		if e.StepMs < 0 || e.SeqUs < 0 || e.FrontendMs < 0 || e.EagerMs < 0 {
+			return nil, fmt.Errorf("sim: coefficients: entry %q: negative overhead", k)
+		}
+	}
+	return &c, nil
+}
+
+// LoadCoefficients reads a coefficients JSON file (as `perflab sim
+// calibrate` writes it).
+func LoadCoefficients(path string) (*Coefficients, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("sim: read coefficients: %w", err)
+	}
+	c, err := ParseCoefficients(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Key is the Entries key of one GPU/engine/version.
+func Key(gpu, engine, version string) string { return gpu + "/" + engine + "/" + version }
+
+// Lookup returns the coefficients for a deployment, falling back from the
+// exact version to the engine on that GPU, the engine anywhere, then "*".
+func (c *Coefficients) Lookup(gpu, engine, version string) (Coef, string) {
+	if c != nil {
+		for _, k := range []string{Key(gpu, engine, version), gpu + "/" + engine, engine, "*"} {
+			if e, ok := c.Entries[k]; ok {
+				return e, k
+			}
+		}
+		// Same engine, nearest other version on this GPU.
+		var keys []string
+		for k := range c.Entries {
+			if strings.HasPrefix(k, gpu+"/"+engine+"/") {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			for k := range c.Entries {
+				if strings.Contains(k, "/"+engine+"/") {
+					keys = append(keys, k)
+				}
+			}
+		}
+		if len(keys) > 0 {
+			sort.Strings(keys)
+			return c.Entries[keys[len(keys)-1]], keys[len(keys)-1]
+		}
+	}
+	return defaultCoef, "prior"
+}
+
+// JSON encodes the coefficients, indented, keys sorted.
+func (c *Coefficients) JSON() []byte {
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return append(b, '\n')
+}
+
+func (c Coef) backend(name string) float64 {
+	if v, ok := c.Backend[name]; ok && v > 0 {
+		return v
+	}
+	return 1
+}

@@ -1,0 +1,913 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrOOM is wrapped by New when the model and its KV cache do not fit.
+var ErrOOM = errors.New("sim: out of GPU memory")
+
+// ErrContext is the Event error of a request longer than the context.
+var ErrContext = errors.New("sim: request exceeds the context length")
+
+const gib = 1024 * 1024 * 1024
+
+// Req is one request submitted to the engine.
+type Req struct {
+	ID string
+	// Arrival is when the request reached the server (seconds, engine clock).
+	Arrival     float64
+	PromptLen   int
+	OutputLen   int
+	PrefixGroup int
+	PrefixLen   int
+}
+
+// Event reports what one engine step produced for one request: Tokens
+// generated at Time, Done when it finished, Err when it was rejected.
+type Event struct {
+	ReqID  string
+	Time   float64
+	Tokens int
+	Done   bool
+	Err    error
+}
+
+// Stats is the engine's state as vLLM's /metrics reports it.
+type Stats struct {
+	Running, Waiting int
+	// KVUsage is the used share of the KV cache (0..1).
+	KVUsage          float64
+	Preemptions      int64
+	PromptTokens     int64
+	GenerationTokens int64
+}
+
+type seq struct {
+	id          string
+	ready       float64 // when the scheduler can see it (after the frontend)
+	prompt      int
+	output      int
+	group       int
+	prefixLen   int
+	target      int // tokens that must be in KV before decoding resumes
+	computed    int // tokens in KV
+	generated   int
+	blocks      int // KV blocks held (state blocks included)
+	reserved    int // blocks reserved up front (TRT-LLM no-evict)
+	specCarry   float64
+	prefillDone bool
+	done        bool
+	user        int // index for Predict
+}
+
+type work struct {
+	s      *seq
+	n      int // tokens processed
+	decode bool
+}
+
+type step struct {
+	start, end float64
+	items      []work
+}
+
+// Engine is one simulated deployment, advanced by discrete steps.
+type Engine struct {
+	p    Params
+	arch Arch
+	hw   GPU
+	c    Coef
+
+	blockSize   int
+	totalBlocks int
+	freeBlocks  int
+	stateBlocks int // per-sequence fixed state (hybrid models), in blocks
+	maxSeqs     int
+	budget      int
+	graphMax    int
+
+	// per-step roofline constants (per replica, per GPU)
+	weightBytes   float64 // weights read per step
+	expertBytes   float64 // one expert's bytes (MoE)
+	flopsPerTok   float64 // 2 * active params / TP
+	kvBytesTok    float64 // per GPU
+	stateBytesSeq float64
+	attnFlopsCoef float64 // 4 * fullLayers * heads*headDim / TP
+	peak          float64 // FLOP/s for GEMMs (FP8 or BF16)
+	gemmEff       float64
+	commPerTok    float64 // seconds per token for TP all-reduces
+	commFixed     float64
+	specAccepted  float64 // expected tokens per decode step
+	specCostTok   float64 // draft cost in equivalent target tokens per seq
+
+	now      float64
+	feFree   float64
+	waiting  []*seq
+	running  []*seq
+	inflight *step
+	seen     map[int]int // prefix group -> cached tokens
+	newRatio float64     // SGLang new_token_ratio
+
+	stats   Stats
+	emit    func(s *seq, t float64, tokens int, done bool, err error)
+	pending []Event
+}
+
+// New builds an engine for p (defaults applied) with calibration c (nil =
+// the embedded calibration). It fails with an error wrapping ErrOOM when the
+// weights and a minimal KV cache do not fit, as the engine would at start-up.
+func New(p Params, c *Coefficients) (*Engine, error) {
+	p, err := p.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		c = DefaultCoefficients()
+	}
+	arch, err := p.arch()
+	if err != nil {
+		return nil, err
+	}
+	hw, _ := LookupGPU(p.GPU)
+	coef, _ := c.Lookup(hw.Name, p.Engine, p.Version)
+	e := &Engine{p: p, arch: arch, hw: hw, c: coef, seen: map[int]int{}, newRatio: 0.7}
+	e.emit = e.queueEvent
+	if err := e.sizeMemory(); err != nil {
+		return nil, err
+	}
+	e.setupRoofline()
+	return e, nil
+}
+
+// Params returns the resolved parameters the engine runs with.
+func (e *Engine) Params() Params { return e.p }
+
+// KVCapacityTokens is the KV cache size in tokens (all data-parallel replicas).
+func (e *Engine) KVCapacityTokens() int { return e.totalBlocks * e.blockSize * e.p.DP }
+
+// MaxSeqs is the effective maximum number of running sequences per replica.
+func (e *Engine) MaxSeqs() int { return e.maxSeqs }
+
+func (e *Engine) weightBytesPerGPU() float64 {
+	total, _, embed := e.arch.paramCounts()
+	bytes := total * 2
+	if e.arch.FP8Weights {
+		head := embed
+		if e.arch.TieEmbeddings {
+			head = 0
+		}
+		// Linear layers in FP8; embeddings, LM head and norms stay BF16.
+		bytes = (total-embed-head)*1.0 + (embed+head)*2
+	}
+	shard := float64(e.p.TP)
+	if e.p.EP && e.arch.NumExperts > 0 {
+		shard = float64(e.p.TP * e.p.DP)
+	}
+	return bytes / shard
+}
+
+func (e *Engine) sizeMemory() error {
+	a, p := e.arch, e.p
+	kvHeads := float64(a.NumKVHeads) / float64(p.TP)
+	if kvHeads < 1 {
+		kvHeads = 1 // KV heads are replicated when TP exceeds them
+	}
+	dt := 2.0
+	if p.KVCacheDtype == "fp8" {
+		dt = 1
+	}
+	e.kvBytesTok = 2 * float64(a.fullAttnLayers()) * kvHeads * float64(a.HeadDim) * dt
+	e.stateBytesSeq = a.linearStateBytes() / float64(p.TP)
+	total := e.hw.MemGiB * gib
+	weights := e.weightBytesPerGPU()
+	// Activation peak of the profiling run: the widest MLP/attention
+	// intermediate at the token budget, plus the sampler's logits.
+	budget := p.MaxNumBatchedTokens
+	if budget <= 0 {
+		budget = 8192
+	}
+	inter := a.IntermediateSize
+	if a.NumExperts > 0 {
+		inter = a.MoEIntermediateSize * a.TopK
+	}
+	act := float64(budget)*float64(2*inter/p.TP+4*a.HiddenSize)*2 + float64(min(max(p.MaxNumSeqs, 256), 1024))*float64(a.VocabSize)*4
+	nonTorch := 0.6 * gib
+	var kv float64
+	var reason string
+	switch p.Engine {
+	case EngineVLLM:
+		// vLLM profiles with torch.compile'd, reused buffers: its measured
+		// peak is far below the naive intermediate sizes. The published
+		// Qwen3-32B BF16 run (max_model_len 40960 at 0.9) starts, which
+		// bounds this reserve to ~0.25 GiB on an H100.
+		kv = total*p.MemFraction - weights - 0.05*act - 0.05*gib
+		reason = "vllm"
+		e.blockSize = 16
+		e.graphMax = min(512, p.MaxNumSeqs)
+		if p.PerformanceMode == "throughput" {
+			e.graphMax = min(1024, p.MaxNumSeqs)
+		}
+	case EngineSGLang:
+		kv = total*p.MemFraction - weights
+		reason = "sglang"
+		e.blockSize = 1
+		e.graphMax = 256
+		if e.hw.MemGiB > 100 {
+			e.graphMax = 512
+		}
+	case EngineTRTLLM:
+		kv = (total - weights - act - nonTorch - 1.0*gib) * p.MemFraction
+		reason = "trtllm"
+		e.blockSize = 32
+		e.graphMax = 128
+	}
+	if p.EnforceEager {
+		e.graphMax = 0
+	}
+	if weights > total*0.98 {
+		return fmt.Errorf("%w: torch.OutOfMemoryError: CUDA out of memory. Loading %s weights needs %.2f GiB per GPU but the %s has %.2f GiB total (tp=%d)",
+			ErrOOM, a.Name, weights/gib, e.hw.Name, e.hw.MemGiB, p.TP)
+	}
+	blockBytes := e.kvBytesTok * float64(e.blockSize)
+	blocks := int(kv / blockBytes)
+	if e.stateBytesSeq > 0 {
+		e.stateBlocks = int(math.Ceil(e.stateBytesSeq / blockBytes))
+	}
+	if kv <= 0 || blocks < 1 {
+		switch reason {
+		case "vllm":
+			return fmt.Errorf("%w: ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine. (weights %.2f GiB, gpu_memory_utilization %.2f of %.2f GiB)",
+				ErrOOM, weights/gib, p.MemFraction, e.hw.MemGiB)
+		case "sglang":
+			return fmt.Errorf("%w: RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. (weights %.2f GiB, mem_fraction_static %.3f of %.2f GiB)",
+				ErrOOM, weights/gib, p.MemFraction, e.hw.MemGiB)
+		default:
+			return fmt.Errorf("%w: RuntimeError: Executor failed to allocate KV cache: no free GPU memory after loading %.2f GiB of weights", ErrOOM, weights/gib)
+		}
+	}
+	tokens := blocks * e.blockSize
+	need := p.MaxModelLen + e.stateBlocks*e.blockSize
+	if p.Engine == EngineVLLM && tokens < need {
+		return fmt.Errorf("%w: ValueError: To serve at least one request with the models's max seq len (%d), (%.2f GiB KV cache is needed, which is larger than the available KV cache memory (%.2f GiB). Based on the available memory, the estimated maximum model length is %d. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+			ErrOOM, p.MaxModelLen, float64(need)*e.kvBytesTok/gib, kv/gib, tokens-e.stateBlocks*e.blockSize)
+	}
+	e.totalBlocks = blocks
+	e.freeBlocks = blocks
+	e.maxSeqs = p.MaxNumSeqs
+	if p.Engine == EngineSGLang && e.maxSeqs == 0 {
+		// max_running_requests derived from the pool, as SGLang's model
+		// runner does, bounded to [2048, 4096].
+		e.maxSeqs = min(max(int(float64(tokens)/float64(p.MaxModelLen)*512), 2048), 4096)
+	}
+	if e.stateBlocks > 0 {
+		// Hybrid models hold one state slot per running sequence.
+		e.maxSeqs = min(e.maxSeqs, max(1, blocks/e.stateBlocks))
+	}
+	e.budget = p.MaxNumBatchedTokens
+	if e.budget <= 0 {
+		e.budget = 8192
+	}
+	return nil
+}
+
+func (e *Engine) setupRoofline() {
+	a, p := e.arch, e.p
+	_, active, _ := a.paramCounts()
+	tp := float64(p.TP)
+	e.flopsPerTok = 2 * active / tp
+	e.peak = e.hw.BF16TFLOPS * 1e12
+	e.gemmEff = e.c.GEMMEff
+	if a.FP8Weights {
+		e.peak = e.hw.FP8TFLOPS * 1e12
+		e.gemmEff = e.c.FP8Eff
+	}
+	w := e.weightBytesPerGPU()
+	e.weightBytes = w
+	if a.NumExperts > 0 {
+		mt, _ := a.mlpParams()
+		bpp := 2.0
+		if a.FP8Weights {
+			bpp = 1
+		}
+		allExperts := mt * float64(a.NumLayers) * bpp / tp
+		e.expertBytes = allExperts / float64(a.NumExperts)
+		e.weightBytes = w - allExperts
+	}
+	e.attnFlopsCoef = 4 * float64(a.fullAttnLayers()) * float64(a.NumHeads*a.HeadDim) / tp
+	if p.TP > 1 {
+		bw := e.hw.NVLinkGBps * 1e9
+		if bw == 0 {
+			bw = e.hw.PCIeGBps * 1e9
+		}
+		// Two all-reduces per layer of hidden*2 bytes per token, ring
+		// algorithm moving 2(TP-1)/TP of the data.
+		e.commPerTok = 2 * float64(a.NumLayers) * float64(a.HiddenSize) * 2 * 2 * (tp - 1) / tp / (0.7 * bw)
+		e.commFixed = 2 * float64(a.NumLayers) * 8e-6
+	}
+	if p.EP && a.NumExperts > 0 && p.TP*p.DP > 1 {
+		bw := e.hw.NVLinkGBps * 1e9
+		if bw == 0 {
+			bw = e.hw.PCIeGBps * 1e9
+		}
+		// Dispatch and combine all-to-all per MoE layer.
+		e.commPerTok += 2 * float64(a.NumLayers) * float64(a.HiddenSize) * 2 * float64(a.TopK) / (0.5 * bw)
+		e.commFixed += 2 * float64(a.NumLayers) * 15e-6
+	}
+	e.specAccepted = 1
+	if p.SpecMethod != "" && p.SpecTokens > 0 {
+		al := p.SpecAcceptance
+		k := float64(p.SpecTokens)
+		e.specAccepted = (1 - math.Pow(al, k+1)) / (1 - al)
+		// Draft cost: MTP/EAGLE run a one-layer head per draft token;
+		// n-gram is free; a draft model costs ~10% of the target.
+		per := 1.0 / float64(max(a.NumLayers, 1))
+		switch p.SpecMethod {
+		case "ngram", "suffix":
+			per = 0
+		case "draft_model":
+			per = 0.1
+		}
+		e.specCostTok = k * per
+	}
+}
+
+// blocksFor is how many blocks n tokens of KV occupy.
+func (e *Engine) blocksFor(n int) int { return (n + e.blockSize - 1) / e.blockSize }
+
+// stepTime is the roofline time of one step (per replica).
+func (e *Engine) stepTime(items []work) float64 {
+	var tokens, decodeSeqs, seqs, prefills float64
+	var ctxSum, attnWork float64
+	spec := e.p.SpecMethod != "" && e.p.SpecTokens > 0
+	for _, w := range items {
+		seqs++
+		n := float64(w.n)
+		tokens += n
+		if w.decode {
+			decodeSeqs++
+			ctxSum += float64(w.s.computed) + n
+		} else {
+			prefills++
+			c0 := float64(w.s.computed)
+			attnWork += n * (c0 + n/2)
+		}
+	}
+	if seqs == 0 {
+		return 0
+	}
+	gemmTok := tokens
+	if spec {
+		gemmTok += decodeSeqs * e.specCostTok
+	}
+	flops := e.flopsPerTok * gemmTok
+	wb := e.weightBytes
+	if e.expertBytes > 0 {
+		en := float64(e.arch.NumExperts)
+		touched := en * (1 - math.Pow(1-float64(e.arch.TopK)/en, gemmTok))
+		wb += e.expertBytes * touched
+	}
+	bw := e.hw.HBMGBps * 1e9 * e.c.MemEff
+	tGemm := math.Max(flops/(e.peak*e.gemmEff), wb/bw)
+	be := e.c.backend(e.p.AttentionBackend)
+	tAttn := attnWork * e.attnFlopsCoef / (e.hw.BF16TFLOPS * 1e12 * e.c.AttnEff * be)
+	tAttn += (ctxSum*e.kvBytesTok + decodeSeqs*e.stateBytesSeq*2) / (bw * be)
+	tComm := 0.0
+	if e.commPerTok > 0 {
+		tComm = e.commFixed + e.commPerTok*tokens
+	}
+	gpu := tGemm + tAttn + tComm
+	cpu := (e.c.StepMs + e.c.SeqUs*seqs/1000) / 1000
+	if int(seqs) > e.graphMax || (prefills > 0 && e.p.Engine != EngineVLLM) {
+		// No CUDA graph for this batch: kernel launches are exposed.
+		cpu += e.c.EagerMs / 1000
+	}
+	if *e.p.AsyncScheduling {
+		return math.Max(gpu, cpu) + 0.15*math.Min(gpu, cpu)
+	}
+	return gpu + cpu
+}
+
+func (e *Engine) queueEvent(s *seq, t float64, tokens int, done bool, err error) {
+	e.pending = append(e.pending, Event{ReqID: s.id, Time: t, Tokens: tokens, Done: done, Err: err})
+}
+
+// Submit queues a request. Its arrival must not be earlier than the last
+// Advance; an earlier one is treated as arriving now.
+func (e *Engine) Submit(r Req) { e.submit(r, -1) }
+
+func (e *Engine) submit(r Req, user int) {
+	t := math.Max(r.Arrival, e.now)
+	if e.inflight != nil {
+		t = math.Max(r.Arrival, e.inflight.start)
+	}
+	s := &seq{id: r.ID, prompt: r.PromptLen, output: max(r.OutputLen, 1), group: r.PrefixGroup,
+		prefixLen: min(r.PrefixLen, r.PromptLen), user: user}
+	s.target = s.prompt
+	if r.PromptLen <= 0 || r.PromptLen+max(r.OutputLen, 1) > e.p.MaxModelLen ||
+		(e.p.Engine == EngineTRTLLM && !*e.p.ChunkedPrefill && r.PromptLen > e.budget) {
+		s.done = true
+		err := fmt.Errorf("%w: this model's maximum context length is %d tokens, but %d tokens were requested (%d in the messages, %d in the completion)",
+			ErrContext, e.p.MaxModelLen, r.PromptLen+r.OutputLen, r.PromptLen, r.OutputLen)
+		if r.PromptLen <= 0 {
+			err = fmt.Errorf("%w: empty prompt", ErrContext)
+		} else if r.PromptLen+max(r.OutputLen, 1) <= e.p.MaxModelLen {
+			err = fmt.Errorf("%w: prompt of %d tokens exceeds max_num_tokens %d without chunked prefill", ErrContext, r.PromptLen, e.budget)
+		}
+		e.emit(s, t, 0, true, err)
+		return
+	}
+	fe := e.c.FrontendMs / 1000
+	e.feFree = math.Max(e.feFree, t) + fe
+	s.ready = e.feFree
+	e.waiting = append(e.waiting, s)
+	e.stats.Waiting = len(e.waiting)
+}
+
+// NextEventTime is when the engine next has something to report or do:
+// the end of the step in flight, or the start of the next one.
+func (e *Engine) NextEventTime() (float64, bool) {
+	if e.inflight != nil {
+		return e.inflight.end, true
+	}
+	if len(e.running) > 0 {
+		return e.now, true
+	}
+	if len(e.waiting) > 0 {
+		r := math.Inf(1)
+		for _, s := range e.waiting {
+			r = math.Min(r, s.ready)
+		}
+		return math.Max(r, e.now), true
+	}
+	if len(e.pending) > 0 {
+		return e.now, true
+	}
+	return 0, false
+}
+
+// Advance runs the engine up to time to and returns what happened.
+func (e *Engine) Advance(to float64) []Event {
+	// Rejections from Submit are reported by the next Advance.
+	e.advance(to)
+	out := make([]Event, len(e.pending))
+	copy(out, e.pending)
+	e.pending = e.pending[:0]
+	return out
+}
+
+func (e *Engine) advance(to float64) {
+	for {
+		if e.inflight == nil {
+			start := e.now
+			if len(e.running) == 0 {
+				if len(e.waiting) == 0 {
+					e.now = math.Max(e.now, to)
+					return
+				}
+				r := math.Inf(1)
+				for _, s := range e.waiting {
+					r = math.Min(r, s.ready)
+				}
+				start = math.Max(start, r)
+			}
+			if start > to {
+				e.now = math.Max(e.now, to)
+				return
+			}
+			st := e.schedule(start)
+			if st == nil && e.stalled(start) {
+				continue
+			}
+			if st == nil {
+				// Nothing schedulable now (waiting for the frontend).
+				nxt := math.Inf(1)
+				for _, s := range e.waiting {
+					if s.ready > start {
+						nxt = math.Min(nxt, s.ready)
+					}
+				}
+				if math.IsInf(nxt, 1) || nxt > to {
+					e.now = math.Max(start, math.Min(to, nxt))
+					return
+				}
+				e.now = nxt
+				continue
+			}
+			e.inflight = st
+		}
+		if e.inflight.end > to {
+			return
+		}
+		e.finish(e.inflight)
+		e.now = e.inflight.end
+		e.inflight = nil
+	}
+}
+
+func (e *Engine) schedule(start float64) *step {
+	var items []work
+	switch e.p.Engine {
+	case EngineSGLang:
+		items = e.scheduleSGLang(start)
+	case EngineTRTLLM:
+		items = e.scheduleTRT(start)
+	default:
+		items = e.scheduleVLLM(start)
+	}
+	e.stats.Running = len(e.running)
+	e.stats.Waiting = len(e.waiting)
+	if len(items) == 0 {
+		return nil
+	}
+	d := e.stepTime(items)
+	return &step{start: start, end: start + d, items: items}
+}
+
+// prefixHit applies the prefix cache to a sequence about to start prefill.
+func (e *Engine) prefixHit(s *seq) {
+	if !*e.p.PrefixCaching || s.group == 0 || s.computed > 0 || s.generated > 0 {
+		return
+	}
+	if c, ok := e.seen[s.group]; ok {
+		hit := min(c, s.prefixLen, s.prompt-1)
+		hit -= hit % e.blockSize
+		if hit > 0 {
+			s.computed = hit
+		}
+	}
+}
+
+func (e *Engine) grow(s *seq, tokens int) bool {
+	need := e.blocksFor(tokens) - s.blocks
+	if s.blocks == 0 {
+		need += e.stateBlocks
+	}
+	if need <= 0 {
+		return true
+	}
+	if s.reserved > 0 {
+		// TRT-LLM reserved the whole sequence at admission.
+		s.blocks += need
+		return true
+	}
+	if need > e.freeBlocks {
+		return false
+	}
+	e.freeBlocks -= need
+	s.blocks += need
+	return true
+}
+
+func (e *Engine) release(s *seq) {
+	if s.reserved > 0 {
+		e.freeBlocks += s.reserved
+	} else {
+		e.freeBlocks += s.blocks
+	}
+	s.blocks, s.reserved = 0, 0
+}
+
+func (e *Engine) preempt(s *seq) {
+	e.release(s)
+	e.stats.Preemptions++
+	s.computed = 0
+	s.target = s.prompt + s.generated
+	s.prefillDone = false
+	s.specCarry = 0
+}
+
+func (e *Engine) removeRunning(i int) {
+	copy(e.running[i:], e.running[i+1:])
+	e.running[len(e.running)-1] = nil
+	e.running = e.running[:len(e.running)-1]
+}
+
+func (e *Engine) popWaiting() *seq {
+	s := e.waiting[0]
+	e.waiting[0] = nil
+	e.waiting = e.waiting[1:]
+	return s
+}
+
+func (e *Engine) pushWaitingFront(s *seq) {
+	e.waiting = append(e.waiting, nil)
+	copy(e.waiting[1:], e.waiting)
+	e.waiting[0] = s
+}
+
+func (e *Engine) decodeTokens() int {
+	if e.p.SpecMethod != "" {
+		return 1 + e.p.SpecTokens
+	}
+	return 1
+}
+
+// scheduleVLLM is vLLM V1's unified scheduler: running requests first
+// (decodes and unfinished chunked prefills), then waiting ones FCFS, all in
+// one token budget; when a block cannot be allocated the newest running
+// request is preempted and recomputed later.
+func (e *Engine) scheduleVLLM(start float64) []work {
+	budget := e.budget
+	chunked := *e.p.ChunkedPrefill
+	var items []work
+	preempted := false
+	for i := 0; i < len(e.running) && budget > 0; i++ {
+		s := e.running[i]
+		var n int
+		dec := s.prefillDone
+		if dec {
+			n = min(e.decodeTokens(), budget)
+		} else {
+			rem := s.target - s.computed
+			n = min(rem, budget)
+			if !chunked && n < rem {
+				continue
+			}
+		}
+		ok := true
+		for !e.grow(s, s.computed+n) {
+			victim := len(e.running) - 1
+			if e.running[victim] == s {
+				ok = false
+				break
+			}
+			v := e.running[victim]
+			e.removeRunning(victim)
+			e.preempt(v)
+			e.pushWaitingFront(v)
+			preempted = true
+		}
+		if !ok {
+			e.removeRunning(i)
+			e.preempt(s)
+			e.pushWaitingFront(s)
+			preempted = true
+			break
+		}
+		items = append(items, work{s: s, n: n, decode: dec})
+		budget -= n
+	}
+	if preempted {
+		return items
+	}
+	for len(e.waiting) > 0 && len(e.running) < e.maxSeqs && budget > 0 {
+		s := e.waiting[0]
+		if s.ready > start {
+			break
+		}
+		e.prefixHit(s)
+		rem := s.target - s.computed
+		n := min(rem, budget)
+		if !chunked && n < rem {
+			break
+		}
+		if !e.grow(s, s.computed+n) {
+			s.computed = 0
+			break
+		}
+		e.popWaiting()
+		e.running = append(e.running, s)
+		items = append(items, work{s: s, n: n})
+		budget -= n
+	}
+	return items
+}
+
+// scheduleSGLang alternates prefill batches (new requests, prioritized, up
+// to the chunked-prefill size, admitted only if the pool can hold their
+// prompt plus new_token_ratio of the outputs still to come) and decode
+// batches of every running request; on a full pool it retracts requests.
+func (e *Engine) scheduleSGLang(start float64) []work {
+	var items []work
+	budget := e.budget
+	if !*e.p.ChunkedPrefill {
+		budget = math.MaxInt32
+	}
+	// A chunked request in progress continues first.
+	for _, s := range e.running {
+		if !s.prefillDone {
+			n := min(s.target-s.computed, budget)
+			if e.grow(s, s.computed+n) {
+				items = append(items, work{s: s, n: n})
+				budget -= n
+			}
+		}
+	}
+	reserve := 0.0
+	for _, s := range e.running {
+		reserve += e.newRatio * float64(s.output-s.generated)
+	}
+	for len(e.waiting) > 0 && len(e.running) < e.maxSeqs && budget > 0 {
+		s := e.waiting[0]
+		if s.ready > start {
+			break
+		}
+		e.prefixHit(s)
+		rem := s.target - s.computed
+		n := min(rem, budget)
+		want := float64(rem) + e.newRatio*float64(s.output-s.generated)
+		if float64(e.freeBlocks*e.blockSize)-reserve < want && len(e.running) > 0 {
+			s.computed = 0
+			break
+		}
+		if !e.grow(s, s.computed+n) {
+			s.computed = 0
+			break
+		}
+		reserve += e.newRatio * float64(s.output-s.generated)
+		e.popWaiting()
+		e.running = append(e.running, s)
+		items = append(items, work{s: s, n: n})
+		budget -= n
+	}
+	if len(items) > 0 {
+		return items
+	}
+	// Decode batch.
+	for i := 0; i < len(e.running); i++ {
+		s := e.running[i]
+		if !s.prefillDone {
+			continue
+		}
+		n := e.decodeTokens()
+		for !e.grow(s, s.computed+n) {
+			// Retract the request with the fewest decoded tokens.
+			vi := -1
+			for j, v := range e.running {
+				if v != s && (vi < 0 || v.generated < e.running[vi].generated) {
+					vi = j
+				}
+			}
+			if vi < 0 {
+				break
+			}
+			v := e.running[vi]
+			e.removeRunning(vi)
+			e.preempt(v)
+			e.pushWaitingFront(v)
+			e.newRatio = 0.7
+			if vi < i {
+				i--
+			}
+		}
+		if s.blocks < e.blocksFor(s.computed+n) {
+			continue
+		}
+		items = append(items, work{s: s, n: n, decode: true})
+	}
+	e.newRatio = math.Max(0.1, e.newRatio-0.0015)
+	return items
+}
+
+// scheduleTRT is TensorRT-LLM's in-flight batching with the
+// GUARANTEED_NO_EVICT capacity policy: a request is admitted only when the
+// blocks for its whole prompt and output can be reserved, so nothing is
+// ever preempted; context and generation requests share max_num_tokens.
+func (e *Engine) scheduleTRT(start float64) []work {
+	budget := e.budget
+	chunked := *e.p.ChunkedPrefill
+	var items []work
+	for _, s := range e.running {
+		if s.prefillDone {
+			n := e.decodeTokens()
+			e.grow(s, s.computed+n)
+			items = append(items, work{s: s, n: n, decode: true})
+			budget -= n
+		}
+	}
+	for _, s := range e.running {
+		if !s.prefillDone && budget > 0 {
+			n := min(s.target-s.computed, budget)
+			if !chunked && n < s.target-s.computed {
+				continue
+			}
+			e.grow(s, s.computed+n)
+			items = append(items, work{s: s, n: n})
+			budget -= n
+		}
+	}
+	for len(e.waiting) > 0 && len(e.running) < e.maxSeqs && budget > 0 {
+		s := e.waiting[0]
+		if s.ready > start {
+			break
+		}
+		e.prefixHit(s)
+		rem := s.target - s.computed
+		n := min(rem, budget)
+		if !chunked && n < rem {
+			break
+		}
+		need := e.blocksFor(s.prompt+s.output) + e.stateBlocks
+		if need > e.freeBlocks {
+			s.computed = 0
+			break
+		}
+		e.freeBlocks -= need
+		s.reserved = need
+		e.grow(s, s.computed+n)
+		e.popWaiting()
+		e.running = append(e.running, s)
+		items = append(items, work{s: s, n: n})
+		budget -= n
+	}
+	return items
+}
+
+// finish applies a step's results at its end time.
+func (e *Engine) finish(st *step) {
+	t := st.end
+	anyDone := false
+	for _, w := range st.items {
+		s := w.s
+		if s.done {
+			continue
+		}
+		var tok int
+		if !w.decode {
+			s.computed += w.n
+			e.stats.PromptTokens += int64(w.n)
+			if s.computed >= s.target {
+				s.prefillDone = true
+				tok = 1
+				if *e.p.PrefixCaching && s.group != 0 && s.prefixLen > e.seen[s.group] {
+					e.seen[s.group] = s.prefixLen
+				}
+			}
+		} else {
+			acc := 1
+			if e.specAccepted > 1 {
+				s.specCarry += e.specAccepted
+				acc = int(s.specCarry)
+				s.specCarry -= float64(acc)
+			}
+			tok = acc
+		}
+		if tok == 0 {
+			continue
+		}
+		tok = min(tok, s.output-s.generated)
+		s.generated += tok
+		if w.decode {
+			s.computed += tok
+		}
+		e.stats.GenerationTokens += int64(tok)
+		if s.generated >= s.output {
+			s.done = true
+			anyDone = true
+			e.release(s)
+		}
+		e.emit(s, t, tok, s.done, nil)
+	}
+	if anyDone {
+		k := 0
+		for _, s := range e.running {
+			if !s.done {
+				e.running[k] = s
+				k++
+			}
+		}
+		for i := k; i < len(e.running); i++ {
+			e.running[i] = nil
+		}
+		e.running = e.running[:k]
+	}
+	e.stats.Running = len(e.running)
+	e.stats.Waiting = len(e.waiting)
+}
+
+// Stats reports the engine's current state.
+func (e *Engine) Stats() Stats {
+	s := e.stats
+	s.Running = len(e.running)
+	s.Waiting = len(e.waiting)
+	if e.totalBlocks > 0 {
+		s.KVUsage = float64(e.totalBlocks-e.freeBlocks) / float64(e.totalBlocks)
+	}
+	return s
+}
+
+// stalled handles a schedule that can make no progress although work is
+// ready: a request that cannot fit in the KV cache even alone. The engine
+// rejects it (vLLM and SGLang would abort it) instead of spinning.
+func (e *Engine) stalled(start float64) bool {
+	ready := len(e.waiting) > 0 && e.waiting[0].ready <= start
+	if len(e.running) > 0 {
+		// Running requests that cannot grow: abort the newest.
+		s := e.running[len(e.running)-1]
+		e.removeRunning(len(e.running) - 1)
+		e.release(s)
+		s.done = true
+		e.emit(s, start, 0, true, fmt.Errorf("%w: request %s needs more KV cache than the engine has (%d tokens)", ErrContext, s.id, e.totalBlocks*e.blockSize))
+		return true
+	}
+	if ready {
+		s := e.popWaiting()
+		s.done = true
+		e.emit(s, start, 0, true, fmt.Errorf("%w: request %s (%d prompt tokens) needs more KV cache than the engine has (%d tokens)", ErrContext, s.id, s.target, e.totalBlocks*e.blockSize))
+		return true
+	}
+	return false
+}

@@ -1,0 +1,178 @@
+package sim
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/perflab/perflab/internal/dataset"
+)
+
+func fixedReqs(n, in, out int) []dataset.Request {
+	r := make([]dataset.Request, n)
+	for i := range r {
+		r[i] = dataset.Request{PromptLen: in + i%7, OutputLen: out + i%5}
+	}
+	return r
+}
+
+func TestNewOOM(t *testing.T) {
+	for _, p := range []Params{
+		{Engine: "vllm", Model: "Llama-3.1-70B", GPU: "H100"},
+		{Engine: "sglang", Model: "Qwen3-235B-A22B", GPU: "H200"},
+		{Engine: "trtllm", Model: "Qwen3-32B", GPU: "L40S"},
+		{Engine: "vllm", Model: "Qwen3-32B", GPU: "H100", MemFraction: 0.8},
+	} {
+		if _, err := New(p, nil); !errors.Is(err, ErrOOM) {
+			t.Errorf("%s: err = %v, want ErrOOM", p, err)
+		}
+	}
+	for _, p := range []Params{
+		{Engine: "vllm", Model: "Llama-3.1-70B", GPU: "H100", TP: 4},
+		{Engine: "vllm", Model: "Qwen3-14B", GPU: "H100"},
+		{Engine: "sglang", Model: "Qwen3-30B-A3B", GPU: "H100", TP: 2, EP: true},
+	} {
+		if _, err := New(p, nil); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+func TestKVReplicationAndFP8(t *testing.T) {
+	// TP 16 > 8 KV heads: KV per GPU stops shrinking at one head.
+	e8, err := New(Params{Engine: "vllm", Model: "Llama-3.1-70B", GPU: "H200", TP: 8}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e16, err := New(Params{Engine: "vllm", Model: "Llama-3.1-70B", GPU: "H200", TP: 16, GPUs: 16}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e8.kvBytesTok != e16.kvBytesTok {
+		t.Errorf("KV bytes/token tp8 %g, tp16 %g: heads must be replicated", e8.kvBytesTok, e16.kvBytesTok)
+	}
+	bf, _ := New(Params{Engine: "vllm", Model: "Qwen3-14B", GPU: "H100"}, nil)
+	fp, _ := New(Params{Engine: "vllm", Model: "Qwen3-14B", GPU: "H100", KVCacheDtype: "fp8"}, nil)
+	if fp.kvBytesTok*2 != bf.kvBytesTok || fp.KVCapacityTokens() < 2*bf.KVCapacityTokens()-64 {
+		t.Errorf("fp8 KV: %g vs %g bytes/token, capacity %d vs %d", fp.kvBytesTok, bf.kvBytesTok, fp.KVCapacityTokens(), bf.KVCapacityTokens())
+	}
+}
+
+func TestEventAPI(t *testing.T) {
+	e, err := New(Params{Engine: "vllm", Model: "Qwen3-8B", GPU: "H100", MaxModelLen: 4096}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Submit(Req{ID: "a", Arrival: 0, PromptLen: 100, OutputLen: 5})
+	e.Submit(Req{ID: "too-long", Arrival: 0, PromptLen: 4000, OutputLen: 500})
+	tokens := map[string]int{}
+	var errs, dones int
+	last := 0.0
+	for i := 0; i < 1000; i++ {
+		t0, ok := e.NextEventTime()
+		if !ok {
+			break
+		}
+		if t0 < last {
+			t.Fatalf("time went back: %g < %g", t0, last)
+		}
+		last = t0
+		for _, ev := range e.Advance(t0) {
+			if ev.Err != nil {
+				if ev.ReqID != "too-long" || !errors.Is(ev.Err, ErrContext) {
+					t.Errorf("unexpected error event %+v", ev)
+				}
+				errs++
+				continue
+			}
+			tokens[ev.ReqID] += ev.Tokens
+			if ev.Done {
+				dones++
+			}
+		}
+	}
+	if tokens["a"] != 5 || dones != 1 || errs != 1 {
+		t.Errorf("tokens %v dones %d errs %d", tokens, dones, errs)
+	}
+	st := e.Stats()
+	if st.Running != 0 || st.Waiting != 0 || st.GenerationTokens != 5 || st.PromptTokens != 100 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestPredictDeterministicAndConsistent(t *testing.T) {
+	reqs := fixedReqs(300, 500, 100)
+	for _, eng := range []string{"vllm", "sglang", "trtllm"} {
+		t.Run(eng, func(t *testing.T) {
+			p := Params{Engine: eng, Model: "Qwen3-14B", GPU: "H100"}
+			a, err := Predict(p, reqs, Load{RequestRate: 20, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := Predict(p, reqs, Load{RequestRate: 20, Seed: 1})
+			if !reflect.DeepEqual(a.Records, b.Records) {
+				t.Fatal("two predictions with one seed differ")
+			}
+			out := 0
+			for i, r := range a.Records {
+				if !r.Success || r.OutputLen != reqs[i].OutputLen || len(r.ITL) != len(r.ChunkTokens)-1 {
+					t.Fatalf("record %d: %+v", i, r)
+				}
+				if r.TTFT <= 0 || r.Latency < r.TTFT || r.Sent < r.Scheduled {
+					t.Fatalf("record %d timings: %+v", i, r)
+				}
+				out += r.OutputLen
+			}
+			if a.Result.Completed != 300 || a.Result.TotalOutputTokens != out {
+				t.Errorf("result %+v", a.Result)
+			}
+		})
+	}
+}
+
+func TestSchedulerMechanisms(t *testing.T) {
+	// A tiny KV cache forces vLLM to preempt and recompute.
+	reqs := fixedReqs(400, 1500, 400)
+	p := Params{Engine: "vllm", Model: "Qwen3-32B", GPU: "H100", MaxModelLen: 4096}
+	pr, err := Predict(p, reqs, Load{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Stats.Preemptions == 0 {
+		t.Error("no preemption with a 40k-token cache and 760k tokens of demand")
+	}
+	// TensorRT-LLM reserves whole sequences: never preempts.
+	pt, err := Predict(Params{Engine: "trtllm", Model: "Qwen3-32B", GPU: "H100", MaxModelLen: 4096}, reqs, Load{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pt.Stats.Preemptions != 0 {
+		t.Errorf("trtllm preempted %d times", pt.Stats.Preemptions)
+	}
+	// Prefix caching: shared prefixes cut prompt compute.
+	shared := fixedReqs(200, 2000, 20)
+	for i := range shared {
+		shared[i].PrefixGroup, shared[i].PrefixLen = 1+i%4, 1800
+	}
+	on, _ := Predict(Params{Engine: "vllm", Model: "Qwen3-8B", GPU: "H100"}, shared, Load{})
+	off, _ := Predict(Params{Engine: "vllm", Model: "Qwen3-8B", GPU: "H100", PrefixCaching: new(bool)}, shared, Load{})
+	if !(on.Duration < off.Duration*0.6) || on.Stats.PromptTokens >= off.Stats.PromptTokens {
+		t.Errorf("prefix caching: %g s (%d prompt tokens) vs %g s (%d)", on.Duration, on.Stats.PromptTokens, off.Duration, off.Stats.PromptTokens)
+	}
+	// Speculative decoding emits several tokens per step at low load.
+	one := fixedReqs(4, 200, 400)
+	sp, _ := Predict(Params{Engine: "vllm", Model: "Qwen3-8B", GPU: "H100", SpecMethod: "mtp", SpecTokens: 3}, one, Load{})
+	ns, _ := Predict(Params{Engine: "vllm", Model: "Qwen3-8B", GPU: "H100"}, one, Load{})
+	if !(sp.Duration < ns.Duration*0.7) {
+		t.Errorf("speculative decoding: %g s vs %g s without", sp.Duration, ns.Duration)
+	}
+	// Max concurrency bounds in-flight requests.
+	mc, _ := Predict(Params{Engine: "sglang", Model: "Qwen3-8B", GPU: "H100"}, fixedReqs(100, 100, 50), Load{MaxConcurrency: 8})
+	if mc.Result.MaxConcurrentRequests > 8 {
+		t.Errorf("max concurrency 8 but %v in flight", mc.Result.MaxConcurrentRequests)
+	}
+	if math.IsNaN(mc.Duration) {
+		t.Error("NaN duration")
+	}
+}

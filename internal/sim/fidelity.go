@@ -1,0 +1,251 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+)
+
+// CaseResult is one reference case predicted.
+type CaseResult struct {
+	Case Case
+	// Predicted figures in the case's own definitions (guidellm's TPOT for
+	// guidellm cases).
+	TotalTPS, MeanTTFTMs, MeanTPOTMs float64
+	Err                              error
+}
+
+// Errors returns the relative errors (pred/meas - 1) of TPS, TTFT and TPOT.
+func (r CaseResult) Errors() (tps, ttft, tpot float64) {
+	m := r.Case.Measured
+	return rel(r.TotalTPS, m.TotalTPS), rel(r.MeanTTFTMs, m.MeanTTFTMs), rel(r.MeanTPOTMs, m.MeanTPOTMs)
+}
+
+func rel(p, m float64) float64 {
+	if m == 0 {
+		return 0
+	}
+	return p/m - 1
+}
+
+// PredictCase runs one reference case.
+func PredictCase(c Case, coef *Coefficients) CaseResult {
+	res := CaseResult{Case: c}
+	reqs, err := c.Workload.Requests()
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	pr, err := PredictWith(c.Params, coef, reqs, Load{RequestRate: c.Workload.RequestRate, MaxConcurrency: c.Workload.MaxConcurrency})
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	var in, out float64
+	var ttft, tpot, gtpot float64
+	var ok, nt int
+	for _, r := range pr.Records {
+		if !r.Success {
+			continue
+		}
+		ok++
+		in += float64(r.PromptLen)
+		out += float64(r.OutputLen)
+		ttft += r.TTFT
+		if r.OutputLen > 1 {
+			tpot += (r.Latency - r.TTFT) / float64(r.OutputLen-1)
+			nt++
+		}
+		if r.OutputLen > 0 {
+			gtpot += r.TTFT / float64(r.OutputLen)
+		}
+	}
+	if ok == 0 || pr.Duration <= 0 {
+		res.Err = fmt.Errorf("no request succeeded")
+		return res
+	}
+	res.TotalTPS = (in + out) / pr.Duration
+	res.MeanTTFTMs = ttft / float64(ok) * 1000
+	if c.Workload.Client == "guidellm" {
+		res.MeanTPOTMs = gtpot / float64(ok) * 1000
+	} else if nt > 0 {
+		res.MeanTPOTMs = tpot / float64(nt) * 1000
+	}
+	return res
+}
+
+// Fidelity is the comparison of the simulator with every reference block.
+type Fidelity struct {
+	Results []CaseResult
+	// MAPE over included cases (fractions, 0.1 = 10%).
+	TPSMAPE, TTFTMAPE, TPOTMAPE float64
+	N, NTPOT                    int
+	Orderings                   []OrderingResult
+	// LOMO maps a held-out model to its MAPEs (TPS, TTFT, TPOT) when fitted
+	// without it; filled by LeaveOneModelOut.
+	LOMO map[string][3]float64
+}
+
+// OrderingResult is one published decision checked on the simulator.
+type OrderingResult struct {
+	Ordering
+	MeasuredGap, PredictedGap float64 // better/worse - 1
+	// Required is true when the published gap exceeds 3%.
+	Required, Reproduced bool
+}
+
+// Evaluate predicts every case of ref with coef and scores it.
+func Evaluate(ref *Reference, coef *Coefficients) *Fidelity {
+	f := &Fidelity{}
+	byID := map[string]CaseResult{}
+	for _, c := range ref.Cases {
+		r := PredictCase(c, coef)
+		f.Results = append(f.Results, r)
+		byID[c.ID] = r
+	}
+	f.TPSMAPE, f.TTFTMAPE, f.TPOTMAPE, f.N, f.NTPOT = mapes(f.Results)
+	for _, o := range ref.Orderings {
+		b, w := byID[o.Better], byID[o.Worse]
+		or := OrderingResult{Ordering: o}
+		or.MeasuredGap = b.Case.Measured.TotalTPS/w.Case.Measured.TotalTPS - 1
+		if w.TotalTPS > 0 {
+			or.PredictedGap = b.TotalTPS/w.TotalTPS - 1
+		}
+		or.Required = or.MeasuredGap > 0.03
+		or.Reproduced = or.PredictedGap > 0
+		f.Orderings = append(f.Orderings, or)
+	}
+	return f
+}
+
+func mapes(rs []CaseResult) (tps, ttft, tpot float64, n, nt int) {
+	for _, r := range rs {
+		if r.Case.Exclude != "" {
+			continue
+		}
+		if r.Err != nil {
+			tps, ttft, tpot = tps+1, ttft+1, tpot+1
+			n++
+			nt++
+			continue
+		}
+		a, b, c := r.Errors()
+		tps += math.Abs(a)
+		ttft += math.Abs(b)
+		n++
+		if r.Case.NoTPOT == "" {
+			tpot += math.Abs(c)
+			nt++
+		}
+	}
+	if n > 0 {
+		tps /= float64(n)
+		ttft /= float64(n)
+	}
+	if nt > 0 {
+		tpot /= float64(nt)
+	}
+	return
+}
+
+// RequiredOrderings counts the required orderings and how many are reproduced.
+func (f *Fidelity) RequiredOrderings() (reproduced, required int) {
+	for _, o := range f.Orderings {
+		if o.Required {
+			required++
+			if o.Reproduced {
+				reproduced++
+			}
+		}
+	}
+	return
+}
+
+// LeaveOneModelOut refits without each model's cases (starting from start)
+// and scores the held-out model's cases.
+func LeaveOneModelOut(ref *Reference, start *Coefficients, opt FitOptions) map[string][3]float64 {
+	models := map[string]bool{}
+	for _, c := range ref.Cases {
+		models[modelOf(c)] = true
+	}
+	out := map[string][3]float64{}
+	var names []string
+	for m := range models {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	for _, m := range names {
+		var train, test []Case
+		for _, c := range ref.Cases {
+			if modelOf(c) == m {
+				test = append(test, c)
+			} else {
+				train = append(train, c)
+			}
+		}
+		coef, err := Fit(train, start, opt)
+		if err != nil {
+			continue
+		}
+		var rs []CaseResult
+		for _, c := range test {
+			rs = append(rs, PredictCase(c, coef))
+		}
+		a, b, c, _, _ := mapes(rs)
+		out[m] = [3]float64{a, b, c}
+	}
+	return out
+}
+
+// WriteText prints the case-by-case table and the summary.
+func (f *Fidelity) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-30s %10s %10s %7s %10s %10s %7s %8s %8s %7s\n", "case", "TPS meas", "TPS pred", "err", "TTFT meas", "TTFT pred", "err", "TPOT m", "TPOT p", "err")
+	for _, r := range f.Results {
+		m := r.Case.Measured
+		if r.Err != nil {
+			fmt.Fprintf(&b, "%-30s %10.1f %10s  error: %v\n", r.Case.ID, m.TotalTPS, "-", r.Err)
+			continue
+		}
+		a, c, d := r.Errors()
+		tp := fmt.Sprintf("%+6.1f%%", d*100)
+		if r.Case.NoTPOT != "" {
+			tp = "  n/a"
+		}
+		mark := ""
+		if r.Case.Exclude != "" {
+			mark = "  (excluded: " + r.Case.Exclude + ")"
+		}
+		fmt.Fprintf(&b, "%-30s %10.1f %10.1f %+6.1f%% %10.1f %10.1f %+6.1f%% %8.2f %8.2f %s%s\n", r.Case.ID, m.TotalTPS, r.TotalTPS, a*100,
+			m.MeanTTFTMs, r.MeanTTFTMs, c*100, m.MeanTPOTMs, r.MeanTPOTMs, tp, mark)
+	}
+	rep, req := f.RequiredOrderings()
+	fmt.Fprintf(&b, "\nMAPE over %d blocks: Total TPS %.1f%%, mean TTFT %.1f%%; mean TPOT %.1f%% over %d blocks\n", f.N, f.TPSMAPE*100, f.TTFTMAPE*100, f.TPOTMAPE*100, f.NTPOT)
+	fmt.Fprintf(&b, "Published orderings with a gap > 3%%: %d of %d reproduced\n", rep, req)
+	for _, o := range f.Orderings {
+		st := "ok"
+		if !o.Reproduced {
+			st = "REVERSED"
+			if !o.Required {
+				st = "reversed (gap <= 3%, not required)"
+			}
+		}
+		fmt.Fprintf(&b, "  %-28s > %-28s measured %+6.1f%% predicted %+6.1f%%  %s  [%s]\n", o.Better, o.Worse, o.MeasuredGap*100, o.PredictedGap*100, st, o.Why)
+	}
+	if len(f.LOMO) > 0 {
+		fmt.Fprintf(&b, "\nLeave-one-model-out (fit without the model, MAPE on its blocks):\n")
+		var ms []string
+		for m := range f.LOMO {
+			ms = append(ms, m)
+		}
+		sort.Strings(ms)
+		for _, m := range ms {
+			v := f.LOMO[m]
+			fmt.Fprintf(&b, "  %-12s TPS %.1f%%  TTFT %.1f%%  TPOT %.1f%%\n", m, v[0]*100, v[1]*100, v[2]*100)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

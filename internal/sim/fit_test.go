@@ -1,0 +1,30 @@
+package sim
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var refit = flag.Bool("fit", false, "refit testdata coefficients from the reference cases and rewrite coefficients.json (minutes)")
+
+// TestFitReference refits the embedded calibration. Run with -fit.
+func TestFitReference(t *testing.T) {
+	if !*refit {
+		t.Skip("run with -fit to refit coefficients.json")
+	}
+	ShareGPTLengthsPath = filepath.Join(sharedDir(t), "data", "sharegpt", "sharegpt_v3_sample_1000.json")
+	ref, err := ReferenceCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Fit(ref.Cases, DefaultCoefficients(), FitOptions{Rounds: 4, Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Source = "fitted to every result block of ../shared/reference (go test ./internal/sim -run TestFitReference -fit)"
+	if err := os.WriteFile("coefficients.json", c.JSON(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

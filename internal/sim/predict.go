@@ -1,0 +1,196 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/perflab/perflab/internal/bench"
+	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/metrics"
+)
+
+// Load is the client side of a predicted run, as `vllm bench serve` sets it.
+type Load struct {
+	// RequestRate is requests per second; 0 or +Inf sends all at t=0.
+	RequestRate float64
+	// Burstiness is the gamma shape of the arrival gaps (0 = 1, Poisson).
+	Burstiness float64
+	// MaxConcurrency caps requests in flight (0 = none).
+	MaxConcurrency int
+	// Seed seeds the arrival schedule.
+	Seed int64
+}
+
+// Prediction is what a predicted run produced: the same records and result
+// a live benchmark against the real engine would give.
+type Prediction struct {
+	Records  []metrics.Record
+	Duration float64
+	Result   *metrics.Result
+	// Params are the resolved engine parameters.
+	Params Params
+	// Stats is the engine state at the end (preemptions, token counts).
+	Stats Stats
+	// KVCapacityTokens is the KV cache size the memory model found.
+	KVCapacityTokens int
+}
+
+// Predict runs reqs through a simulated engine with the embedded
+// calibration and returns per-request records and vLLM's metrics.
+// Deterministic for a given Load.Seed.
+func Predict(p Params, reqs []dataset.Request, load Load) (*Prediction, error) {
+	return PredictWith(p, nil, reqs, load)
+}
+
+// PredictWith is Predict with explicit coefficients (nil = embedded).
+func PredictWith(p Params, c *Coefficients, reqs []dataset.Request, load Load) (*Prediction, error) {
+	e, err := New(p, c)
+	if err != nil {
+		return nil, err
+	}
+	return e.run(reqs, load)
+}
+
+type tracker struct {
+	rec      *metrics.Record
+	first    bool
+	last     float64
+	finished bool
+}
+
+func (e *Engine) run(reqs []dataset.Request, load Load) (*Prediction, error) {
+	n := len(reqs)
+	rate := load.RequestRate
+	if rate <= 0 {
+		rate = math.Inf(1)
+	}
+	burst := load.Burstiness
+	if burst == 0 {
+		burst = 1
+	}
+	var sched []float64
+	if math.IsInf(rate, 1) {
+		sched = make([]float64, n)
+	} else {
+		sched = bench.Schedule(n, rate, burst, load.Seed)
+		if sched == nil && n > 0 {
+			return nil, fmt.Errorf("sim: invalid load (rate %g, burstiness %g)", rate, burst)
+		}
+	}
+	recs := make([]metrics.Record, n)
+	tr := make([]tracker, n)
+	for i := range recs {
+		recs[i] = metrics.Record{ID: "sim-" + strconv.Itoa(i), PromptLen: reqs[i].PromptLen, Scheduled: sched[i], OutputLenSource: "usage"}
+		tr[i].rec = &recs[i]
+		avg := reqs[i].OutputLen
+		recs[i].ITL = make([]float64, 0, max(avg-1, 0))
+	}
+	inflight := 0
+	next := 0
+	var waitq []int // due but waiting for a concurrency slot
+	done := 0
+	e.emit = func(s *seq, t float64, tokens int, fin bool, err error) {
+		i := s.user
+		r := tr[i].rec
+		if err != nil {
+			r.Success = false
+			r.Error = err.Error()
+			r.ErrorClass = "http_status"
+			r.Latency = t - r.Sent
+			tr[i].finished = true
+			done++
+			inflight--
+			return
+		}
+		if tokens > 0 {
+			if !tr[i].first {
+				tr[i].first = true
+				r.TTFT = t - r.Sent
+			} else {
+				r.ITL = append(r.ITL, t-tr[i].last)
+			}
+			r.ChunkTokens = append(r.ChunkTokens, tokens)
+			r.OutputLen += tokens
+			tr[i].last = t
+		}
+		if fin {
+			r.Success = true
+			r.Latency = t - r.Sent
+			tr[i].finished = true
+			done++
+			inflight--
+		}
+	}
+	send := func(i int, t float64) {
+		r := &recs[i]
+		r.Sent = t
+		r.QueueTime = t - r.Scheduled
+		inflight++
+		q := reqs[i]
+		e.submit(Req{ID: r.ID, Arrival: t, PromptLen: q.PromptLen, OutputLen: q.OutputLen,
+			PrefixGroup: q.PrefixGroup, PrefixLen: q.PrefixLen}, i)
+	}
+	limit := load.MaxConcurrency
+	if limit <= 0 {
+		limit = math.MaxInt
+	}
+	now := 0.0
+	for done < n {
+		// Admit everything due by now that has a slot.
+		for {
+			if len(waitq) > 0 && inflight < limit {
+				i := waitq[0]
+				waitq = waitq[1:]
+				send(i, now)
+				continue
+			}
+			if next < n && sched[next] <= now {
+				if inflight < limit {
+					send(next, math.Max(sched[next], now))
+				} else {
+					waitq = append(waitq, next)
+				}
+				next++
+				continue
+			}
+			break
+		}
+		te, ok := e.NextEventTime()
+		ta := math.Inf(1)
+		if next < n {
+			ta = sched[next]
+		}
+		if !ok && math.IsInf(ta, 1) {
+			if done < n {
+				return nil, fmt.Errorf("sim: engine stalled with %d of %d requests unfinished (waiting %d, running %d)", n-done, n, len(e.waiting), len(e.running))
+			}
+			break
+		}
+		if ok && te <= ta {
+			e.advance(te)
+			now = math.Max(now, te)
+			if e.now > now {
+				now = e.now
+			}
+			if !ok {
+				continue
+			}
+		} else {
+			e.advance(ta)
+			now = ta
+		}
+	}
+	dur := 0.0
+	for i := range recs {
+		if end := recs[i].Sent + recs[i].Latency; end > dur {
+			dur = end
+		}
+	}
+	opt := metrics.DefaultOptions()
+	opt.MaxConcurrency = load.MaxConcurrency
+	opt.RequestRate = rate
+	opt.Burstiness = burst
+	res := metrics.Compute(recs, dur, opt)
+	return &Prediction{Records: recs, Duration: dur, Result: res, Params: e.p, Stats: e.Stats(), KVCapacityTokens: e.KVCapacityTokens()}, nil
+}
