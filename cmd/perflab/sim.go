@@ -1,0 +1,98 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perflab/perflab/internal/sim/serve"
+	"github.com/perflab/perflab/internal/tokenizer"
+)
+
+// simCmd is `perflab sim`; its subcommands (serve here, predict/calibrate/
+// fidelity in their own files) register on it from init functions.
+var simCmd = &cobra.Command{
+	Use:   "sim",
+	Short: "The calibrated simulator of vLLM, SGLang and TensorRT-LLM serving",
+}
+
+var simServeOpts struct {
+	engine, version, gpu, tokenizer, modelConfig string
+	gpus                                         int
+	timeScale                                    float64
+	startupDelay                                 time.Duration
+}
+
+var simServeCmd = &cobra.Command{
+	Use:   "serve --engine vllm|sglang|trtllm --gpu H100 [flags] -- ENGINE ARGV...",
+	Short: "Serve an OpenAI-compatible API from the simulator, taking the engine's own command line",
+	Long: `Serve an OpenAI-compatible API (chat/completions, completions, models,
+health, Prometheus metrics with vLLM's names) whose tokens come out at the
+simulated engine's times, in real time (× --time-scale).
+
+Everything after "--" is the exact command the real engine would get, e.g.
+  perflab sim serve --engine vllm --gpu H100 -- vllm serve Qwen/Qwen3-14B --port 8000
+It is parsed with the engine's own spelling at --engine-version and rejected
+the way the engine would reject it. The server listens on the argv's
+--host/--port (default 127.0.0.1 and the engine's default port).`,
+	Args: cobra.ArbitraryArgs,
+	RunE: func(cmd *cobra.Command, args []string) error {
+		o := simServeOpts
+		if cmd.ArgsLenAtDash() < 0 || len(args) == 0 {
+			return errors.New("sim serve: give the engine's command after --, e.g. -- vllm serve Qwen/Qwen3-14B")
+		}
+		if cmd.ArgsLenAtDash() > 0 {
+			return fmt.Errorf("sim serve: unexpected arguments before --: %q", args[:cmd.ArgsLenAtDash()])
+		}
+		var counter serve.Counter
+		if o.tokenizer != "" {
+			tok, err := loadTokenizer(o.tokenizer)
+			if err != nil {
+				return fmt.Errorf("sim serve: --tokenizer: %w", err)
+			}
+			counter = serve.TokenizerCounter{Tok: tok}
+		}
+		env := map[string]string{}
+		for _, kv := range os.Environ() {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				env[k] = v
+			}
+		}
+		err := serve.Run(cmd.Context(), serve.Options{
+			Engine: o.engine, Version: o.version, Argv: args, Env: env, GPU: o.gpu, GPUs: o.gpus,
+			ModelConfig: o.modelConfig, TimeScale: o.timeScale, StartupDelay: o.startupDelay, Counter: counter,
+		})
+		var ee *serve.ExitError
+		if errors.As(err, &ee) {
+			// The engine-like log already said why; exit as the engine would.
+			os.Exit(ee.Code)
+		}
+		return err
+	},
+}
+
+// loadTokenizer accepts a tokenizer directory or a tokenizer.json path.
+func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		return tokenizer.LoadFile(path)
+	}
+	return tokenizer.Load(path)
+}
+
+func init() {
+	f := simServeCmd.Flags()
+	f.StringVar(&simServeOpts.engine, "engine", "vllm", "engine to imitate: vllm, sglang or trtllm")
+	f.StringVar(&simServeOpts.version, "engine-version", "", "engine version (default: newest calibrated: vLLM 0.17.1, SGLang 0.5.9, TensorRT-LLM 1.2.0rc1)")
+	f.StringVar(&simServeOpts.gpu, "gpu", "H100", "GPU: H100, H200, A100, L40S or B200")
+	f.IntVar(&simServeOpts.gpus, "gpus", 0, "number of GPUs (default: TP×DP)")
+	f.Float64Var(&simServeOpts.timeScale, "time-scale", 1, "run K× faster than real time")
+	f.DurationVar(&simServeOpts.startupDelay, "startup-delay", serve.DefaultStartupDelay, "simulated model-load time (divided by --time-scale)")
+	f.StringVar(&simServeOpts.tokenizer, "tokenizer", "", "tokenizer directory or tokenizer.json for exact prompt counts (default: estimate, 4 bytes a token)")
+	f.StringVar(&simServeOpts.modelConfig, "model-config", "", "HF config.json for a model outside the built-in catalog")
+	simCmd.AddCommand(simServeCmd)
+	rootCmd.AddCommand(simCmd)
+}

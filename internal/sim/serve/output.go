@@ -1,0 +1,217 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// filler is the generated text: common English words, each one token in
+// byte-level BPE vocabularies (leading space included), so a client that
+// re-tokenizes the output counts what usage reports.
+var filler = []string{" the", " of", " and", " to", " in", " is", " that", " for", " it", " as", " with", " on", " was", " at", " by", " be"}
+
+func appendFiller(b []byte, from, n int) []byte {
+	for i := from; i < from+n; i++ {
+		b = append(b, filler[i%len(filler)]...)
+	}
+	return b
+}
+
+// output writes one request's response from its stream's events.
+type output struct {
+	s                    *Server
+	st                   *stream
+	chat, usage          bool
+	id, model            string
+	promptLen, maxTokens int
+	sent                 int
+}
+
+// wait blocks for events; ok is false when the client left or the server closed.
+func (o *output) wait(r *http.Request) bool {
+	select {
+	case <-o.st.notify:
+		return true
+	case <-r.Context().Done():
+		o.s.cancel(o.st.id)
+		return false
+	case <-o.s.closing:
+		return false
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func (o *output) streamResponse(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	created := strconv.FormatInt(time.Now().Unix(), 10)
+	var head string
+	if o.chat {
+		head = `data: {"id":` + jsonString(o.id) + `,"object":"chat.completion.chunk","created":` + created + `,"model":` + jsonString(o.model) + `,"choices":[`
+	} else {
+		head = `data: {"id":` + jsonString(o.id) + `,"object":"text_completion","created":` + created + `,"model":` + jsonString(o.model) + `,"choices":[`
+	}
+	buf := make([]byte, 0, 1024)
+	var evs []tokenEvent
+	for {
+		if !o.wait(r) {
+			return
+		}
+		evs = o.st.take(evs)
+		buf = buf[:0]
+		finished := false
+		for _, ev := range evs {
+			if ev.err != nil {
+				b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": ev.err.Error(), "type": "BadRequestError", "param": nil, "code": 400}})
+				buf = append(buf, "data: "...)
+				buf = append(buf, b...)
+				buf = append(buf, "\n\n"...)
+				finished = true
+				break
+			}
+			if o.chat && o.sent == 0 && ev.tokens > 0 {
+				// vLLM's first chunk carries the role, sent with the first output.
+				buf = append(buf, head...)
+				buf = append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+			}
+			if ev.tokens > 0 || ev.done {
+				buf = append(buf, head...)
+				if o.chat {
+					buf = append(buf, `{"index":0,"delta":{"content":"`...)
+				} else {
+					buf = append(buf, `{"index":0,"text":"`...)
+				}
+				buf = appendFiller(buf, o.sent, ev.tokens)
+				o.sent += ev.tokens
+				buf = append(buf, `","logprobs":null,"finish_reason":`...)
+				if o.chat {
+					// delta closes before logprobs
+					buf = buf[:len(buf)-len(`","logprobs":null,"finish_reason":`)]
+					buf = append(buf, `"},"logprobs":null,"finish_reason":`...)
+				}
+				if ev.done {
+					buf = append(buf, `"length","stop_reason":null}]}`+"\n\n"...)
+				} else {
+					buf = append(buf, `null}]}`+"\n\n"...)
+				}
+			}
+			if ev.done {
+				finished = true
+				break
+			}
+		}
+		if finished && o.usage && o.sent > 0 {
+			buf = append(buf, head[:len(head)-len(`"choices":[`)]...)
+			buf = append(buf, `"choices":[],"usage":{"prompt_tokens":`...)
+			buf = strconv.AppendInt(buf, int64(o.promptLen), 10)
+			buf = append(buf, `,"total_tokens":`...)
+			buf = strconv.AppendInt(buf, int64(o.promptLen+o.sent), 10)
+			buf = append(buf, `,"completion_tokens":`...)
+			buf = strconv.AppendInt(buf, int64(o.sent), 10)
+			buf = append(buf, "}}\n\n"...)
+		}
+		if finished {
+			buf = append(buf, "data: [DONE]\n\n"...)
+		}
+		if len(buf) > 0 {
+			if _, err := w.Write(buf); err != nil {
+				o.s.cancel(o.st.id)
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			} else {
+				rc.Flush()
+			}
+			now := time.Now()
+			for _, ev := range evs {
+				if ev.tokens > 0 {
+					o.s.loop.late.add(now.Sub(ev.deadline), ev.tokens)
+				}
+			}
+		}
+		if finished {
+			o.s.ok.Add(1)
+			return
+		}
+	}
+}
+
+func (o *output) whole(w http.ResponseWriter, r *http.Request) {
+	var evs []tokenEvent
+	for {
+		if !o.wait(r) {
+			return
+		}
+		evs = o.st.take(evs)
+		for _, ev := range evs {
+			if ev.err != nil {
+				apiError(w, http.StatusBadRequest, "BadRequestError", ev.err.Error())
+				return
+			}
+			o.sent += ev.tokens
+			if ev.done {
+				o.finishWhole(w)
+				return
+			}
+		}
+	}
+}
+
+func (o *output) finishWhole(w http.ResponseWriter) {
+	text := string(appendFiller(nil, 0, o.sent))
+	usage := map[string]any{"prompt_tokens": o.promptLen, "total_tokens": o.promptLen + o.sent, "completion_tokens": o.sent, "prompt_tokens_details": nil}
+	var choice map[string]any
+	object := "text_completion"
+	if o.chat {
+		object = "chat.completion"
+		choice = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text, "reasoning_content": nil, "tool_calls": []any{}},
+			"logprobs": nil, "finish_reason": "length", "stop_reason": nil}
+	} else {
+		choice = map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": "length", "stop_reason": nil, "prompt_logprobs": nil}
+	}
+	o.s.ok.Add(1)
+	writeJSON(w, map[string]any{"id": o.id, "object": object, "created": time.Now().Unix(), "model": o.model,
+		"choices": []any{choice}, "usage": usage})
+}
+
+// metrics writes Prometheus text with vLLM's metric names.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	st := s.loop.snapshot()
+	labels := `{engine="0",model_name=` + strconv.Quote(s.cfg.ServedModelNames[0]) + `}`
+	var b strings.Builder
+	gauge := func(name, help string, v float64) {
+		b.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + labels + " " + strconv.FormatFloat(v, 'g', -1, 64) + "\n")
+	}
+	counter := func(name, help string, v float64) {
+		b.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " counter\n" + name + labels + " " + strconv.FormatFloat(v, 'g', -1, 64) + "\n")
+	}
+	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(st.Running))
+	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(st.Waiting))
+	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", st.KVUsage)
+	gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage. (deprecated name)", st.KVUsage)
+	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", float64(st.Preemptions))
+	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", float64(st.PromptTokens))
+	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", float64(st.GenerationTokens))
+	b.WriteString("# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n")
+	b.WriteString(`vllm:request_success_total{engine="0",finished_reason="length",model_name=` + strconv.Quote(s.cfg.ServedModelNames[0]) + "} " + strconv.FormatInt(s.ok.Load(), 10) + "\n")
+	late := s.Lateness()
+	gauge("perflab:sim_token_lateness_p99_seconds", "p99 of how late tokens were written relative to the simulated time.", late.P99.Seconds())
+	gauge("perflab:sim_token_lateness_max_seconds", "Largest token lateness seen.", late.Max.Seconds())
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Write([]byte(b.String()))
+}

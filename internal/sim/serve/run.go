@@ -1,0 +1,289 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/perflab/perflab/internal/sim"
+	"github.com/perflab/perflab/internal/sim/simargs"
+)
+
+// Options configures Run: the process face of `perflab sim serve`.
+type Options struct {
+	// Engine and Version select the engine being imitated.
+	Engine, Version string
+	// Argv is the engine's own command line, program included.
+	Argv []string
+	// Env is the engine's environment (VLLM_ATTENTION_BACKEND, ...).
+	Env map[string]string
+	// GPU and GPUs describe the simulated hardware.
+	GPU  string
+	GPUs int
+	// ModelConfig is an HF config.json for a model outside the catalog.
+	ModelConfig string
+	// TimeScale runs K× faster than real time (default 1).
+	TimeScale float64
+	// StartupDelay is the simulated load time in model time (divided by
+	// TimeScale on the wall clock); negative means the default, 5 s.
+	StartupDelay time.Duration
+	// Counter counts prompt tokens (nil = estimate).
+	Counter Counter
+	// Coefficients is the calibration (nil = embedded).
+	Coefficients *sim.Coefficients
+	// Stderr receives the engine-like log (default os.Stderr).
+	Stderr io.Writer
+	// Ready, when set, is called with the listening address once serving.
+	Ready func(addr string)
+}
+
+// ExitError is a failure the way the engine fails: its log lines were
+// already written, and the process should exit with Code.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// DefaultStartupDelay is the simulated model-load time.
+const DefaultStartupDelay = 5 * time.Second
+
+// Run parses the engine argv, builds the simulated engine, writes an
+// engine-like startup log, listens where the argv says, and serves until ctx
+// is canceled, then shuts down gracefully.
+func Run(ctx context.Context, o Options) error {
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.TimeScale == 0 {
+		o.TimeScale = 1
+	}
+	if !(o.TimeScale > 0) {
+		return fmt.Errorf("serve: --time-scale %g must be positive", o.TimeScale)
+	}
+	if o.StartupDelay < 0 {
+		o.StartupDelay = DefaultStartupDelay
+	}
+	res, err := simargs.ParseAll(o.Engine, o.Version, o.Argv, o.Env)
+	if err != nil {
+		var ae *simargs.Error
+		if errors.As(err, &ae) {
+			io.WriteString(o.Stderr, ae.Stderr)
+			return &ExitError{Code: ae.ExitCode, Err: err}
+		}
+		return err
+	}
+	p := res.Params
+	p.GPU, p.GPUs, p.ModelConfig = o.GPU, o.GPUs, o.ModelConfig
+	lg := newStartupLog(o.Stderr, p, res)
+	for _, w := range res.Warnings {
+		lg.warn(string(w))
+	}
+	lg.begin()
+
+	host := res.Server.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(res.Server.Port))
+	// Bind before loading, as the engines do, so a taken port fails fast;
+	// connections made during loading wait in the backlog.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		lg.fatal(fmt.Sprintf("OSError: [Errno 98] error while attempting to bind on address %s: address already in use (%v)", addr, err))
+		return &ExitError{Code: 1, Err: fmt.Errorf("serve: listen %s: %w", addr, err)}
+	}
+	defer ln.Close()
+
+	eng, err := sim.New(p, o.Coefficients)
+	wall := time.Duration(float64(o.StartupDelay) / o.TimeScale)
+	if err != nil {
+		if errors.Is(err, sim.ErrOOM) {
+			lg.loading(ctx, wall/2)
+			lg.oom(err)
+			return &ExitError{Code: 1, Err: err}
+		}
+		lg.fatal("ValueError: " + err.Error())
+		return &ExitError{Code: 1, Err: err}
+	}
+	rp := eng.Params()
+	if !lg.loading(ctx, wall) {
+		return nil
+	}
+	lg.loaded(rp, eng.KVCapacityTokens())
+
+	srv, err := New(Config{Engine: rp.Engine, Model: eng, Root: p.Model, ServedModelNames: res.Server.ServedModelNames,
+		MaxModelLen: rp.MaxModelLen, TimeScale: o.TimeScale, Counter: o.Counter, APIKey: res.Server.APIKey})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: nil}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	lg.serving(ln.Addr().String())
+	if o.Ready != nil {
+		o.Ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	lg.shutdown()
+	// Like the engines on SIGTERM: stop accepting, abort what is running,
+	// give handlers a moment to write their last bytes.
+	srv.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+	}
+	lg.stopped()
+	return nil
+}
+
+// startupLog writes log lines that look like the imitated engine's.
+type startupLog struct {
+	w   io.Writer
+	p   sim.Params
+	res *simargs.Result
+	pid int
+}
+
+func newStartupLog(w io.Writer, p sim.Params, res *simargs.Result) *startupLog {
+	return &startupLog{w: w, p: p, res: res, pid: os.Getpid()}
+}
+
+func (l *startupLog) line(level, src, msg string) {
+	now := time.Now()
+	switch l.p.Engine {
+	case sim.EngineSGLang:
+		fmt.Fprintf(l.w, "[%s] %s\n", now.Format("2006-01-02 15:04:05"), msg)
+	case sim.EngineTRTLLM:
+		fmt.Fprintf(l.w, "[%s] [TRT-LLM] [%s] %s\n", now.Format("01/02/2006-15:04:05"), level[:1], msg)
+	default:
+		fmt.Fprintf(l.w, "(APIServer pid=%d) %s %s [%s] %s\n", l.pid, level, now.Format("01-02 15:04:05"), src, msg)
+	}
+}
+
+func (l *startupLog) warn(msg string) { l.line("WARNING", "arg_utils.py:1", msg) }
+
+func (l *startupLog) begin() {
+	v := l.p.Version
+	if v == "" {
+		v = simargs.DefaultVersion(l.p.Engine)
+	}
+	switch l.p.Engine {
+	case sim.EngineSGLang:
+		l.line("INFO", "", fmt.Sprintf("server_args=ServerArgs(model_path='%s', tp_size=%d, ...) (perflab sim, SGLang %s on %s)", l.p.Model, max(l.p.TP, 1), v, l.p.GPU))
+	case sim.EngineTRTLLM:
+		fmt.Fprintf(l.w, "[TensorRT-LLM] TensorRT-LLM version: %s (perflab sim on %s)\n", v, l.p.GPU)
+	default:
+		l.line("INFO", "api_server.py:1839", fmt.Sprintf("vLLM API server version %s (perflab sim on %s)", v, l.p.GPU))
+		l.line("INFO", "utils.py:233", fmt.Sprintf("non-default args: {'model_tag': '%s'}", l.p.Model))
+	}
+}
+
+// loading prints checkpoint-loading progress spread over d (what stall-aware
+// readiness checks watch). It returns false if ctx ended first.
+func (l *startupLog) loading(ctx context.Context, d time.Duration) bool {
+	const shards = 8
+	if l.p.Engine == sim.EngineVLLM {
+		l.line("INFO", "gpu_model_runner.py:2602", "Starting to load model "+l.p.Model+"...")
+	} else if l.p.Engine == sim.EngineSGLang {
+		l.line("INFO", "", "Load weight begin.")
+	} else {
+		l.line("INFO", "", "Loading model "+l.p.Model)
+	}
+	start := time.Now()
+	for i := 0; i <= shards; i++ {
+		if i > 0 {
+			t := time.NewTimer(time.Until(start.Add(d * time.Duration(i) / shards)))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return false
+			case <-t.C:
+			}
+		}
+		fmt.Fprintf(l.w, "Loading safetensors checkpoint shards: %3d%% Completed | %d/%d [%s<?, ?it/s]\n", i*100/shards, i, shards, time.Since(start).Round(time.Second))
+	}
+	return true
+}
+
+func (l *startupLog) loaded(p sim.Params, kvTokens int) {
+	switch p.Engine {
+	case sim.EngineSGLang:
+		l.line("INFO", "", fmt.Sprintf("Load weight end. type=%s, dtype=torch.bfloat16", p.Model))
+		l.line("INFO", "", fmt.Sprintf("KV Cache is allocated. #tokens: %d", kvTokens))
+		l.line("INFO", "", fmt.Sprintf("max_total_num_tokens=%d, chunked_prefill_size=%d, max_running_requests=%d, context_len=%d", kvTokens, p.MaxNumBatchedTokens, p.MaxNumSeqs, p.MaxModelLen))
+	case sim.EngineTRTLLM:
+		l.line("INFO", "", fmt.Sprintf("max_seq_len=%d, max_num_requests=%d, max_num_tokens=%d", p.MaxModelLen, p.MaxNumSeqs, p.MaxNumBatchedTokens))
+		l.line("INFO", "", fmt.Sprintf("[kv cache manager] max_tokens=%d", kvTokens))
+	default:
+		l.line("INFO", "kv_cache_utils.py:1087", fmt.Sprintf("GPU KV cache size: %s tokens", commas(kvTokens)))
+		if p.MaxModelLen > 0 {
+			l.line("INFO", "kv_cache_utils.py:1091", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(p.MaxModelLen), float64(kvTokens)/float64(p.MaxModelLen)))
+		}
+	}
+}
+
+func (l *startupLog) serving(addr string) {
+	switch l.p.Engine {
+	case sim.EngineVLLM:
+		l.line("INFO", "api_server.py:1910", "Starting vLLM API server 0 on http://"+addr)
+	}
+	fmt.Fprintf(l.w, "INFO:     Started server process [%d]\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n", l.pid)
+	fmt.Fprintf(l.w, "INFO:     Uvicorn running on http://%s (Press CTRL+C to quit)\n", addr)
+	if l.p.Engine == sim.EngineSGLang {
+		l.line("INFO", "", "The server is fired up and ready to roll!")
+	}
+}
+
+func (l *startupLog) shutdown() {
+	fmt.Fprintf(l.w, "INFO:     Shutting down\n")
+}
+
+func (l *startupLog) stopped() {
+	fmt.Fprintf(l.w, "INFO:     Waiting for application shutdown.\nINFO:     Application shutdown complete.\nINFO:     Finished server process [%d]\n", l.pid)
+}
+
+func (l *startupLog) fatal(msg string) { fmt.Fprintln(l.w, msg) }
+
+// oom prints the engine's out-of-memory failure.
+func (l *startupLog) oom(err error) {
+	detail := strings.TrimPrefix(err.Error(), "sim: ")
+	switch l.p.Engine {
+	case sim.EngineTRTLLM:
+		fmt.Fprintf(l.w, "[TensorRT-LLM][ERROR] tensorrt_llm::common::TllmException: [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync: out of memory (%s)\n", detail)
+		fmt.Fprintf(l.w, "torch.OutOfMemoryError: CUDA out of memory. %s\n", detail)
+	case sim.EngineSGLang:
+		fmt.Fprintf(l.w, "torch.OutOfMemoryError: CUDA out of memory. %s\n", detail)
+		fmt.Fprintf(l.w, "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n")
+	default:
+		fmt.Fprintf(l.w, "torch.OutOfMemoryError: CUDA out of memory. %s\n", detail)
+		fmt.Fprintf(l.w, "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n")
+	}
+}
+
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 && s[0] != '-' {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

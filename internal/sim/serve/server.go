@@ -1,0 +1,376 @@
+// Package serve is the simulator's live face: an OpenAI-compatible HTTP
+// server (chat and text completions, streamed or not, /v1/models, /health,
+// Prometheus /metrics with vLLM's names) whose tokens come out at the times
+// the simulated engine produces them, in real time scaled by a time factor.
+//
+// One event-loop goroutine owns the model; handlers only exchange messages
+// with it, so thousands of concurrent streams cost one model and one timer.
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/perflab/perflab/internal/sim"
+)
+
+// Message is one chat message as the OpenAI API sends it (content already
+// flattened to text).
+type Message struct {
+	Role    string
+	Content string
+}
+
+// Counter counts prompt tokens. A real tokenizer gives exact counts; without
+// one the server estimates (see EstimateCounter).
+type Counter interface {
+	// CountText counts a completions prompt.
+	CountText(text string) int
+	// CountChat counts a chat prompt after the chat template.
+	CountChat(msgs []Message) (int, error)
+}
+
+// EstimateCounter is the tokenizer-free estimate: one token per 4 bytes
+// of text (English BPE averages about 4.2 characters a token), plus the
+// chat template's framing: 4 tokens per message
+// ("<|im_start|>", role, "\n", "<|im_end|>") and 3 for the assistant prompt.
+type EstimateCounter struct{}
+
+// CountText estimates a completion prompt's tokens.
+func (EstimateCounter) CountText(text string) int { return max(1, (len(text)+3)/4) }
+
+// CountChat estimates a chat prompt's tokens.
+func (EstimateCounter) CountChat(msgs []Message) (int, error) {
+	n := 3
+	for _, m := range msgs {
+		n += 4 + (len(m.Content)+3)/4
+	}
+	return n, nil
+}
+
+var _ Counter = EstimateCounter{}
+
+// Config configures a Server.
+type Config struct {
+	// Engine is "vllm", "sglang" or "trtllm" (the /v1/models owner).
+	Engine string
+	// Model is the simulated engine.
+	Model Model
+	// Root is the model argument (HF id or path); ServedModelNames are the
+	// names requests may use (default Root). The first is listed.
+	Root             string
+	ServedModelNames []string
+	// MaxModelLen is the context length checked before submitting.
+	MaxModelLen int
+	// TimeScale runs the model K× faster than real time (default 1).
+	TimeScale float64
+	// Counter counts prompt tokens (default EstimateCounter).
+	Counter Counter
+	// APIKey, when set, must be sent as "Authorization: Bearer KEY".
+	APIKey string
+	// DefaultChatMaxTokens is the output length of a chat request without
+	// max_tokens (vLLM would generate up to the context or EOS; the
+	// simulator has no EOS). Default 256.
+	DefaultChatMaxTokens int
+}
+
+// Server is the OpenAI-compatible HTTP face of a simulated engine.
+type Server struct {
+	cfg     Config
+	loop    *loop
+	mux     *http.ServeMux
+	created int64
+	seq     atomic.Int64
+	ok      atomic.Int64 // finished requests
+	aborted atomic.Int64
+	closing chan struct{}
+}
+
+// New builds a server and starts its event loop; Close stops it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("serve: no model")
+	}
+	if cfg.TimeScale == 0 {
+		cfg.TimeScale = 1
+	}
+	if !(cfg.TimeScale > 0) {
+		return nil, fmt.Errorf("serve: time scale %g must be positive", cfg.TimeScale)
+	}
+	if cfg.Counter == nil {
+		cfg.Counter = EstimateCounter{}
+	}
+	if len(cfg.ServedModelNames) == 0 {
+		cfg.ServedModelNames = []string{cfg.Root}
+	}
+	if cfg.DefaultChatMaxTokens == 0 {
+		cfg.DefaultChatMaxTokens = 256
+	}
+	if cfg.Engine == "" {
+		cfg.Engine = sim.EngineVLLM
+	}
+	s := &Server{cfg: cfg, loop: newLoop(cfg.Model, cfg.TimeScale), created: time.Now().Unix(), closing: make(chan struct{})}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
+	s.mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
+	s.mux.HandleFunc("GET /v1/models", s.auth(s.models))
+	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.mux.HandleFunc("GET /metrics", s.metrics)
+	s.mux.HandleFunc("GET /version", s.version)
+	go s.loop.run()
+	return s, nil
+}
+
+// Handler is the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Close stops the event loop and ends every open stream.
+func (s *Server) Close() {
+	select {
+	case <-s.closing:
+		return
+	default:
+		close(s.closing)
+	}
+	s.loop.stop()
+}
+
+// Lateness reports how late tokens were written relative to the model's
+// times for them (the real-time fidelity of the server).
+func (s *Server) Lateness() Lateness { return s.loop.late.summary() }
+
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	if s.cfg.APIKey == "" {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+s.cfg.APIKey {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"Unauthorized"}`)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// apiError writes vLLM's error body.
+func apiError(w http.ResponseWriter, code int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
+	w.Write(b)
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	owner := map[string]string{"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"}[s.cfg.Engine]
+	data := []map[string]any{}
+	for _, name := range s.cfg.ServedModelNames {
+		data = append(data, map[string]any{
+			"id": name, "object": "model", "created": s.created, "owned_by": owner,
+			"root": s.cfg.Root, "parent": nil, "max_model_len": s.cfg.MaxModelLen,
+		})
+	}
+	writeJSON(w, map[string]any{"object": "list", "data": data})
+}
+
+func (s *Server) version(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, map[string]any{"version": "perflab-sim"})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// request is the union of the chat and completions request fields the
+// simulator reads.
+type request struct {
+	Model               string          `json:"model"`
+	Prompt              json.RawMessage `json:"prompt"`
+	Messages            []chatMessage   `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	N *int `json:"n"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// text flattens a message's content: a string, or a list of parts whose
+// text parts are joined.
+func (m chatMessage) text() (string, error) {
+	if len(m.Content) == 0 || string(m.Content) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(m.Content, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(m.Content, &parts); err != nil {
+		return "", fmt.Errorf("content must be a string or a list of parts: %v", err)
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) }
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) { s.generate(w, r, false) }
+
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
+	var req request
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20))
+	if err := dec.Decode(&req); err != nil {
+		apiError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+		return
+	}
+	if !s.served(req.Model) {
+		apiError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
+		return
+	}
+	if req.N != nil && *req.N != 1 {
+		apiError(w, http.StatusBadRequest, "BadRequestError", "perflab sim serves n=1 only")
+		return
+	}
+	promptLen, err := s.promptLen(&req, chat)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+		return
+	}
+	maxTokens := -1
+	if req.MaxCompletionTokens != nil {
+		maxTokens = *req.MaxCompletionTokens
+	} else if req.MaxTokens != nil {
+		maxTokens = *req.MaxTokens
+	}
+	ctxLen := s.cfg.MaxModelLen
+	if ctxLen > 0 && promptLen > ctxLen {
+		apiError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf(
+			"This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", ctxLen, promptLen))
+		return
+	}
+	if maxTokens < 0 {
+		switch {
+		case !chat:
+			maxTokens = 16 // the OpenAI completions default vLLM keeps
+		default:
+			maxTokens = s.cfg.DefaultChatMaxTokens
+			if ctxLen > 0 {
+				maxTokens = min(maxTokens, ctxLen-promptLen)
+			}
+		}
+	}
+	if maxTokens < 1 {
+		apiError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTokens))
+		return
+	}
+	if ctxLen > 0 && promptLen+maxTokens > ctxLen {
+		apiError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf(
+			"'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).",
+			maxTokens, ctxLen, promptLen, maxTokens, ctxLen, promptLen))
+		return
+	}
+
+	n := s.seq.Add(1)
+	prefix := "cmpl-"
+	if chat {
+		prefix = "chatcmpl-"
+	}
+	id := prefix + strconv.FormatInt(s.created, 36) + strconv.FormatInt(n, 10)
+	st := &stream{id: id, notify: make(chan struct{}, 1)}
+	select {
+	case s.loop.inbox <- msg{kind: msgSubmit, req: sim.Req{ID: id, PromptLen: promptLen, OutputLen: maxTokens}, st: st}:
+	case <-r.Context().Done():
+		return
+	case <-s.closing:
+		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "server is shutting down")
+		return
+	}
+	out := &output{s: s, st: st, chat: chat, id: id, model: req.Model, promptLen: promptLen, maxTokens: maxTokens}
+	if req.Stream {
+		out.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+		out.streamResponse(w, r)
+	} else {
+		out.whole(w, r)
+	}
+}
+
+func (s *Server) served(name string) bool {
+	for _, n := range s.cfg.ServedModelNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) promptLen(req *request, chat bool) (int, error) {
+	if chat {
+		if len(req.Messages) == 0 {
+			return 0, errors.New("messages must be a non-empty list")
+		}
+		msgs := make([]Message, len(req.Messages))
+		for i, m := range req.Messages {
+			t, err := m.text()
+			if err != nil {
+				return 0, fmt.Errorf("messages[%d]: %v", i, err)
+			}
+			msgs[i] = Message{Role: m.Role, Content: t}
+		}
+		n, err := s.cfg.Counter.CountChat(msgs)
+		if err != nil {
+			return 0, fmt.Errorf("chat template: %v", err)
+		}
+		return n, nil
+	}
+	p := bytes.TrimSpace(req.Prompt)
+	if len(p) == 0 {
+		return 0, errors.New("prompt is required")
+	}
+	var text string
+	if err := json.Unmarshal(p, &text); err == nil {
+		return s.cfg.Counter.CountText(text), nil
+	}
+	var ids []int
+	if err := json.Unmarshal(p, &ids); err == nil && len(ids) > 0 {
+		return len(ids), nil
+	}
+	var texts []string
+	if err := json.Unmarshal(p, &texts); err == nil && len(texts) == 1 {
+		return s.cfg.Counter.CountText(texts[0]), nil
+	}
+	return 0, errors.New("prompt must be a string, a list of token ids or a list of one string (batched prompts are not simulated)")
+}
+
+// cancel tells the loop a client went away.
+func (s *Server) cancel(id string) {
+	select {
+	case s.loop.inbox <- msg{kind: msgCancel, req: sim.Req{ID: id}}:
+	case <-s.closing:
+	}
+	s.aborted.Add(1)
+}
