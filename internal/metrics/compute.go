@@ -3,7 +3,6 @@ package metrics
 import (
 	"math"
 	"slices"
-	"sort"
 )
 
 // Options selects what Compute reports, spelled after vLLM's flags.
@@ -261,11 +260,14 @@ func peaks(recs []Record) (vllmPeak float64, sweep int, v011 int, weighted float
 		}
 		events = append(events, ev{rec.Sent, 1}, ev{rec.Sent + rec.Latency, -1})
 	}
-	sort.Slice(events, func(a, b int) bool {
-		if events[a].t != events[b].t {
-			return events[a].t < events[b].t
+	slices.SortFunc(events, func(a, b ev) int {
+		if a.t != b.t {
+			if a.t < b.t {
+				return -1
+			}
+			return 1
 		}
-		return events[a].d < events[b].d
+		return a.d - b.d
 	})
 	cur := 0
 	for _, e := range events {
@@ -325,11 +327,14 @@ func computePerflab(r *Result, recs []Record, duration float64, e2els []float64)
 			p.ErrorsByClass[c]++
 		}
 	}
-	sort.Slice(events, func(a, b int) bool {
-		if events[a].t != events[b].t {
-			return events[a].t < events[b].t
+	slices.SortFunc(events, func(a, b ev) int {
+		if a.t != b.t {
+			if a.t < b.t {
+				return -1
+			}
+			return 1
 		}
-		return events[a].d < events[b].d
+		return a.d - b.d
 	})
 	cur := 0
 	for _, e := range events {

@@ -270,4 +270,3 @@ func guidellmStrategy(r *Result, b *gBenchmark) {
 		return
 	}
 }
-
