@@ -16,6 +16,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// defaultDB is where lab results live unless --db says otherwise: SQLite in
+// the current directory, so the README's commands need no set-up.
+const defaultDB = "sqlite:.perflab/perflab.db"
+
 var rootCmd = &cobra.Command{
 	Use:           "perflab",
 	Short:         "A performance lab for LLM serving (vLLM, SGLang, TensorRT-LLM, simulator)",

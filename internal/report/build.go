@@ -171,6 +171,19 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 		r.Stages = append(r.Stages, st)
 		r.Tried = append(r.Tried, st.Candidates...)
 	}
+	if len(sum.Stages) == 0 && len(trials) > 0 {
+		// No lab summary (imported results, or a lab that died before its
+		// first stage ended): show every stored result as it is.
+		st := Stage{Index: 1, Name: "Results", Title: "Stored results"}
+		for _, t := range trials {
+			if c := get(t.Key); c != nil {
+				st.Candidates = append(st.Candidates, *c)
+			}
+		}
+		st.Ranking = ranking(st.Candidates)
+		r.Stages = append(r.Stages, st)
+		r.Tried = append(r.Tried, st.Candidates...)
+	}
 	if j := sum.Joint; j != nil {
 		for i := range j.Tried {
 			r.Tried = append(r.Tried, *from(&j.Tried[i], "joint search"))

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/report"
+	"github.com/perflab/perflab/internal/store"
+)
+
+func init() { rootCmd.AddCommand(newReportCmd()) }
+
+func newReportCmd() *cobra.Command {
+	var (
+		db      string
+		out     string
+		formats []string
+	)
+	cmd := &cobra.Command{
+		Use:   "report [RUN|SPEC]",
+		Short: "Write a lab run's report (Markdown, HTML, JSON, CSV, charts) from the store",
+		Long: `Write the report of a stored lab run. RUN is a run name or id; SPEC is the
+lab's spec file (its run is found by the spec's key). With no argument, the
+most recent run is used.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, err := store.Open(ctx, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			run, err := findRun(ctx, st, args)
+			if err != nil {
+				return err
+			}
+			trials, err := st.Trials(ctx, run.ID)
+			if err != nil {
+				return err
+			}
+			rep, err := report.Build(run, trials)
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				out = filepath.Join("out", run.Name)
+			}
+			paths, err := report.WriteAll(rep, out, formats...)
+			if err != nil {
+				return err
+			}
+			for _, p := range paths {
+				fmt.Fprintln(cmd.OutOrStdout(), p)
+			}
+			for _, w := range rep.Warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+			}
+			return nil
+		},
+	}
+	cmd.PersistentFlags().StringVar(&db, "db", defaultDB, "results database: a SQLite path (sqlite:PATH) or postgres://…")
+	cmd.Flags().StringVar(&out, "out", "", "output directory (default out/<run name>)")
+	cmd.Flags().StringSliceVar(&formats, "format", report.Formats, "formats to write: md, html, json, csv")
+	cmd.AddCommand(newReportImportCmd(&db))
+	return cmd
+}
+
+func findRun(ctx context.Context, st *store.Store, args []string) (store.Run, error) {
+	if len(args) == 0 {
+		runs, err := st.Runs(ctx)
+		if err != nil {
+			return store.Run{}, err
+		}
+		if len(runs) == 0 {
+			return store.Run{}, errors.New("report: the store has no runs yet (run `perflab lab SPEC` first)")
+		}
+		return runs[0], nil
+	}
+	arg := args[0]
+	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
+		spec, err := lab.LoadSpec(arg)
+		if err != nil {
+			return store.Run{}, err
+		}
+		run, err := st.RunByKey(ctx, spec.Key())
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Run{}, fmt.Errorf("report: no stored run for spec %s (has `perflab lab %s` been run against this --db?)", arg, arg)
+		}
+		return run, err
+	}
+	if id, err := strconv.ParseInt(arg, 10, 64); err == nil {
+		return st.Run(ctx, id)
+	}
+	return st.RunByName(ctx, arg)
+}
+
+func newReportImportCmd(db *string) *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "import FILE...",
+		Short: "Store vLLM --save-result JSON, printed vLLM result blocks or GPUStack/guidellm JSON as a run",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			var items []report.Imported
+			for _, f := range args {
+				got, err := report.ImportFile(f)
+				if err != nil {
+					return err
+				}
+				items = append(items, got...)
+			}
+			st, err := store.Open(ctx, *db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if name == "" {
+				name = "import-" + strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))
+			}
+			run, err := st.EnsureRun(ctx, "import:"+name, name, "", false)
+			if err != nil {
+				return err
+			}
+			trials, err := report.ToTrials(run.ID, items)
+			if err != nil {
+				return err
+			}
+			for i := range trials {
+				if err := st.SaveTrial(ctx, &trials[i]); err != nil {
+					return err
+				}
+			}
+			for _, it := range items {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\ttotal %.2f tok/s\n", it.Source, it.Format, it.Result.TotalTokenThroughput)
+				for _, w := range it.Warnings {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: %s\n", it.Source, w)
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "stored %d results in run %q (id %d)\n", len(items), name, run.ID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "run", "", "run name to store them under (default import-<first file>)")
+	return cmd
+}
