@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -89,6 +90,63 @@ type goldenCase struct {
 	Name string `json:"name"`
 	Text string `json:"text"`
 	IDs  []int  `json:"ids"`
+	// Variant cases: the Qwen3 vocabulary under another pre-tokenizer.
+	Variant string   `json:"variant"`
+	Pieces  []string `json:"pieces"`
+}
+
+// variantTokenizer rebuilds the variants of tools/goldens/tokenizer/gen.js:
+// the Qwen3 tokenizer.json with another model family's pre-tokenizer.
+func variantTokenizer(t *testing.T, name string) *Tokenizer {
+	t.Helper()
+	path := filepath.Join(sharedDir(t), "data", "tokenizers", "qwen3", "tokenizer.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	split := func(re string) map[string]any {
+		return map[string]any{"type": "Split", "pattern": map[string]any{"Regex": re}, "behavior": "Isolated", "invert": false}
+	}
+	byteLevel := func(prefix, useRegex bool) map[string]any {
+		return map[string]any{"type": "ByteLevel", "add_prefix_space": prefix, "trim_offsets": false, "use_regex": useRegex}
+	}
+	seq := func(steps ...any) map[string]any { return map[string]any{"type": "Sequence", "pretokenizers": steps} }
+	var pre any
+	ignoreMerges := false
+	switch name {
+	case "llama3":
+		pre, ignoreMerges = seq(split(patLlama3), byteLevel(false, false)), true
+	case "qwen35":
+		pre = seq(split(patQwen35), byteLevel(false, false))
+	case "gpt2":
+		pre = byteLevel(true, true)
+	case "gpt2-noprefix":
+		pre = byteLevel(false, true)
+	default:
+		t.Fatalf("unknown variant %q", name)
+	}
+	if doc["pre_tokenizer"], err = json.Marshal(pre); err != nil {
+		t.Fatal(err)
+	}
+	if ignoreMerges {
+		doc["model"] = json.RawMessage(strings.Replace(string(doc["model"]), `"ignore_merges": false`, `"ignore_merges": true`, 1))
+		if !strings.Contains(string(doc["model"]), `"ignore_merges": true`) {
+			t.Fatal("could not set ignore_merges in the Qwen3 model")
+		}
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := parseTokenizerJSON(out)
+	if err != nil {
+		t.Fatalf("variant %s: %v", name, err)
+	}
+	return tok
 }
 
 func loadGolden(t *testing.T) []goldenCase {
@@ -143,6 +201,7 @@ func TestGolden(t *testing.T) {
 	convs := loadShareGPT(t)
 	cases := loadGolden(t)
 	counts := map[string]int{}
+	variants := map[string]*Tokenizer{}
 	failures := 0
 	fail := func(format string, args ...any) {
 		failures++
@@ -178,6 +237,23 @@ func TestGolden(t *testing.T) {
 			if got := tok.Decode(c.IDs); got != c.Text {
 				fail("decode %v: got %q, want %q", c.IDs, got, c.Text)
 			}
+		case "variant":
+			vt, ok := variants[c.Variant]
+			if !ok {
+				vt = variantTokenizer(t, c.Variant)
+				variants[c.Variant] = vt
+			}
+			got := vt.Encode(c.Text)
+			if !slices.Equal(got, c.IDs) {
+				fail("variant %s case %q (text %.80q): %s", c.Variant, c.Name, c.Text, firstDiff(vt, got, c.IDs))
+			}
+			if c.Pieces != nil {
+				var pieces []string
+				vt.preTokenize(norm.NFC.String(c.Text), 0, func(w string) { pieces = append(pieces, byteLevelEncode([]byte(w))) })
+				if !slices.Equal(pieces, c.Pieces) && !(len(pieces) == 0 && len(c.Pieces) == 0) {
+					fail("variant %s case %q (text %q): pre-tokenized\n\tgot:  %q\n\twant: %q", c.Variant, c.Name, c.Text, pieces, c.Pieces)
+				}
+			}
 		default:
 			t.Fatalf("unknown golden kind %q", c.Kind)
 		}
@@ -186,7 +262,10 @@ func TestGolden(t *testing.T) {
 		t.Errorf("... %d failures in all", failures)
 	}
 	total := counts["sharegpt"] + counts["hard"] + counts["decode"]
-	t.Logf("golden cases: %d sharegpt, %d hard, %d decode", counts["sharegpt"], counts["hard"], counts["decode"])
+	t.Logf("golden cases: %d sharegpt, %d hard, %d decode, %d other-family variants", counts["sharegpt"], counts["hard"], counts["decode"], counts["variant"])
+	if counts["variant"] == 0 {
+		t.Error("no variant cases: Llama-3/GPT-2/Qwen3.5 splitting unchecked")
+	}
 	if total < 2000 || counts["hard"] < 200 {
 		t.Errorf("only %d golden cases (%d hard); want at least 2000 and 200", total, counts["hard"])
 	}

@@ -99,6 +99,10 @@ func (t *Tokenizer) parsePreTokenizer(raw json.RawMessage) error {
 
 // preTokenize runs the pipeline from step on s and emits the final words.
 func (t *Tokenizer) preTokenize(s string, step int, emit func(string)) {
+	if s == "" {
+		// HF never sees empty pieces: the added-token split drops them.
+		return
+	}
 	for ; step < len(t.pre); step++ {
 		p := t.pre[step]
 		if p.prefixSpace && (len(s) == 0 || s[0] != ' ') {

@@ -10,6 +10,12 @@
 //   {"kind":"sharegpt","conv":I,"turn":J,"id":"...","ids":[...]}  (text is read from the sample)
 //   {"kind":"hard","name":"...","text":"...","ids":[...]}
 //   {"kind":"decode","ids":[...],"text":"..."}
+//   {"kind":"variant","variant":"...","text":"...","ids":[...],"pieces":[...]}
+//     the Qwen3 vocabulary with another model family's pre-tokenizer (see
+//     variants below; internal/tokenizer builds the same files), so Llama-3,
+//     GPT-2 and Qwen3.5 style splitting is checked against HF too. pieces
+//     are the pre-tokenizer's output (byte-level text), present for the
+//     hard cases.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -169,6 +175,20 @@ function decodeCases(tok, vocabSize) {
   return cases;
 }
 
+const split = (regex) => ({ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false });
+const byteLevel = (prefix, useRegex) => ({ type: 'ByteLevel', add_prefix_space: prefix, trim_offsets: false, use_regex: useRegex });
+const variants = {
+  llama3: {
+    pre: { type: 'Sequence', pretokenizers: [split("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"), byteLevel(false, false)] },
+    ignoreMerges: true,
+  },
+  qwen35: {
+    pre: { type: 'Sequence', pretokenizers: [split("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"), byteLevel(false, false)] },
+  },
+  gpt2: { pre: byteLevel(true, true) },
+  'gpt2-noprefix': { pre: byteLevel(false, true) },
+};
+
 async function main() {
   const tok = Tokenizer.fromFile(tokPath);
   const enc = async (text) => (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
@@ -185,6 +205,25 @@ async function main() {
   const vocabSize = tok.getVocabSize(false);
   const dec = decodeCases(tok, vocabSize);
   for (const ids of dec) lines.push(JSON.stringify({ kind: 'decode', ids, text: await tok.decode(ids, false) }));
+  const base = JSON.parse(fs.readFileSync(tokPath, 'utf8'));
+  const turns = [];
+  for (const c of sample.slice(0, 40)) for (const t of c.conversations || []) turns.push(t.value);
+  for (const [name, v] of Object.entries(variants)) {
+    const doc = { ...base, pre_tokenizer: v.pre, model: { ...base.model, ignore_merges: !!v.ignoreMerges } };
+    const vt = Tokenizer.fromString(JSON.stringify(doc));
+    const pre = vt.getPreTokenizer();
+    const norm = (s) => s.normalize('NFC');
+    for (const c of hard) {
+      const ids = (await vt.encode(c.text, null, { addSpecialTokens: false })).getIds();
+      // Pre-tokenize only text without added tokens: HF splits those out first.
+      const pieces = /<\|[a-z_]+\|>|<\/?(think|tool_call|tool_response)>/.test(c.text) ? undefined : pre.preTokenizeString(norm(c.text)).map((p) => p[0]);
+      lines.push(JSON.stringify({ kind: 'variant', variant: name, name: c.name, text: c.text, ids, pieces }));
+    }
+    for (const text of turns) {
+      const ids = (await vt.encode(text, null, { addSpecialTokens: false })).getIds();
+      lines.push(JSON.stringify({ kind: 'variant', variant: name, text, ids }));
+    }
+  }
   fs.mkdirSync(path.dirname(outPath), { recursive: true });
   fs.writeFileSync(outPath, zlib.gzipSync(lines.join('\n') + '\n', { level: 9 }));
   console.log(`wrote ${outPath}: ${lines.length} cases (${hard.length} hard, ${dec.length} decode), vocab ${vocabSize}`);
