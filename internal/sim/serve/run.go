@@ -262,7 +262,12 @@ func (l *startupLog) fatal(msg string) { fmt.Fprintln(l.w, msg) }
 
 // oom prints the engine's out-of-memory failure.
 func (l *startupLog) oom(err error) {
-	detail := strings.TrimPrefix(err.Error(), "sim: ")
+	detail := err.Error()
+	if i := strings.LastIndex(detail, "CUDA out of memory. "); i >= 0 {
+		detail = detail[i+len("CUDA out of memory. "):]
+	} else if _, after, ok := strings.Cut(detail, sim.ErrOOM.Error()+": "); ok {
+		detail = after
+	}
 	switch l.p.Engine {
 	case sim.EngineTRTLLM:
 		fmt.Fprintf(l.w, "[TensorRT-LLM][ERROR] tensorrt_llm::common::TllmException: [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync: out of memory (%s)\n", detail)
