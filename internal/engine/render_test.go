@@ -491,3 +491,26 @@ func TestVersionOrder(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkRender(b *testing.B) {
+	cfg := Config{Engine: TRTLLM, Version: "1.2.0rc1", Model: "Qwen/Qwen3-32B", Quantization: QuantFP8Checkpoint,
+		MaxModelLen: 40960, ChunkedPrefill: bp(true), AttentionBackend: "FLASHINFER", KVCacheDtype: "fp8",
+		Speculative: &Speculative{Method: "eagle3", DraftModel: "d", NumSpeculativeTokens: 3}}
+	for b.Loop() {
+		if _, err := Render(cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeConfig(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "reference", "qwen3.5-9b-vllm-mtp.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := DecodeConfig(data, "x"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -87,6 +87,9 @@ func (r *renderer) trtllm() {
 			// Only strings, ints, bools and nil go in: cannot fail.
 			panic("engine: marshal trtllm options: " + err.Error())
 		}
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			b = append(b, '\n')
+		}
 		r.files[TRTLLMOptionsFile] = string(b)
 		r.val("--extra_llm_api_options", TRTLLMOptionsFile)
 	}
