@@ -64,7 +64,9 @@ func referenceMeta() map[string][]caseMeta {
 	sg55 := func(model string) Params {
 		return Params{Engine: "sglang", Version: "0.5.5.post1", Model: model, GPU: "H100"}
 	}
-	trt := func(model string) Params { return Params{Engine: "trtllm", Version: "1.2.0rc1", Model: model, GPU: "H100"} }
+	trt := func(model string) Params {
+		return Params{Engine: "trtllm", Version: "1.2.0rc1", Model: model, GPU: "H100"}
+	}
 	with := func(p Params, f func(*Params)) Params { f(&p); return p }
 	other := func(prefix string, p Params) []caseMeta {
 		return []caseMeta{

@@ -1,0 +1,63 @@
+package sim
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cpuTime is this process's user+system CPU time: on a shared machine the
+// wall-clock ns/op overstates the cost, so the benchmarks report both.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkPredictShareGPT14B is the speed target: a 1,000-request
+// ShareGPT-shaped run of Qwen3-14B on one H100 (target <= 0.2 s).
+func BenchmarkPredictShareGPT14B(b *testing.B) {
+	reqs, err := Workload{Kind: "sharegpt", NumPrompts: 1000, TotalInput: 217393, TotalOutput: 201648}.Requests()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen3-14B", GPU: "H100"}
+	c0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		if _, err := Predict(p, reqs, Load{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((cpuTime() - c0).Seconds()/float64(b.N), "cpu-s/op")
+}
+
+// BenchmarkSweep100 predicts 100 configurations (engines x max-num-seqs x
+// batched tokens x FP8) of the same ShareGPT run (target <= 10 s).
+func BenchmarkSweep100(b *testing.B) {
+	reqs, _ := Workload{Kind: "sharegpt", NumPrompts: 1000, TotalInput: 217393, TotalOutput: 201648}.Requests()
+	var ps []Params
+	for _, eng := range []string{"vllm", "sglang", "trtllm", "vllm", "sglang"} {
+		for _, model := range []string{"Qwen3-14B", "Qwen3-14B-FP8"} {
+			for _, seqs := range []int{128, 256, 512, 1024, 2048} {
+				for _, tok := range []int{4096, 16384} {
+					ps = append(ps, Params{Engine: eng, Model: model, GPU: "H100", MaxNumSeqs: seqs, MaxNumBatchedTokens: tok})
+				}
+			}
+		}
+	}
+	if len(ps) != 100 {
+		b.Fatal(fmt.Sprint(len(ps)))
+	}
+	c0 := cpuTime()
+	defer func() { b.ReportMetric((cpuTime() - c0).Seconds()/float64(b.N), "cpu-s/op") }()
+	for i := 0; i < b.N; i++ {
+		for _, p := range ps {
+			if _, err := Predict(p, reqs, Load{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
