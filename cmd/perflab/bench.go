@@ -465,7 +465,7 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 		if err := os.WriteFile(name, b, 0o644); err != nil {
 			return fmt.Errorf("bench: save result: %w", err)
 		}
-		fmt.Fprintf(info, "Saved result to %s\n", name)
+		fmt.Fprintf(stderr, "Saved result to %s\n", name)
 	}
 	return runErr
 }

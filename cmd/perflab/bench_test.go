@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perflab/perflab/internal/bench/benchtest"
+)
+
+var updateBench = flag.Bool("update-bench", false, "rewrite cmd/perflab/testdata/bench_*.golden")
+
+// sharedTokenizer finds ../shared/data/tokenizers/qwen3 from the module root.
+func sharedTokenizer(t *testing.T) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test directory")
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, "..", "shared", "data", "tokenizers", "qwen3")
+	if _, err := os.Stat(filepath.Join(p, "tokenizer.json")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("shared tokenizer missing: %v", err)
+		}
+		t.Skipf("shared tokenizer missing: %v", err)
+	}
+	return p
+}
+
+func runBenchCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newBenchCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errb.String(), err
+}
+
+// floatCell matches a `{:<10.2f}` value cell.
+var floatCell = regexp.MustCompile(`^(.{40} )(-?\d+\.\d\d)( *)$`)
+
+// TestBenchCLI runs `perflab bench` against the fake server: the printed
+// block's layout matches the golden line by line (timing values masked,
+// counts exact), and the saved JSON carries vLLM's --save-result keys.
+func TestBenchCLI(t *testing.T) {
+	tok := sharedTokenizer(t)
+	srv := benchtest.New(func(i int, body map[string]any) benchtest.Plan {
+		return benchtest.Plan{TTFT: 5 * time.Millisecond, Chunks: 16, Gap: time.Millisecond}
+	})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	dir := t.TempDir()
+	stdout, stderr, err := runBenchCmd(t, "--base-url", hs.URL, "--model", "Qwen/Qwen3-8B", "--tokenizer", tok,
+		"--dataset-name", "random", "--random-input-len", "32", "--random-output-len", "16", "--num-prompts", "20",
+		"--request-rate", "200", "--max-concurrency", "8", "--seed", "3",
+		"--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,99",
+		"--goodput", "ttft:1000", "tpot:100", "--metadata", "tp=1", "gpu=H100",
+		"--save-result", "--save-detailed", "--result-dir", dir, "--label", "lab", "--disable-tqdm")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, stderr)
+	}
+	start := strings.Index(stdout, "============ Serving Benchmark Result")
+	if start < 0 {
+		t.Fatalf("no result block in:\n%s", stdout)
+	}
+	block := stdout[start:]
+	if end := strings.Index(block, "\n"+strings.Repeat("=", 50)+"\n"); end >= 0 {
+		block = block[:end+52]
+	}
+	var masked []string
+	for _, l := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
+		if m := floatCell.FindStringSubmatch(l); m != nil && !strings.HasPrefix(l, "Request rate configured") {
+			// Keep the cell width (value plus pad = at least 10) visible.
+			l = m[1] + "<f2>" + strings.Repeat(".", len(m[2])+len(m[3])-4)
+		}
+		masked = append(masked, l)
+	}
+	got := strings.Join(masked, "\n") + "\n"
+	golden := filepath.Join("testdata", "bench_block.golden")
+	if *updateBench {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update-bench)", err)
+	}
+	gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < max(len(gl), len(wl)); i++ {
+		var g, w string
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if g != w {
+			t.Errorf("line %d:\n got %q\nwant %q", i+1, g, w)
+		}
+	}
+
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("result files %v", files)
+	}
+	if base := filepath.Base(files[0]); !regexp.MustCompile(`^lab-200\.0qps-concurrency8-Qwen3-8B-\d{8}-\d{6}\.json$`).MatchString(base) {
+		t.Errorf("result file name %q does not follow vLLM's pattern", base)
+	}
+	raw, _ := os.ReadFile(files[0])
+	var res map[string]any
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	// Every key `vllm bench serve --save-result --save-detailed` writes for
+	// these flags (serve.py main_async + benchmark).
+	for _, k := range []string{
+		"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
+		"request_rate", "burstiness", "max_concurrency", "tp", "gpu",
+		"duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
+		"request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
+		"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "queue_times",
+		"generated_texts", "errors", "max_output_tokens_per_s", "max_concurrent_requests", "rtfx",
+		"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p50_ttft_ms", "p99_ttft_ms",
+		"mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p50_tpot_ms", "p99_tpot_ms",
+		"mean_itl_ms", "median_itl_ms", "std_itl_ms", "p50_itl_ms", "p99_itl_ms",
+		"mean_e2el_ms", "median_e2el_ms", "std_e2el_ms", "p50_e2el_ms", "p99_e2el_ms",
+	} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("saved result lacks vLLM key %q", k)
+		}
+	}
+	if res["completed"] != 20.0 || res["num_prompts"] != 20.0 || res["label"] != "lab" || res["tp"] != "1" {
+		t.Errorf("values: completed=%v num_prompts=%v label=%v tp=%v", res["completed"], res["num_prompts"], res["label"], res["tp"])
+	}
+	if _, ok := res["perflab"].(map[string]any); !ok {
+		t.Errorf("no perflab section")
+	}
+	if lg := srv.Logs(0); lg == nil || lg.Body["ignore_eos"] != true {
+		t.Errorf("random dataset should set ignore_eos like vLLM; body %v", lg)
+	}
+}
+
+func TestBenchCLIErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--goodput", "foo:1", "--model", "m"}, "invalid metric name"},
+		{[]string{"--ramp-up-strategy", "linear", "--model", "m"}, "ramp-up-start-rps"},
+		{[]string{"--output", "yaml", "--model", "m"}, "--output"},
+		{[]string{"--max-concurrency", "0", "--model", "m"}, "greater than 0"},
+		{[]string{"--profile", "no-such-profile", "--model", "m"}, "neither a built-in profile"},
+		{[]string{"--percentile-metrics", "ttft,bogus", "--model", "m"}, "unknown metric"},
+	} {
+		_, _, err := runBenchCmd(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want it to mention %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestResultFilename(t *testing.T) {
+	f := &benchFlags{backend: "openai", requestRate: 10}
+	if got := resultFilename(f, "org/Model-7B", "", "20250101-000000"); got != "openai-10.0qps-Model-7B-20250101-000000.json" {
+		t.Errorf("got %q", got)
+	}
+	f = &benchFlags{backend: "vllm", rampUp: "linear", rampStart: 1, rampEnd: 20, maxConcurrency: 4, resultDir: "out", requestRate: 1}
+	if got := resultFilename(f, "m", "x", "d"); got != filepath.Join("out", "x-ramp-up-linear-1qps-20qpsconcurrency4-m-d.json") &&
+		got != filepath.Join("out", "x-ramp-up-linear-1qps-20qps-concurrency4-m-d.json") {
+		t.Errorf("got %q", got)
+	}
+	if pyFloat(1e300) == "" || pyFloat(0.5) != "0.5" || pyFloat(3) != "3.0" {
+		t.Errorf("pyFloat: %q %q", pyFloat(0.5), pyFloat(3))
+	}
+}
