@@ -126,6 +126,26 @@ func variantTokenizer(t *testing.T, name string) *Tokenizer {
 		pre = byteLevel(true, true)
 	case "gpt2-noprefix":
 		pre = byteLevel(false, true)
+	case "flags":
+		pre = json.RawMessage(doc["pre_tokenizer"])
+		// The same extra added tokens as gen.js, one with each flag.
+		var added []map[string]any
+		if err := json.Unmarshal(doc["added_tokens"], &added); err != nil {
+			t.Fatal(err)
+		}
+		tok := func(id int, content string, single, l, r, normalized, special bool) map[string]any {
+			return map[string]any{"id": id, "content": content, "single_word": single, "lstrip": l, "rstrip": r, "normalized": normalized, "special": special}
+		}
+		added = append(added,
+			tok(151669, "[MASK]", false, true, false, false, true),
+			tok(151670, "<R>", false, false, true, false, true),
+			tok(151671, "hello", true, false, false, true, false),
+			tok(151672, "caf\u00e9", false, false, false, true, false),
+			tok(151673, "<both>", true, true, true, false, false),
+		)
+		if doc["added_tokens"], err = json.Marshal(added); err != nil {
+			t.Fatal(err)
+		}
 	default:
 		t.Fatalf("unknown variant %q", name)
 	}

@@ -128,16 +128,34 @@ func parseTokenizerJSON(data []byte) (*Tokenizer, error) {
 		return nil, err
 	}
 	t.vocabSize = len(t.bpe.vocab)
-	t.added = f.AddedTokens
+	// HF re-adds the added tokens on load and keeps only the ids it
+	// computes: a token already in the vocabulary takes the vocabulary's id,
+	// a new one the next free id after the base vocabulary. For consistent
+	// files these are the ids written in the file.
+	byContent := map[string]int{}
+	next := len(t.bpe.vocab)
+	for _, a := range f.AddedTokens {
+		if a.Content == "" {
+			continue // HF ignores these too
+		}
+		if k, ok := byContent[a.Content]; ok {
+			// The same content again: its id stays, its flags change.
+			a.ID = t.added[k].ID
+			t.added[k] = a
+			continue
+		}
+		if id, ok := t.bpe.vocab[a.Content]; ok {
+			a.ID = int(id)
+		} else {
+			a.ID = next
+			next++
+		}
+		byContent[a.Content] = len(t.added)
+		t.added = append(t.added, a)
+	}
 	var raw, normed []*addedToken
 	for i := range t.added {
 		a := &t.added[i]
-		if a.Content == "" {
-			return nil, fmt.Errorf("added_tokens[%d] (id %d): empty content", i, a.ID)
-		}
-		if a.ID < 0 {
-			return nil, fmt.Errorf("added_tokens[%d]: negative id %d", i, a.ID)
-		}
 		a.bytes = byteLevelDecodeToken(a.Content)
 		t.addedByID[a.ID] = a
 		if a.ID > t.maxAddedID {

@@ -187,7 +187,24 @@ const variants = {
   },
   gpt2: { pre: byteLevel(true, true) },
   'gpt2-noprefix': { pre: byteLevel(false, true) },
+  // Added tokens with every flag HF honours (Qwen3's own set none).
+  flags: { extraAdded: true },
 };
+
+const extraAdded = [
+  { id: 151669, content: '[MASK]', single_word: false, lstrip: true, rstrip: false, normalized: false, special: true },
+  { id: 151670, content: '<R>', single_word: false, lstrip: false, rstrip: true, normalized: false, special: true },
+  { id: 151671, content: 'hello', single_word: true, lstrip: false, rstrip: false, normalized: true, special: false },
+  { id: 151672, content: 'caf\u00e9', single_word: false, lstrip: false, rstrip: false, normalized: true, special: false },
+  { id: 151673, content: '<both>', single_word: true, lstrip: true, rstrip: true, normalized: false, special: false },
+];
+const flagTexts = [
+  'a [MASK] b', 'a   [MASK]b', '[MASK]', '  [MASK]  ', 'x\t\n[MASK]\n', '[MASK][MASK]', ' [MASK] [MASK] ',
+  'a <R>   b', '<R>', '<R>\n\n x', 'a<R>b', '<R><R>  <R>',
+  'hello', 'hello world', 'say hello.', 'sayhello', 'hellos', 'hello_x', 'é hello', '(hello)', 'hello\u0301',
+  'cafe\u0301 caf\u00e9 CAFÉ', 'the café', 'cafés',
+  'a <both> b', 'a<both>b', '  <both>  ', 'x <both>y', '<both>', '[MASK]<R> <both> hello café',
+];
 
 async function main() {
   const tok = Tokenizer.fromFile(tokPath);
@@ -209,14 +226,16 @@ async function main() {
   const turns = [];
   for (const c of sample.slice(0, 40)) for (const t of c.conversations || []) turns.push(t.value);
   for (const [name, v] of Object.entries(variants)) {
-    const doc = { ...base, pre_tokenizer: v.pre, model: { ...base.model, ignore_merges: !!v.ignoreMerges } };
+    const doc = { ...base, pre_tokenizer: v.pre || base.pre_tokenizer, model: { ...base.model, ignore_merges: !!v.ignoreMerges } };
+    if (v.extraAdded) doc.added_tokens = base.added_tokens.concat(extraAdded);
     const vt = Tokenizer.fromString(JSON.stringify(doc));
     const pre = vt.getPreTokenizer();
     const norm = (s) => s.normalize('NFC');
-    for (const c of hard) {
+    const cases = v.extraAdded ? hard.concat(flagTexts.map((text, i) => ({ name: `flags-${i}`, text }))) : hard;
+    for (const c of cases) {
       const ids = (await vt.encode(c.text, null, { addSpecialTokens: false })).getIds();
       // Pre-tokenize only text without added tokens: HF splits those out first.
-      const pieces = /<\|[a-z_]+\|>|<\/?(think|tool_call|tool_response)>/.test(c.text) ? undefined : pre.preTokenizeString(norm(c.text)).map((p) => p[0]);
+      const pieces = v.extraAdded || /<\|[a-z_]+\|>|<\/?(think|tool_call|tool_response)>/.test(c.text) ? undefined : pre.preTokenizeString(norm(c.text)).map((p) => p[0]);
       lines.push(JSON.stringify({ kind: 'variant', variant: name, name: c.name, text: c.text, ids, pieces }));
     }
     for (const text of turns) {
