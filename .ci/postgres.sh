@@ -3,11 +3,7 @@
 # store tests. The cluster is stopped and removed on exit.
 start_postgres() {
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ]; then
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-    else
-      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-    fi
+    apt_install postgresql
   fi
   local bin
   bin=$(dirname "$(ls /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)")

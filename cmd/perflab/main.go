@@ -12,8 +12,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/perflab/perflab/internal/engine"
 )
 
 // defaultDB is where lab results live unless --db says otherwise: SQLite in
@@ -27,12 +30,26 @@ var rootCmd = &cobra.Command{
 	SilenceErrors: true,
 }
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run is main with its deferred cleanup: os.Exit would skip the defers, so
+// the exit status is returned instead.
+func run() (code int) {
+	// No engine process may outlive perflab, whatever way it ends: normal
+	// return, error, or panic (re-raised after the teardown).
+	defer engine.KillAll(5 * time.Second)
+	defer func() {
+		if p := recover(); p != nil {
+			engine.KillAll(5 * time.Second)
+			panic(p)
+		}
+	}()
 	// Cancel on SIGINT/SIGTERM so every subcommand tears down what it started.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := rootCmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "perflab:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

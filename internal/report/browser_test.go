@@ -1,0 +1,94 @@
+package report
+
+import (
+	"context"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestHTMLInChromium opens the self-contained HTML report in headless
+// Chromium and checks the screenshot: a page that rendered (non-blank, with
+// the inlined charts drawing coloured bars), not merely a file that exists.
+// .ci/run installs Debian's chromium; under CI=true its absence fails.
+func TestHTMLInChromium(t *testing.T) {
+	bin := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium not found under CI=true: .ci/run must install it")
+		}
+		t.Skip("chromium not installed")
+	}
+	run, trials := fixture(t)
+	r, err := Build(run, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := WriteAll(r, dir, "html"); err != nil {
+		t.Fatal(err)
+	}
+	// Only the HTML file travels: remove the chart files to prove that the
+	// page needs nothing beside it.
+	for _, c := range r.Charts {
+		os.Remove(filepath.Join(dir, c.PNG))
+		os.Remove(filepath.Join(dir, c.SVG))
+	}
+	shot := filepath.Join(dir, "shot.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--hide-scrollbars", "--window-size=1200,1600",
+		"--screenshot="+shot, "file://"+filepath.Join(dir, "report.html"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != 1600 {
+		t.Fatalf("screenshot is %v", b)
+	}
+	dark, blue := count(img)
+	if dark < 2000 {
+		t.Errorf("screenshot has only %d dark pixels: no text rendered", dark)
+	}
+	// The optimized bars of the inlined baseline-vs-optimized SVG are #2c7fb8.
+	if blue < 2000 {
+		t.Errorf("screenshot has only %d chart-blue pixels: the inlined chart did not render", blue)
+	}
+}
+
+func count(img image.Image) (dark, blue int) {
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			r, g, bl = r>>8, g>>8, bl>>8
+			if r < 80 && g < 80 && bl < 80 {
+				dark++
+			}
+			if r < 70 && g > 100 && g < 150 && bl > 160 && bl < 210 {
+				blue++
+			}
+		}
+	}
+	return dark, blue
+}
