@@ -105,7 +105,10 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	l.sum = &Summary{
 		Version: SummaryVersion, Name: s.Name, Model: s.Model, Runtime: s.Runtime,
 		Objective: s.Objective.Metric, Unit: s.Objective.Unit(), GPU: s.Hardware.GPU, GPUs: s.Hardware.Count,
-		Repeats: s.Repeats, MinSuccessRate: s.MinSuccessRate,
+		Repeats: s.Repeats, MinSuccessRate: s.MinSuccessRate, Engines: s.Engines, Tuning: s.Tuning.Name,
+	}
+	for _, w := range append([]Workload{*s.Tuning}, s.Generalization...) {
+		l.sum.Workloads = append(l.sum.Workloads, w.info(s.Model))
 	}
 	if s.Runtime == RuntimeSimPredict {
 		l.sum.NoiseSigma = s.Noise.Sigma

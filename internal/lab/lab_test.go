@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,7 +84,7 @@ func mustSpec(t testing.TB, text string) *Spec {
 }
 
 func analyticLab(s *Spec, st Store) *Lab {
-	r := &PredictRunner{Predictor: AnalyticPredictor{}, Hardware: s.Hardware, Requests: cachedRequests(StandinRequests), Noise: s.Noise}
+	r := &PredictRunner{Predictor: AnalyticPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests), Noise: s.Noise}
 	return &Lab{Spec: s, Store: st, Runner: r, Guide: r}
 }
 
@@ -213,5 +214,30 @@ func TestResumeRunsNoTrialTwice(t *testing.T) {
 	}
 	if fresh.TrialsRun != ref.TrialsRun {
 		t.Errorf("fresh run ran %d trials, want %d", fresh.TrialsRun, ref.TrialsRun)
+	}
+}
+
+func TestFitCalibration(t *testing.T) {
+	// measured/predicted = 1.2 overall, and fp8 is over-predicted by 10%.
+	var obs []calObs
+	for _, q := range []string{"", "fp8"} {
+		for _, s := range []string{"", "256", "512", "1024"} {
+			r := 1.2
+			if q == "fp8" {
+				r *= 0.9
+			}
+			obs = append(obs, calObs{[]string{"quantization=" + q, "max_num_seqs=" + s}, math.Log(r)})
+		}
+	}
+	c := fitCalibration(obs)
+	for _, o := range obs {
+		got, want := c.factor(o.feats), math.Exp(o.logr)
+		if math.Abs(got/want-1) > 0.03 {
+			t.Errorf("%v: factor %.4f, want %.4f", o.feats, got, want)
+		}
+	}
+	// An unseen value falls back to the global and the other knobs' factors.
+	if f := c.factor([]string{"quantization=fp8", "max_num_seqs=2048"}); math.Abs(f/(1.2*0.9)-1) > 0.06 {
+		t.Errorf("unseen value factor %.4f, want about %.4f", f, 1.2*0.9)
 	}
 }

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sync"
@@ -181,4 +182,45 @@ func (s *Spec) Plan() Plan {
 	}
 	p.Grid = len(s.enumerate(Point{KnobEngine: s.baselineEngine()}, s.Axes(s.GridKnobs()), 0))
 	return p
+}
+
+// NewProgress returns the progress display for w: plain lines (one per
+// trial, with stage, best so far and ETA), which suit both terminals and
+// logs.
+func NewProgress(w io.Writer) Progress { return &LineProgress{W: w} }
+
+// EstimateTrialSeconds estimates one trial's wall time for the ETA: for
+// sim-predict, the measured time of one prediction of the baseline; for the
+// live runtimes, the simulator's predicted benchmark duration (÷ the time
+// scale for sim) plus the engine start-up time.
+func EstimateTrialSeconds(ctx context.Context, s *Spec, p *PredictRunner) (float64, error) {
+	cfg, _ := s.Config(Point{KnobEngine: s.baselineEngine()})
+	reqs, err := p.Requests(*s.Tuning)
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	pred, err := p.Predictor.Predict(ctx, cfg, s.Hardware, reqs, *s.Tuning)
+	if err != nil {
+		return 0, err
+	}
+	wall := time.Since(t0).Seconds()
+	startup := s.StartupSeconds
+	switch s.Runtime {
+	case RuntimeSimPredict:
+		return wall, nil
+	case RuntimeSim:
+		if startup == 0 {
+			startup = 2
+		}
+		k := s.TimeScale
+		if k <= 0 {
+			k = 1
+		}
+		return pred.Seconds/k + startup, nil
+	}
+	if startup == 0 {
+		startup = 180
+	}
+	return pred.Seconds + startup, nil
 }

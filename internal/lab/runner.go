@@ -103,8 +103,8 @@ type Prediction struct {
 // prompts > 0 keeps only the first prompts requests.
 type Requests func(w Workload) ([]dataset.Request, error)
 
-// cachedRequests memoizes a Requests function per workload name.
-func cachedRequests(f Requests) Requests {
+// CachedRequests memoizes a Requests function per workload.
+func CachedRequests(f Requests) Requests {
 	var mu sync.Mutex
 	cache := map[string][]dataset.Request{}
 	errs := map[string]error{}

@@ -166,21 +166,27 @@ func fitCalibration(obs []calObs) calibration {
 		c.a += o.logr
 	}
 	c.a /= float64(len(obs))
-	for iter := 0; iter < 20; iter++ {
-		sum := map[string]float64{}
-		n := map[string]float64{}
-		for _, o := range obs {
-			pred := c.a
-			for _, f := range o.feats {
-				pred += c.b[f]
+	// Gauss-Seidel over knobs: each observation has exactly one feature
+	// per knob, so updating one knob's values at a time from the current
+	// residuals converges where a simultaneous update would overshoot.
+	nk := len(obs[0].feats)
+	for iter := 0; iter < 30; iter++ {
+		for j := 0; j < nk; j++ {
+			sum := map[string]float64{}
+			n := map[string]float64{}
+			for _, o := range obs {
+				pred := c.a
+				for i, f := range o.feats {
+					if i != j {
+						pred += c.b[f]
+					}
+				}
+				sum[o.feats[j]] += o.logr - pred
+				n[o.feats[j]]++
 			}
-			for _, f := range o.feats {
-				sum[f] += o.logr - (pred - c.b[f])
-				n[f]++
+			for f := range sum {
+				c.b[f] = sum[f] / (n[f] + lambda)
 			}
-		}
-		for f := range sum {
-			c.b[f] = sum[f] / (n[f] + lambda)
 		}
 	}
 	return c

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/perflab/perflab/internal/dataset"
@@ -154,4 +155,37 @@ func DatasetRequests(tok dataset.Tokenizer) Requests {
 		}
 		return reqs, nil
 	}
+}
+
+// info describes a workload and the bench commands that reproduce it.
+func (w Workload) info(model string) WorkloadInfo {
+	opt, ld := w.resolve()
+	var desc string
+	args := []string{"--model", model, "--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--dataset-name", opt.Name}
+	switch opt.Name {
+	case "random":
+		desc = fmt.Sprintf("random %d in / %d out", opt.RandomInputLen, opt.RandomOutputLen)
+		args = append(args, "--random-input-len", strconv.Itoa(opt.RandomInputLen), "--random-output-len", strconv.Itoa(opt.RandomOutputLen))
+	default:
+		desc = opt.Name
+		args = append(args, "--dataset-path", opt.Path)
+	}
+	n := opt.NumPrompts
+	if n == 0 {
+		n = 1000
+	}
+	desc += fmt.Sprintf(", %d prompts, seed %d, rate %s", n, opt.Seed, Rate(ld.rate))
+	args = append(args, "--num-prompts", strconv.Itoa(n))
+	if opt.Seed != 0 {
+		args = append(args, "--seed", strconv.FormatInt(opt.Seed, 10))
+	}
+	if !math.IsInf(ld.rate, 1) {
+		args = append(args, "--request-rate", strconv.FormatFloat(ld.rate, 'g', -1, 64))
+	}
+	if ld.maxConc > 0 {
+		desc += fmt.Sprintf(", max concurrency %d", ld.maxConc)
+		args = append(args, "--max-concurrency", strconv.Itoa(ld.maxConc))
+	}
+	a := strings.Join(args, " ")
+	return WorkloadInfo{Name: w.Name, Description: desc, Perflab: "perflab bench " + a, VLLM: "vllm bench serve " + a}
 }

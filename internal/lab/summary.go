@@ -21,6 +21,11 @@ type Summary struct {
 	Unit string `json:"unit"`
 	GPU  string `json:"gpu"`
 	GPUs int    `json:"gpus"`
+	Engines []EngineSpec `json:"engines"`
+	// Tuning names the tuning workload; Workloads describes every workload
+	// with the commands that reproduce it.
+	Tuning    string         `json:"tuning_workload"`
+	Workloads []WorkloadInfo `json:"workloads"`
 	// NoiseSigma is the seeded noise added to sim-predict trials (0: none).
 	NoiseSigma     float64 `json:"noise_sigma,omitempty"`
 	Repeats        int     `json:"repeats"`
@@ -52,6 +57,14 @@ type Summary struct {
 	TrialsReused int `json:"trials_reused"`
 	// Stopped says why the lab ended early ("budget: max_trials"), if it did.
 	Stopped string `json:"stopped,omitempty"`
+}
+
+// WorkloadInfo describes one workload for the report.
+type WorkloadInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Perflab     string `json:"perflab_command"`
+	VLLM        string `json:"vllm_command"`
 }
 
 // Candidate is one configuration as measured (or skipped) in a stage.

@@ -1,0 +1,201 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/perflab/perflab/internal/bench"
+	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/store"
+)
+
+// LiveRunner runs trials against started servers: the sim runtime (the
+// simulator as a real process over HTTP, time-scaled) or the process
+// runtime (the real engines). Each trial renders the command, starts the
+// server, waits for it, benchmarks it with bench.Run, scrapes /metrics and
+// always stops it.
+type LiveRunner struct {
+	Runtime  engine.Runtime
+	Requests Requests
+	// TimeScale is the sim runtime's speed-up; measured figures are scaled
+	// back to simulated time (throughputs ÷K, latencies ×K). 0 or 1 for
+	// real engines.
+	TimeScale float64
+	// ReadyTimeout caps a server's start (0 = 20 min).
+	ReadyTimeout time.Duration
+	// SLO feeds goodput.
+	SLO SLO
+	// LogLines is how many log lines a trial keeps (0 = 60).
+	LogLines int
+	// Started, when set, is called with each server's process id once it
+	// is up, and Stopped once it is down (the CLI keeps a pid file so a
+	// killed lab's engines can be found).
+	Started func(pid int)
+	Stopped func(pid int)
+}
+
+var _ Runner = (*LiveRunner)(nil)
+
+// Run implements Runner.
+func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
+	rec := newRecord(t)
+	fail := func(class, reason string, h engine.Handle) (store.Trial, error) {
+		rec.Status, rec.FailureClass, rec.Reason, rec.Ended = "failed", class, reason, time.Now()
+		if h != nil {
+			rec.LogTail = strings.Join(h.LogTail(r.logLines()), "\n")
+		}
+		return rec, nil
+	}
+	cmd, err := engine.Render(t.Config)
+	if err != nil {
+		return fail(FailInvalidConfig, err.Error(), nil)
+	}
+	rec.Command = cmd.String()
+	reqs, err := r.Requests(t.Workload)
+	if err != nil {
+		return rec, fmt.Errorf("lab: workload %s: %w", t.Workload.Name, err)
+	}
+	rt := r.ReadyTimeout
+	if rt == 0 {
+		rt = 20 * time.Minute
+	}
+	h, err := r.Runtime.Start(ctx, engine.Launch{Config: t.Config, Command: cmd, ReadyTimeout: rt})
+	if err != nil {
+		if ctx.Err() != nil {
+			return rec, ctx.Err()
+		}
+		return fail(FailStartupCrash, err.Error(), nil)
+	}
+	pid := h.Pid()
+	if r.Started != nil && pid > 0 {
+		r.Started(pid)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+		defer cancel()
+		_ = h.Stop(sctx)
+		if r.Stopped != nil && pid > 0 {
+			r.Stopped(pid)
+		}
+	}()
+	if err := h.Ready(ctx); err != nil {
+		if ctx.Err() != nil {
+			return rec, ctx.Err()
+		}
+		var f *engine.Failure
+		if errors.As(err, &f) {
+			return fail(string(f.Class), f.Reason, h)
+		}
+		return fail(FailStartupCrash, err.Error(), h)
+	}
+	_, load := t.Workload.resolve()
+	h.MarkBenchmarking()
+	out, err := bench.Run(ctx, bench.Config{
+		BaseURL: h.BaseURL(), Backend: "openai-chat", Endpoint: "/v1/chat/completions",
+		Model: t.Config.Model, ServedModelName: t.Config.ServedModelName, Requests: reqs,
+		RequestRate: load.rate, MaxConcurrency: load.maxConc, Seed: load.seed,
+	})
+	if ctx.Err() != nil {
+		return rec, ctx.Err()
+	}
+	rec.EngineMetrics = scrapeMetrics(ctx, h.BaseURL())
+	if f := h.Failure(); f != nil {
+		return fail(string(f.Class), f.Reason, h)
+	}
+	if err != nil && (out == nil || len(out.Records) == 0) {
+		return fail(FailCrashDuringBench, err.Error(), h)
+	}
+	opt := metrics.DefaultOptions()
+	opt.RequestRate, opt.MaxConcurrency = load.rate, load.maxConc
+	if g := r.SLO.goodput(); len(g) > 0 {
+		opt.Goodput = g
+	}
+	res := metrics.Compute(out.Records, out.Duration, opt)
+	b, err := res.MarshalJSON()
+	if err != nil {
+		return rec, fmt.Errorf("lab: encode result: %w", err)
+	}
+	if k := r.TimeScale; k > 0 && k != 1 {
+		// The server ran K times faster than simulated time.
+		if b, err = scaleResult(b, 1/k); err != nil {
+			return rec, err
+		}
+		rec.Reason = fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", k)
+	}
+	rec.Result = b
+	rec.Status = "ok"
+	rec.LogTail = strings.Join(h.LogTail(r.logLines()), "\n")
+	rec.Ended = time.Now()
+	return rec, nil
+}
+
+func (r *LiveRunner) logLines() int {
+	if r.LogLines > 0 {
+		return r.LogLines
+	}
+	return 60
+}
+
+// scrapeMetrics reads the server's Prometheus /metrics into name → value
+// (labels folded into the name); nil when there is none.
+func scrapeMetrics(ctx context.Context, base string) map[string]float64 {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/metrics", nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	return parsePrometheus(bufio.NewScanner(resp.Body))
+}
+
+// parsePrometheus reads the text exposition format's samples.
+func parsePrometheus(sc *bufio.Scanner) map[string]float64 {
+	out := map[string]float64{}
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		// name{labels} value [timestamp]; label values may hold spaces.
+		end := strings.LastIndexByte(line, '}')
+		var name, rest string
+		if end >= 0 {
+			name, rest = line[:end+1], strings.TrimSpace(line[end+1:])
+		} else {
+			i := strings.IndexAny(line, " \t")
+			if i < 0 {
+				continue
+			}
+			name, rest = line[:i], strings.TrimSpace(line[i:])
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		out[name] = v
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
