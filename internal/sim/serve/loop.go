@@ -2,7 +2,6 @@ package serve
 
 import (
 	"math"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,14 +101,15 @@ type loop struct {
 
 	statsMu sync.Mutex
 	stats   sim.Stats
-	late    *latency
+	late    *latency // token written to the client's socket
+	handoff *latency // token handed to its stream by the loop
 }
 
 func newLoop(m Model, scale float64) *loop {
 	return &loop{
 		model: m, clk: clock{t0: time.Now(), scale: scale},
 		inbox: make(chan msg, 4096), quit: make(chan struct{}), done: make(chan struct{}),
-		streams: map[string]*stream{}, late: newLatency(),
+		streams: map[string]*stream{}, late: newLatency(), handoff: newLatency(),
 	}
 }
 
@@ -187,6 +187,7 @@ func (l *loop) handle(m msg, t float64) {
 }
 
 func (l *loop) dispatch(evs []sim.Event) {
+	now := time.Now()
 	for _, ev := range evs {
 		st, ok := l.streams[ev.ReqID]
 		if !ok {
@@ -195,7 +196,11 @@ func (l *loop) dispatch(evs []sim.Event) {
 		if ev.Done {
 			delete(l.streams, ev.ReqID)
 		}
-		st.push(tokenEvent{tokens: ev.Tokens, done: ev.Done, err: ev.Err, deadline: l.clk.wall(ev.Time)})
+		deadline := l.clk.wall(ev.Time)
+		if ev.Tokens > 0 {
+			l.handoff.add(now.Sub(deadline), ev.Tokens)
+		}
+		st.push(tokenEvent{tokens: ev.Tokens, done: ev.Done, err: ev.Err, deadline: deadline})
 	}
 }
 
@@ -221,25 +226,41 @@ func (l *loop) stop() {
 	<-l.done
 }
 
-// latency is a lock-free histogram of how late tokens were written to the
-// client, relative to the model's time for them: 10 µs buckets to 100 ms.
+// latency is a lock-free histogram of token lateness: 10 µs buckets up to
+// 10 ms, then 1 ms buckets up to 10 s.
 type latency struct {
-	buckets [10001]atomic.Int64
+	buckets [fineBuckets + coarseBuckets]atomic.Int64
 	count   atomic.Int64
 	maxNs   atomic.Int64
 }
 
+const (
+	fineBuckets   = 1000  // 10 µs each: 0..10 ms
+	coarseBuckets = 10000 // 1 ms each: 10 ms..10 s
+)
+
 func newLatency() *latency { return &latency{} }
+
+func bucketOf(d time.Duration) int {
+	if d < 10*time.Millisecond {
+		return int(d / (10 * time.Microsecond))
+	}
+	return min(fineBuckets+int((d-10*time.Millisecond)/time.Millisecond), fineBuckets+coarseBuckets-1)
+}
+
+// bucketTop is the upper edge of bucket i.
+func bucketTop(i int) time.Duration {
+	if i < fineBuckets {
+		return time.Duration(i+1) * 10 * time.Microsecond
+	}
+	return 10*time.Millisecond + time.Duration(i-fineBuckets+1)*time.Millisecond
+}
 
 func (h *latency) add(d time.Duration, n int) {
 	if d < 0 {
 		d = 0
 	}
-	i := int(d / (10 * time.Microsecond))
-	if i >= len(h.buckets) {
-		i = len(h.buckets) - 1
-	}
-	h.buckets[i].Add(int64(n))
+	h.buckets[bucketOf(d)].Add(int64(n))
 	h.count.Add(int64(n))
 	for {
 		m := h.maxNs.Load()
@@ -249,7 +270,8 @@ func (h *latency) add(d time.Duration, n int) {
 	}
 }
 
-// Lateness summarizes how late tokens reached the client's socket.
+// Lateness summarizes how late tokens were, relative to the model's time
+// for them (bucket upper edges, so a p99 of 10 µs means "within 10 µs").
 type Lateness struct {
 	Tokens        int64
 	P50, P99, Max time.Duration
@@ -260,18 +282,16 @@ func (h *latency) summary() Lateness {
 	if out.Tokens == 0 {
 		return out
 	}
-	qs := []float64{0.5, 0.99}
-	res := make([]time.Duration, len(qs))
 	var acc int64
-	qi := 0
 	for i := range h.buckets {
 		acc += h.buckets[i].Load()
-		for qi < len(qs) && float64(acc) >= qs[qi]*float64(out.Tokens) {
-			res[qi] = time.Duration(i+1) * 10 * time.Microsecond
-			qi++
+		if out.P50 == 0 && float64(acc) >= 0.5*float64(out.Tokens) {
+			out.P50 = bucketTop(i)
+		}
+		if float64(acc) >= 0.99*float64(out.Tokens) {
+			out.P99 = bucketTop(i)
+			break
 		}
 	}
-	sort.Slice(res, func(i, j int) bool { return res[i] < res[j] })
-	out.P50, out.P99 = res[0], res[1]
 	return out
 }

@@ -209,9 +209,11 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", float64(st.GenerationTokens))
 	b.WriteString("# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n")
 	b.WriteString(`vllm:request_success_total{engine="0",finished_reason="length",model_name=` + strconv.Quote(s.cfg.ServedModelNames[0]) + "} " + strconv.FormatInt(s.ok.Load(), 10) + "\n")
-	late := s.Lateness()
-	gauge("perflab:sim_token_lateness_p99_seconds", "p99 of how late tokens were written relative to the simulated time.", late.P99.Seconds())
+	late, hand := s.Lateness(), s.HandoffLateness()
+	gauge("perflab:sim_token_lateness_p50_seconds", "Median of how late tokens were written to the socket relative to the simulated time.", late.P50.Seconds())
+	gauge("perflab:sim_token_lateness_p99_seconds", "p99 of how late tokens were written to the socket relative to the simulated time.", late.P99.Seconds())
 	gauge("perflab:sim_token_lateness_max_seconds", "Largest token lateness seen.", late.Max.Seconds())
+	gauge("perflab:sim_token_handoff_lateness_p99_seconds", "p99 of how late the event loop handed tokens to their streams.", hand.P99.Seconds())
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Write([]byte(b.String()))
 }

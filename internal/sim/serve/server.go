@@ -147,6 +147,10 @@ func (s *Server) Close() {
 // times for them (the real-time fidelity of the server).
 func (s *Server) Lateness() Lateness { return s.loop.late.summary() }
 
+// HandoffLateness reports how late the event loop handed tokens to their
+// streams (the loop's own timing accuracy, before socket writes).
+func (s *Server) HandoffLateness() Lateness { return s.loop.handoff.summary() }
+
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	if s.cfg.APIKey == "" {
 		return h

@@ -1,0 +1,119 @@
+package serve
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perflab/perflab/internal/sim"
+)
+
+// TestMeasureServeProcess is the real-time measurement behind
+// docs/bench-notes/sim-serve.md: a `perflab sim serve` process limited to
+// one core (GOMAXPROCS=1) serves 1,000 concurrent streams through the real
+// simulated engine, with the time scale set so the engine produces about
+// 20,000 tokens/s of wall time. It reports token lateness (from the
+// server's own histogram), throughput and the server's CPU use. Opt-in:
+// PERFLAB_SIM_SERVE_MEASURE=1, or =rt to pin the server to one core at
+// real-time priority (root; for shared machines). It takes about 20 s.
+func TestMeasureServeProcess(t *testing.T) {
+	if os.Getenv("PERFLAB_SIM_SERVE_MEASURE") == "" {
+		t.Skip("set PERFLAB_SIM_SERVE_MEASURE=1 to run the serve measurement")
+	}
+	const n, outLen, target = 1000, 200, 20000.0
+	p := sim.Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen/Qwen3-14B", GPU: "H100", MaxNumSeqs: 1024}
+	// Model-time token rate of this workload, to pick the time scale.
+	eng, err := sim.New(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		eng.Submit(sim.Req{ID: strconv.Itoa(i), PromptLen: 2, OutputLen: outLen})
+	}
+	var end float64
+	for {
+		next, ok := eng.NextEventTime()
+		if !ok {
+			break
+		}
+		for _, ev := range eng.Advance(next) {
+			end = math.Max(end, ev.Time)
+		}
+	}
+	scale := target / (float64(n*outLen) / end)
+	t.Logf("model: %d tokens in %.2f s of model time; time scale %.3f for %.0f tok/s", n*outLen, end, scale, target)
+
+	bin := perflabBinary(t)
+	port := freePort(t)
+	args := []string{bin}
+	if os.Getenv("PERFLAB_SIM_SERVE_MEASURE") == "rt" {
+		// On a shared machine, run the server at real-time priority pinned
+		// to one core, so the figure measures this code rather than the
+		// machine's other load (it sleeps between events, so it cannot hog).
+		args = append([]string{"taskset", "-c", "1", "chrt", "-f", "10"}, args...)
+	}
+	cmd := exec.Command(args[0], append(args[1:], "sim", "serve", "--engine", "vllm", "--engine-version", "0.11.0", "--gpu", "H100",
+		"--time-scale", fmt.Sprint(scale), "--startup-delay", "0s", "--", "vllm", "serve", "Qwen/Qwen3-14B", "--port", fmt.Sprint(port), "--max-num-seqs", "1024")...)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for i := 0; ; i++ {
+		if resp, err := http.Get(base + "/health"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if i > 300 {
+			t.Fatal("server not ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cpu0 := procCPU(t, cmd.Process.Pid)
+	tokens, wall := streamLoad(t, base, n, outLen)
+	cpu := procCPU(t, cmd.Process.Pid) - cpu0
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	metric := func(name string) float64 {
+		m := regexp.MustCompile(regexp.QuoteMeta(name) + `\{[^}]*\} (\S+)`).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("no %s in /metrics", name)
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("received %d tokens in %.2f s = %.0f tok/s; server CPU %.2f s = %.2f cores; token lateness p50 %.2f ms p99 %.2f ms max %.2f ms, loop handoff p99 %.2f ms; loadavg %s",
+		tokens, wall.Seconds(), float64(tokens)/wall.Seconds(), cpu.Seconds(), cpu.Seconds()/wall.Seconds(),
+		metric("perflab:sim_token_lateness_p50_seconds")*1000, metric("perflab:sim_token_lateness_p99_seconds")*1000, metric("perflab:sim_token_lateness_max_seconds")*1000,
+		metric("perflab:sim_token_handoff_lateness_p99_seconds")*1000, strings.TrimSpace(string(load)))
+	if tokens != n*outLen {
+		t.Errorf("received %d tokens, want %d", tokens, n*outLen)
+	}
+}
+
+// procCPU is a process's user+system CPU time from /proc.
+func procCPU(t *testing.T, pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
