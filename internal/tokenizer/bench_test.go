@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"runtime"
 	"testing"
 )
 
@@ -20,10 +21,16 @@ func BenchmarkEncodeShareGPT(b *testing.B) {
 		}
 	}
 	b.SetBytes(int64(total))
+	// Pin to one thread so its CPU time measures the work of one core even
+	// when the machine is shared.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu float64
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
 		tok.bpe.cache.init()
+		c0, ok0 := threadCPU()
 		b.StartTimer()
 		n := 0
 		for _, s := range texts {
@@ -32,6 +39,14 @@ func BenchmarkEncodeShareGPT(b *testing.B) {
 		if n == 0 {
 			b.Fatal("no tokens")
 		}
+		b.StopTimer()
+		if c1, ok1 := threadCPU(); ok0 && ok1 {
+			cpu += c1 - c0
+		}
+		b.StartTimer()
+	}
+	if cpu > 0 {
+		b.ReportMetric(float64(total)*float64(b.N)/1e6/cpu, "MB/cpu-s")
 	}
 }
 
