@@ -413,23 +413,6 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 	if !f.disableTqdm && isTerminal(os.Stderr) {
 		cfg.Progress = os.Stderr
 	}
-	if f.rampUp != "" {
-		fmt.Fprintf(info, "Traffic ramp-up strategy: %s.\n", f.rampUp)
-		fmt.Fprintf(info, "Will increase RPS from %d to %d RPS over the duration of the benchmark.\n", f.rampStart, f.rampEnd)
-	} else {
-		fmt.Fprintf(info, "Traffic request rate: %s\n", pyFloat(f.requestRate))
-	}
-	dist := "Gamma distribution"
-	if f.burstiness == 1 {
-		dist = "Poisson process"
-	}
-	fmt.Fprintf(info, "Burstiness factor: %s (%s)\n", pyFloat(f.burstiness), dist)
-	if f.maxConcurrency > 0 {
-		fmt.Fprintf(info, "Maximum request concurrency: %d\n", f.maxConcurrency)
-	} else {
-		fmt.Fprintln(info, "Maximum request concurrency: None")
-	}
-
 	out, runErr := bench.Run(ctx, cfg)
 	if out == nil || out.Result == nil {
 		return runErr

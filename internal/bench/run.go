@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,6 +123,22 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	go func() { mon.loop(doneCh, state); close(monDone) }()
 
 	logf("Starting main benchmark run...")
+	if cfg.RampUpStrategy != "" {
+		logf("Traffic ramp-up strategy: %s.", cfg.RampUpStrategy)
+		logf("Will increase RPS from %d to %d RPS over the duration of the benchmark.", int(cfg.RampUpStartRPS), int(cfg.RampUpEndRPS))
+	} else {
+		logf("Traffic request rate: %s", pyFloat(cfg.RequestRate))
+	}
+	dist := "Gamma distribution"
+	if cfg.Burstiness == 1 {
+		dist = "Poisson process"
+	}
+	logf("Burstiness factor: %s (%s)", pyFloat(cfg.Burstiness), dist)
+	if cfg.MaxConcurrency > 0 {
+		logf("Maximum request concurrency: %d", cfg.MaxConcurrency)
+	} else {
+		logf("Maximum request concurrency: None")
+	}
 	cl.start = time.Now()
 	out.Start = cl.start
 	if cfg.MaxSeconds > 0 {
@@ -374,7 +391,10 @@ func (cl *client) prepare(ctx context.Context, logf func(string, ...any)) error 
 	cfg := cl.cfg
 	cl.start = time.Now()
 	first := cfg.Requests[0]
-	if cfg.ReadyCheckTimeout > 0 {
+	logf("Starting initial single prompt test run...")
+	if cfg.ReadyCheckTimeout <= 0 {
+		logf("Skipping endpoint ready check.")
+	} else {
 		logf("Waiting for endpoint to become up in %v", cfg.ReadyCheckTimeout)
 		deadline := time.Now().Add(cfg.ReadyCheckTimeout)
 		for {
@@ -416,6 +436,18 @@ func (cl *client) prepare(ctx context.Context, logf func(string, ...any)) error 
 		logf("Warmup run completed.")
 	}
 	return ctx.Err()
+}
+
+// pyFloat formats like Python's str(float): "inf", "10.0", "0.5".
+func pyFloat(x float64) string {
+	if math.IsInf(x, 1) {
+		return "inf"
+	}
+	s := strconv.FormatFloat(x, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEn") {
+		s += ".0"
+	}
+	return s
 }
 
 // Percentile is numpy's linear percentile of xs (p in 0..100); 0 for none.

@@ -89,8 +89,8 @@ func TestRunMatchesVLLMFormulas(t *testing.T) {
 				tpot = append(tpot, (lat-tt)/float64(nc-1))
 				nominalTTFT = append(nominalTTFT, p.TTFT.Seconds())
 			}
-			if d := mean(ttft) - mean(nominalTTFT); d < 0 || d > 0.05 {
-				t.Errorf("server wrote first chunks %.1f ms after their planned time on average", d*1000)
+			if d := mean(ttft) - mean(nominalTTFT); d < 0 {
+				t.Errorf("server wrote first chunks %.1f ms before their planned time on average", -d*1000)
 			}
 			res := out.Result
 			if res.Completed != n || res.Failed != 0 {
@@ -102,7 +102,10 @@ func TestRunMatchesVLLMFormulas(t *testing.T) {
 			// Clock tolerance: loopback delivery and goroutine wake-up on a
 			// shared, busy 2-core CI machine (the unloaded accuracy is
 			// measured in docs/bench-notes/bench.md).
-			const tol = 5.0 // ms
+			tol := 5.0 // ms
+			if raceEnabled {
+				tol = 25
+			}
 			check := func(name string, got, want float64) {
 				t.Helper()
 				if math.Abs(got-want) > tol {
@@ -373,5 +376,47 @@ func TestPacingAndQueue(t *testing.T) {
 	last := out.Records[len(out.Records)-1]
 	if last.QueueTime < 0.05 {
 		t.Errorf("last request queued %.4f s, want > 0.05", last.QueueTime)
+	}
+}
+
+// wordTok counts space-separated words: a stand-in tokenizer.
+type wordTok struct{}
+
+func (wordTok) Encode(s string) []int { return make([]int, len(strings.Fields(s))) }
+func (wordTok) Decode([]int) string   { return "" }
+func (wordTok) VocabSize() int        { return 0 }
+func (wordTok) SpecialIDs() []int     { return nil }
+
+var _ dataset.Tokenizer = wordTok{}
+
+// TestOutputSourcesAndReasoning: no usage → tokenizer count and a
+// per-chunk split; bundled tokens with continuous usage → usage deltas;
+// reasoning deltas → counted, with time to first content.
+func TestOutputSourcesAndReasoning(t *testing.T) {
+	plans := []benchtest.Plan{
+		{Chunks: 4, TokensPerChunk: 3, NoUsage: true, Gap: ms(1)},
+		{Chunks: 4, TokensPerChunk: 2, ContinuousUsage: true},
+		{Chunks: 6, Reasoning: 3, Gap: ms(5)},
+	}
+	srv := benchtest.New(func(i int, _ map[string]any) benchtest.Plan { return plans[i] })
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	out, err := Run(context.Background(), Config{BaseURL: hs.URL, Backend: BackendOpenAIChat, Model: "m",
+		Requests: requests(3, 1, 12), Tokenizer: wordTok{}, RequestRate: math.Inf(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Records
+	if r[0].OutputLenSource != "tokenizer" || r[0].OutputLen != 12 || fmt.Sprint(r[0].ChunkTokens) != "[3 3 3 3]" {
+		t.Errorf("no usage: source %q len %d chunks %v", r[0].OutputLenSource, r[0].OutputLen, r[0].ChunkTokens)
+	}
+	if r[1].OutputLenSource != "usage" || r[1].OutputLen != 8 || fmt.Sprint(r[1].ChunkTokens) != "[2 2 2 2]" {
+		t.Errorf("continuous usage: source %q len %d chunks %v", r[1].OutputLenSource, r[1].OutputLen, r[1].ChunkTokens)
+	}
+	if r[2].ReasoningTokens != 3 || r[2].TTFC <= r[2].TTFT || r[2].TTFC-r[2].TTFT < 0.012 {
+		t.Errorf("reasoning: %d tokens, TTFT %.4f TTFC %.4f", r[2].ReasoningTokens, r[2].TTFT, r[2].TTFC)
+	}
+	if r[0].GeneratedText != "" {
+		t.Error("generated text kept without KeepText")
 	}
 }
