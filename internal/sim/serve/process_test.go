@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -136,7 +138,19 @@ func TestProcess(t *testing.T) {
 	if !done || len(chunks) != 22 {
 		t.Fatalf("stream: done=%v, %d chunks", done, len(chunks))
 	}
+	// SIGTERM with a stream in flight: the server stops, the stream ends.
+	long, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(
+		`{"model":"Qwen/Qwen3-14B","prompt":"hello","max_tokens":30000,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Body.Close()
+	if _, err := bufio.NewReader(long.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
+	streamEnded := make(chan struct{})
+	go func() { io.Copy(io.Discard, long.Body); close(streamEnded) }()
 	select {
 	case err := <-exited:
 		if err != nil {
@@ -144,6 +158,11 @@ func TestProcess(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("still running 10s after SIGTERM:\n%s", logs.String())
+	}
+	select {
+	case <-streamEnded:
+	case <-time.After(5 * time.Second):
+		t.Error("in-flight stream still open after the server exited")
 	}
 	out := logs.String()
 	for _, want := range []string{"vLLM API server version 0.11.0", "Loading safetensors checkpoint shards: 100% Completed", "Application startup complete.", "Application shutdown complete."} {

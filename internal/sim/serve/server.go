@@ -5,6 +5,22 @@
 //
 // One event-loop goroutine owns the model; handlers only exchange messages
 // with it, so thousands of concurrent streams cost one model and one timer.
+// Model time is wall time since start × TimeScale, and every token's wall
+// deadline is computed from that origin (absolute deadlines, no drift).
+//
+// Simplifications, on purpose:
+//   - Output length is max_tokens (max_completion_tokens) exactly, as with
+//     ignore_eos: the simulator has no EOS. A completions request without
+//     max_tokens gets 16 (the OpenAI default vLLM keeps); a chat request
+//     without it gets Config.DefaultChatMaxTokens (256), capped by the
+//     context, where vLLM would run to EOS or the context.
+//   - The text is filler: common English words, one token each.
+//   - Prompt tokens come from a tokenizer when one is given (chat prompts
+//     through its chat template), else from EstimateCounter (4 bytes a token
+//     plus the chat framing). A list of token ids counts as its length.
+//   - n must be 1 and a prompt list may hold one prompt.
+//   - A client that disconnects is canceled in the model when the model
+//     implements Canceler; otherwise its request runs on unseen.
 package serve
 
 import (
