@@ -122,6 +122,43 @@ type parsed struct {
 	pos  []string
 }
 
+// setDotted applies vLLM's dotted form of a JSON flag,
+// --speculative-config.num_speculative_tokens=4: the value (JSON if it
+// parses, else a string; "key+" splits a comma list) is merged into the
+// flag's object.
+func (p *parsed) setDotted(dest, path, raw string) {
+	v := p.vals[dest]
+	if v.obj == nil {
+		v.obj = map[string]any{}
+	}
+	keys := strings.Split(path, ".")
+	last := keys[len(keys)-1]
+	var val any
+	if strings.HasSuffix(last, "+") {
+		keys[len(keys)-1] = strings.TrimSuffix(last, "+")
+		var list []any
+		for _, s := range strings.Split(raw, ",") {
+			list = append(list, s)
+		}
+		val = list
+	} else if err := json.Unmarshal([]byte(raw), &val); err != nil {
+		val = raw
+	}
+	m := v.obj
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[keys[len(keys)-1]] = val
+	b, _ := json.Marshal(v.obj)
+	v.str = string(b)
+	p.vals[dest] = v
+}
+
 func (p *parsed) has(dest string) bool { _, ok := p.vals[dest]; return ok }
 func (p *parsed) str(dest string) string {
 	return p.vals[dest].str
@@ -219,8 +256,29 @@ func (c *cli) parse(argv []string) (*parsed, *Error) {
 		} else if k, v, ok := strings.Cut(tok, "="); ok && c.style == styleArgparse {
 			name, val, hasVal = k, v, true
 		}
-		if c.underscores && strings.HasPrefix(name, "--") {
-			name = strings.ReplaceAll(name, "_", "-")
+		if c.underscores {
+			// vLLM's FlexibleArgumentParser: underscores become dashes in the
+			// flag name (up to its first dot), and -O3 means -O 3.
+			if strings.HasPrefix(name, "--") {
+				head, tail, dotted := strings.Cut(name, ".")
+				name = strings.ReplaceAll(head, "_", "-")
+				if dotted {
+					if f := c.byName[name]; f != nil && f.kind == kJSON {
+						if !hasVal {
+							if i+1 >= len(argv) {
+								return nil, c.fail("argument %s: expected one argument", f.display())
+							}
+							i++
+							val = argv[i]
+						}
+						p.setDotted(f.dest(), tail, val)
+						continue
+					}
+					name += "." + tail
+				}
+			} else if strings.HasPrefix(tok, "-O") && len(tok) > 2 {
+				name, val, hasVal = "-O", strings.TrimPrefix(tok[2:], "="), true
+			}
 		}
 		f, canon, err := c.lookup(name)
 		if err != nil {

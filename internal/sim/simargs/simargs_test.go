@@ -112,6 +112,11 @@ func TestAccept(t *testing.T) {
 				t.Errorf("spec = %q %d", r.Params.SpecMethod, r.Params.SpecTokens)
 			}
 		}},
+		{"vllm dotted json and -O3", "vllm", "0.17.1", "vllm serve M --speculative-config.method=mtp --speculative_config.num_speculative_tokens 3 -O3", nil, func(t *testing.T, r *Result) {
+			if r.Params.SpecMethod != "mtp" || r.Params.SpecTokens != 3 {
+				t.Errorf("spec = %q %d", r.Params.SpecMethod, r.Params.SpecTokens)
+			}
+		}},
 		{"vllm python module", "vllm", "0.11.0", "python3 -m vllm.entrypoints.openai.api_server --model M --port 9000", nil, func(t *testing.T, r *Result) {
 			if r.Params.Model != "M" || r.Server.Port != 9000 {
 				t.Errorf("result = %+v", r)
