@@ -2,6 +2,14 @@
 // benchmarks/datasets.py does (same seed, same prompts, same token lengths),
 // plus custom JSONL, SGLang's generated-shared-prefix and named workload
 // profiles (the reference reports' and GPUStack's).
+//
+// The behaviour followed is vLLM v0.11.0's, the version the reference
+// reports ran: ShareGPT oversamples with random.choices (later versions
+// loop over random.choice), and the random dataset decodes, re-encodes and
+// truncates once, so a prompt can come out a few tokens short (later
+// versions pad with more RNG draws). CPython's Mersenne Twister and numpy's
+// SeedSequence/PCG64/Generator.integers are reimplemented bit for bit, so
+// the same seed gives the same requests as the Python tool.
 package dataset
 
 // Request is one benchmark request.

@@ -145,10 +145,7 @@ func TestRandomMatchesVLLMGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			opt := Options{Name: NameRandom, NumPrompts: c.NumPrompts, Seed: c.Seed, RandomInputLen: c.InputLen,
 				RandomOutputLen: c.OutputLen, RandomRangeRatio: c.RangeRatio, RandomPrefixLen: c.PrefixLen}
-			reqs, allIDs, err := generateRandom(opt, tok, true)
-			if err != nil {
-				t.Fatal(err)
-			}
+			reqs, allIDs := sampleRandomCached(t, opt)
 			if len(reqs) != len(c.Requests) {
 				t.Fatalf("got %d requests, want %d", len(reqs), len(c.Requests))
 			}

@@ -81,3 +81,33 @@ func (byteTok) Decode(ids []int) string {
 
 func (byteTok) VocabSize() int      { return 256 }
 func (b byteTok) SpecialIDs() []int { return b.special }
+
+type randomResult struct {
+	reqs []Request
+	ids  [][]int
+	err  error
+}
+
+var (
+	randomMu    sync.Mutex
+	randomCache = map[Options]randomResult{}
+)
+
+// sampleRandomCached runs generateRandom once per Options per test binary:
+// the reference-total and golden tests share the 500 x 4000 case, the most
+// expensive thing in the suite (and far more so under -race).
+func sampleRandomCached(t testing.TB, opt Options) ([]Request, [][]int) {
+	t.Helper()
+	tok := qwen3(t)
+	randomMu.Lock()
+	defer randomMu.Unlock()
+	r, ok := randomCache[opt]
+	if !ok {
+		r.reqs, r.ids, r.err = generateRandom(opt, tok, true)
+		randomCache[opt] = r
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.reqs, r.ids
+}

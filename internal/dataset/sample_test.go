@@ -12,7 +12,7 @@ import (
 // the RNG draws, the id sequence and the decode/re-encode/truncate step
 // against the real tool, not against our reading of it.
 func TestRandomMatchesReferenceReportTotals(t *testing.T) {
-	tok := qwen3(t)
+	qwen3(t)
 	cases := []struct {
 		name                 string
 		in, out, n           int
@@ -28,10 +28,7 @@ func TestRandomMatchesReferenceReportTotals(t *testing.T) {
 			if testing.Short() && c.in > 4000 {
 				t.Skip("-short")
 			}
-			reqs, err := Sample(Options{Name: NameRandom, RandomInputLen: c.in, RandomOutputLen: c.out, NumPrompts: c.n, Seed: 42}, tok)
-			if err != nil {
-				t.Fatal(err)
-			}
+			reqs, _ := sampleRandomCached(t, Options{Name: NameRandom, RandomInputLen: c.in, RandomOutputLen: c.out, NumPrompts: c.n, Seed: 42})
 			if len(reqs) != c.n {
 				t.Fatalf("got %d requests, want %d", len(reqs), c.n)
 			}
