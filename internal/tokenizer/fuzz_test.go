@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -118,6 +119,39 @@ func TestVocabAndSpecial(t *testing.T) {
 	for i := range got {
 		if got[i] != want[i] {
 			t.Fatalf("SpecialIDs = %v, want %v", got, want)
+		}
+	}
+}
+
+// TestConcurrentEncode encodes from several goroutines at once (the word
+// cache is shared) and expects the sequential result; run it with -race.
+func TestConcurrentEncode(t *testing.T) {
+	tok := qwen3(t)
+	var texts []string
+	for _, c := range loadShareGPT(t)[:60] {
+		for _, turn := range c.Conversations {
+			texts = append(texts, turn.Value)
+		}
+	}
+	want := make([]int, len(texts))
+	for i, s := range texts {
+		want[i] = len(tok.Encode(s))
+	}
+	errs := make(chan string, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for i := len(texts) - 1; i >= 0; i-- {
+				if n := tok.Count(texts[i]); n != want[i] {
+					errs <- fmt.Sprintf("text %d: %d tokens concurrently, %d alone", i, n, want[i])
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if e := <-errs; e != "" {
+			t.Error(e)
 		}
 	}
 }
