@@ -31,7 +31,7 @@ func BenchmarkPredictShareGPT14B(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric((cpuTime() - c0).Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
 }
 
 // BenchmarkSweep100 predicts 100 configurations (engines x max-num-seqs x
@@ -52,7 +52,7 @@ func BenchmarkSweep100(b *testing.B) {
 		b.Fatal(fmt.Sprint(len(ps)))
 	}
 	c0 := cpuTime()
-	defer func() { b.ReportMetric((cpuTime() - c0).Seconds()/float64(b.N), "cpu-s/op") }()
+	defer func() { b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op") }()
 	for i := 0; i < b.N; i++ {
 		for _, p := range ps {
 			if _, err := Predict(p, reqs, Load{}); err != nil {

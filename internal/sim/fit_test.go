@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -19,7 +20,7 @@ func TestFitReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Fit(ref.Cases, DefaultCoefficients(), FitOptions{Rounds: 4, Log: t.Logf})
+	c, err := Fit(ref.Cases, DefaultCoefficients(), FitOptions{Rounds: fitRounds(), Log: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,4 +28,12 @@ func TestFitReference(t *testing.T) {
 	if err := os.WriteFile("coefficients.json", c.JSON(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// fitRounds reads SIM_FIT_ROUNDS (default 4).
+func fitRounds() int {
+	if n, err := strconv.Atoi(os.Getenv("SIM_FIT_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return 4
 }
