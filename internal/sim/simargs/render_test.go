@@ -137,7 +137,7 @@ func TestRenderedCommandsParse(t *testing.T) {
 			t.Run(m.engine+" "+m.version+" "+k.name, func(t *testing.T) {
 				cfg := engine.Config{Engine: m.engine, Version: m.version, Model: "Qwen/Qwen3-14B"}
 				k.set(&cfg)
-				cmd, err := engine.Render(cfg)
+				cmd, err := engine.RenderForLaunch(cfg, "127.0.0.1", 18123)
 				if err != nil {
 					t.Skipf("engine does not support it: %v", err)
 				}
@@ -152,6 +152,9 @@ func TestRenderedCommandsParse(t *testing.T) {
 				r, err := ParseAll(m.engine, m.version, cmd.Argv, cmd.Env)
 				if err != nil {
 					t.Fatalf("simulator rejects the rendered command %s\n%s: %v", cmd.String(), strings.Join(cmd.Argv, " "), err)
+				}
+				if r.Server.Host != "127.0.0.1" || r.Server.Port != 18123 {
+					t.Errorf("listen address %s:%d, want 127.0.0.1:18123", r.Server.Host, r.Server.Port)
 				}
 				if k.check != nil {
 					k.check(t, r)
