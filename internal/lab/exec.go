@@ -54,8 +54,17 @@ func (l *Lab) runSpecsNoBudget(ctx context.Context, specs []TrialSpec) ([]*resul
 func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*result, error) {
 	out := make([]*result, len(specs))
 	var todo []int
+	// The same measurement asked twice in one batch (the baseline and a
+	// winner that is the baseline) runs once.
+	first := map[string]int{}
+	dup := map[int]int{}
 	for i, t := range specs {
 		mk := measurementKey(t.Key)
+		if j, ok := first[mk]; ok {
+			dup[i] = j
+			continue
+		}
+		first[mk] = i
 		l.mu.Lock()
 		prev, ok := l.done[mk]
 		l.mu.Unlock()
@@ -75,6 +84,11 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 		todo = append(todo, i)
 	}
 	if len(todo) == 0 {
+		for i, j := range dup {
+			r := *out[j]
+			r.spec = specs[i]
+			out[i] = &r
+		}
 		return out, nil
 	}
 	truncated := false
@@ -138,6 +152,13 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
+		}
+	}
+	for i, j := range dup {
+		if out[j] != nil {
+			r := *out[j]
+			r.spec = specs[i]
+			out[i] = &r
 		}
 	}
 	if truncated {

@@ -188,6 +188,10 @@ func (l *Lab) method(ctx context.Context) error {
 		}
 	}
 	l.sum.Winner = l.candidate(inc, l.repeatScores(inc))
+	// Baseline and winner are both reported as the mean of their repeats
+	// when they have some, so the gain compares like with like.
+	l.sum.Baseline = l.candidate(base, l.repeatScores(base))
+	l.sum.Baseline.Decision = "baseline"
 	if inc != nil && base.eligible() {
 		l.sum.Gain = incScore/l.incumbentScore(base) - 1
 		l.sum.Winner.Gain = l.sum.Gain
@@ -393,10 +397,7 @@ func (l *Lab) repeatScores(r *result) []float64 {
 	}
 	var out []float64
 	for rep := 0; rep < l.Spec.Repeats; rep++ {
-		mk := measurementKey(TrialKey("", r.spec.Config, *l.Spec.Tuning, rep))
-		l.mu.Lock()
-		t, ok := l.done[mk]
-		l.mu.Unlock()
+		t, ok := l.used(measurementKey(TrialKey("", r.spec.Config, *l.Spec.Tuning, rep)))
 		if !ok {
 			continue
 		}
@@ -628,4 +629,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// used returns a tuning measurement only if this invocation has already
+// asked for it (run or taken from the store). A resumed lab must decide
+// with what the interrupted one knew at the same point, not with trials the
+// store holds from later in the run, or it would take another path.
+func (l *Lab) used(mk string) (store.Trial, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.tuning[mk] {
+		return store.Trial{}, false
+	}
+	t, ok := l.done[mk]
+	return t, ok
 }

@@ -224,14 +224,13 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 	for {
 		// Fit the calibration on every tuning measurement that has a guess.
 		var obs []calObs
-		l.mu.Lock()
 		for _, p := range pts {
 			cfg, _ := s.Config(p)
 			g, ok := guess[ConfigHash(cfg)]
 			if !ok || g <= 0 {
 				continue
 			}
-			t, ok := l.done[measurementKey(TrialKey("", cfg, *s.Tuning, 0))]
+			t, ok := l.used(measurementKey(TrialKey("", cfg, *s.Tuning, 0)))
 			if !ok {
 				continue
 			}
@@ -241,7 +240,6 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 			}
 			obs = append(obs, calObs{features(p, ks), math.Log(r.score / g)})
 		}
-		l.mu.Unlock()
 		cal := fitCalibration(obs)
 		js.Calibration = map[string]float64{"*": math.Exp(cal.a)}
 		for f, b := range cal.b {
@@ -258,10 +256,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 			if !ok {
 				continue
 			}
-			l.mu.Lock()
-			_, measured := l.done[measurementKey(TrialKey("", cfg, *s.Tuning, 0))]
-			l.mu.Unlock()
-			if measured {
+			if _, measured := l.used(measurementKey(TrialKey("", cfg, *s.Tuning, 0))); measured {
 				continue
 			}
 			cands = append(cands, ranked{p, g * cal.factor(features(p, ks))})

@@ -18,9 +18,9 @@ type Summary struct {
 	Runtime   string `json:"runtime"`
 	Objective string `json:"objective"`
 	// Unit is the objective's unit ("tok/s", "tok/s/GPU", "req/s within SLO").
-	Unit string `json:"unit"`
-	GPU  string `json:"gpu"`
-	GPUs int    `json:"gpus"`
+	Unit    string       `json:"unit"`
+	GPU     string       `json:"gpu"`
+	GPUs    int          `json:"gpus"`
 	Engines []EngineSpec `json:"engines"`
 	// Tuning names the tuning workload; Workloads describes every workload
 	// with the commands that reproduce it.
