@@ -181,10 +181,28 @@ func (r *Rate) UnmarshalYAML(b []byte) error {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || f <= 0 || math.IsNaN(f) {
-		return fmt.Errorf("request_rate %q: want a positive number or inf", s)
+		return &rateError{raw: s}
 	}
 	*r = Rate(f)
 	return nil
+}
+
+// rateError is a bad request_rate; the decoder does not give custom
+// unmarshalers a position, so ParseSpec finds the line from the raw value.
+type rateError struct{ raw string }
+
+func (e *rateError) Error() string {
+	return fmt.Sprintf("request_rate %q: want a positive number or inf", e.raw)
+}
+
+// lineContaining is the first line holding both key and value (0 if none).
+func lineContaining(data []byte, key, value string) int {
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, key) && strings.Contains(l, value) {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // MarshalYAML writes inf as "inf".
@@ -291,6 +309,10 @@ func ParseSpec(name string, data []byte) (*Spec, error) {
 		var ye yaml.Error
 		if errors.As(err, &ye) && ye.GetToken() != nil {
 			return nil, &SpecError{File: name, Line: ye.GetToken().Position.Line, Msg: ye.GetMessage()}
+		}
+		var re *rateError
+		if errors.As(err, &re) {
+			return nil, &SpecError{File: name, Line: lineContaining(data, "request_rate", re.raw), Msg: re.Error()}
 		}
 		return nil, &SpecError{File: name, Msg: err.Error()}
 	}

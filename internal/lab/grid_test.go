@@ -1,0 +1,75 @@
+package lab
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/perflab/perflab/internal/tokenizer"
+)
+
+// checkGrid asserts the must-show: the lab's winner within 1% of the grid's
+// best, using at most 30% of the grid's trials.
+func checkGrid(t *testing.T, name string, sum *Summary) {
+	t.Helper()
+	g := sum.Grid
+	if g == nil || g.Best == nil {
+		t.Fatalf("%s: no grid in summary", name)
+	}
+	t.Logf("%s: grid %d configs, best %s %.1f; winner %s gap %.2f%%, greedy stages gap %.2f%%; lab %d trials (%.1f%%)",
+		name, g.Size, g.Best.Name, g.Best.Score, sum.Winner.Name, 100*g.WinnerGap, 100*g.StagedGap, g.LabTrials, 100*g.LabShare)
+	if g.WinnerGap > 0.01 {
+		t.Errorf("%s: winner %.2f%% below the grid's best, want within 1%%", name, 100*g.WinnerGap)
+	}
+	if g.LabShare > 0.30 {
+		t.Errorf("%s: lab used %.0f%% of the grid's trials, want at most 30%%", name, 100*g.LabShare)
+	}
+	if g.WinnerGap > g.StagedGap+1e-9 {
+		t.Errorf("%s: joint search ended below the greedy pass (%.2f%% vs %.2f%%)", name, 100*g.WinnerGap, 100*g.StagedGap)
+	}
+}
+
+func TestGridAnalytic(t *testing.T) {
+	s := mustSpec(t, smallSpec)
+	s.Generalization = nil
+	l := analyticLab(s, newMemStore())
+	l.Grid = true
+	sum, err := l.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGrid(t, "small (analytic)", sum)
+}
+
+// TestGridExamples runs each example on the simulator with --grid. It takes
+// minutes on a 2-core machine, so it runs only with PERFLAB_LAB_GRID=1:
+//
+//	PERFLAB_LAB_GRID=1 go test ./internal/lab -run GridExamples -v -timeout 30m
+func TestGridExamples(t *testing.T) {
+	if os.Getenv("PERFLAB_LAB_GRID") != "1" {
+		t.Skip("set PERFLAB_LAB_GRID=1 to compare the examples with their exhaustive grids")
+	}
+	chdirRoot(t)
+	for _, ex := range []string{"qwen3-14b-h100", "qwen3-32b-h100", "qwen3.5-9b-h100"} {
+		t.Run(ex, func(t *testing.T) {
+			s, err := LoadSpec(filepath.Join("examples", ex+".yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Generalization, s.NoGeneralization = nil, true
+			tok, err := tokenizer.Load(s.Tokenizer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &PredictRunner{Predictor: SimPredictor{SLO: s.Objective.SLO}, Hardware: s.Hardware,
+				Requests: CachedRequests(DatasetRequests(tok)), Noise: s.Noise}
+			l := &Lab{Spec: s, Store: newMemStore(), Runner: r, Guide: r, Grid: true}
+			sum, err := l.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGrid(t, ex, sum)
+		})
+	}
+}

@@ -1,0 +1,117 @@
+package lab
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseSpecErrors(t *testing.T) {
+	head := "name: x\nmodel: m\nengines:\n  - {name: vllm}\n"
+	tests := []struct {
+		name, text, want string
+		line             int
+	}{
+		{"unknown field", head + "bogus: 1\n", "unknown field", 5},
+		{"bad engine", "name: x\nmodel: m\nengines:\n  - name: vlm\n", `engine "vlm"`, 4},
+		{"unknown knob", head + "stages:\n  - name: turbo\n", `unknown knob "turbo"`, 6},
+		{"bad value", head + "stages:\n  - name: max_num_seqs\n    values: [\"0\"]\n", "positive integer", 7},
+		{"bad rate", head + "tuning: {name: t, request_rate: fast}\n", "request_rate", 5},
+		{"goodput needs slo", head + "objective: {metric: goodput}\n", "needs an slo", 5},
+		{"bad runtime", head + "runtime: gpu\n", `runtime "gpu"`, 5},
+		{"missing model", "name: x\nengines: [{name: vllm}]\n", "model is required", 0},
+		{"per_engine unknown", head + "stages:\n  - name: attention_backend\n    per_engine: {sglang: [fa3]}\n", "not in engines", 0},
+		{"speculative needs draft", head + "stages:\n  - name: speculative\n    values: [\"eagle3:4\"]\n", "needs a draft model", 7},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSpec("spec.yaml", []byte(tc.text))
+			var se *SpecError
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want a SpecError", err)
+			}
+			if !strings.Contains(se.Msg, tc.want) {
+				t.Errorf("msg %q, want it to contain %q", se.Msg, tc.want)
+			}
+			if tc.line > 0 && se.Line != tc.line {
+				t.Errorf("line %d, want %d (%v)", se.Line, tc.line, err)
+			}
+			if !strings.HasPrefix(err.Error(), "lab: spec.yaml:") {
+				t.Errorf("error %q does not name the file", err)
+			}
+		})
+	}
+}
+
+func TestExamplesParse(t *testing.T) {
+	root := repoRoot(t)
+	for _, ex := range []string{"qwen3-14b-h100", "qwen3-32b-h100", "qwen3.5-9b-h100"} {
+		s, err := LoadSpec(filepath.Join(root, "examples", ex+".yaml"))
+		if err != nil {
+			t.Fatalf("%s: %v", ex, err)
+		}
+		if s.baselineEngine() != "vllm" || len(s.Generalization) != 4 || s.Tuning.Dataset != "sharegpt" {
+			t.Errorf("%s: baseline %s, %d generalization workloads, tuning %s", ex, s.baselineEngine(), len(s.Generalization), s.Tuning.Dataset)
+		}
+		if p := s.Plan(); p.Grid < 100 || p.Trials >= p.Grid {
+			t.Errorf("%s: plan %d trials for a grid of %d", ex, p.Trials, p.Grid)
+		}
+	}
+}
+
+func TestNoiseFloor(t *testing.T) {
+	tests := []struct {
+		a, b []float64
+		want float64
+	}{
+		{[]float64{100}, []float64{105}, 0},
+		{[]float64{100, 100, 100}, []float64{105, 105, 105}, 0},
+		{[]float64{99, 101}, []float64{100, 100}, 0.04},
+		{[]float64{100, 100}, []float64{98, 102}, 0.08},
+	}
+	for _, tc := range tests {
+		if got := NoiseFloor(tc.a, tc.b); got < tc.want-1e-9 || got > tc.want+1e-9 {
+			t.Errorf("NoiseFloor(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestNoiseRuleSkipsSmallGains(t *testing.T) {
+	// With 2% noise, the attention-backend stage's sub-percent differences
+	// must not be kept, and every skip must say why.
+	s := mustSpec(t, smallSpec+"noise: {sigma: 0.02, seed: 11}\n")
+	sum, err := analyticLab(s, newMemStore()).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	floors := 0
+	for _, st := range sum.Stages {
+		if st.NoiseFloor > 0 {
+			floors++
+		}
+		for _, c := range st.Candidates {
+			if c.Decision != "kept" && c.Reason == "" {
+				t.Errorf("stage %s: %s %s without a reason", st.Name, c.Name, c.Decision)
+			}
+			if c.Decision == "kept" && len(c.RepeatScores) != s.Repeats {
+				t.Errorf("stage %s: kept %s on %d repeats, want %d", st.Name, c.Name, len(c.RepeatScores), s.Repeats)
+			}
+		}
+	}
+	if floors == 0 || sum.NoiseFloor <= 0 {
+		t.Errorf("no noise floor measured with noise on (%d stages with a floor)", floors)
+	}
+}
+
+func FuzzParseSpec(f *testing.F) {
+	f.Add([]byte(smallSpec))
+	f.Add([]byte("name: x\nmodel: m\nengines: [{name: vllm}]\ntuning: {name: t, request_rate: inf}\n"))
+	f.Add([]byte("name: [\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseSpec("fuzz.yaml", data)
+		if err == nil && (s.Name == "" || s.Tuning == nil || len(s.Stages) == 0) {
+			t.Fatalf("accepted spec without defaults: %+v", s)
+		}
+	})
+}
