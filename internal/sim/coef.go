@@ -29,11 +29,19 @@ type Coef struct {
 	// FrontendMs is the serialized API-server cost of admitting one request
 	// (parsing, chat template, tokenization).
 	FrontendMs float64 `json:"frontend_ms"`
+	// OutputUs is the serialized API-server cost of one streamed output
+	// (detokenizing and writing a chunk for one request after one step).
+	// The frontend is one FIFO server shared by admissions and outputs, so
+	// under a burst of arrivals the first tokens wait behind the admissions.
+	OutputUs float64 `json:"output_us,omitempty"`
 	// EagerMs is the extra cost of a step that runs without a CUDA graph
 	// (batch above the captured sizes, or enforce-eager).
 	EagerMs float64 `json:"eager_ms"`
-	// Backend scales attention speed per attention backend (1 = default).
+	// Backend scales prefill attention speed per attention backend (1 =
+	// the engine's default backend).
 	Backend map[string]float64 `json:"backend,omitempty"`
+	// BackendDecode scales decode attention (KV reads) per backend.
+	BackendDecode map[string]float64 `json:"backend_decode,omitempty"`
 }
 
 // Coefficients is the calibration: Coef per "GPU/engine/version", with
@@ -77,7 +85,7 @@ func ParseCoefficients(b []byte) (*Coefficients, error) {
 		if e.GEMMEff <= 0 || e.GEMMEff > 1.5 || e.MemEff <= 0 || e.MemEff > 1.5 || e.AttnEff <= 0 || e.FP8Eff <= 0 {
 			return nil, fmt.Errorf("sim: coefficients: entry %q: efficiencies must be in (0, 1.5]", k)
 		}
-		if e.StepMs < 0 || e.SeqUs < 0 || e.FrontendMs < 0 || e.EagerMs < 0 {
+		if e.StepMs < 0 || e.SeqUs < 0 || e.FrontendMs < 0 || e.EagerMs < 0 || e.OutputUs < 0 {
 			return nil, fmt.Errorf("sim: coefficients: entry %q: negative overhead", k)
 		}
 	}
@@ -140,6 +148,13 @@ func (c *Coefficients) JSON() []byte {
 
 func (c Coef) backend(name string) float64 {
 	if v, ok := c.Backend[name]; ok && v > 0 {
+		return v
+	}
+	return 1
+}
+
+func (c Coef) backendDecode(name string) float64 {
+	if v, ok := c.BackendDecode[name]; ok && v > 0 {
 		return v
 	}
 	return 1

@@ -58,6 +58,7 @@ type seq struct {
 	blocks      int // KV blocks held (state blocks included)
 	reserved    int // blocks reserved up front (TRT-LLM no-evict)
 	specCarry   float64
+	cached      int // full-block tokens still in the prefix cache after a preemption
 	prefillDone bool
 	done        bool
 	user        int // index for Predict
@@ -100,6 +101,8 @@ type Engine struct {
 	gemmEff       float64
 	commPerTok    float64 // seconds per token for TP all-reduces
 	commFixed     float64
+	bePrefill     float64 // attention backend speed, prefill
+	beDecode      float64 // attention backend speed, decode
 	specAccepted  float64 // expected tokens per decode step
 	specCostTok   float64 // draft cost in equivalent target tokens per seq
 
@@ -219,6 +222,13 @@ func (e *Engine) sizeMemory() error {
 			e.graphMax = 512
 		}
 	case EngineTRTLLM:
+		if !*p.ChunkedPrefill {
+			// Without chunked prefill a whole context of up to
+			// max_seq_len tokens runs in one forward pass, and the
+			// profiling pass that sizes the KV cache reserves its
+			// activations; chunking bounds them by max_num_tokens.
+			act += float64(max(p.MaxModelLen-budget, 0)) * float64(2*inter/p.TP+4*a.HiddenSize) * 2
+		}
 		kv = (total - weights - act - nonTorch - 1.0*gib) * p.MemFraction
 		reason = "trtllm"
 		e.blockSize = 32
@@ -316,6 +326,8 @@ func (e *Engine) setupRoofline() {
 		e.commPerTok += 2 * float64(a.NumLayers) * float64(a.HiddenSize) * 2 * float64(a.TopK) / (0.5 * bw)
 		e.commFixed += 2 * float64(a.NumLayers) * 15e-6
 	}
+	e.bePrefill = e.c.backend(p.AttentionBackend)
+	e.beDecode = e.c.backendDecode(p.AttentionBackend)
 	e.specAccepted = 1
 	if p.SpecMethod != "" && p.SpecTokens > 0 {
 		al := p.SpecAcceptance
@@ -371,9 +383,8 @@ func (e *Engine) stepTime(items []work) float64 {
 	}
 	bw := e.hw.HBMGBps * 1e9 * e.c.MemEff
 	tGemm := math.Max(flops/(e.peak*e.gemmEff), wb/bw)
-	be := e.c.backend(e.p.AttentionBackend)
-	tAttn := attnWork * e.attnFlopsCoef / (e.hw.BF16TFLOPS * 1e12 * e.c.AttnEff * be)
-	tAttn += (ctxSum*e.kvBytesTok + decodeSeqs*e.stateBytesSeq*2) / (bw * be)
+	tAttn := attnWork * e.attnFlopsCoef / (e.hw.BF16TFLOPS * 1e12 * e.c.AttnEff * e.bePrefill)
+	tAttn += (ctxSum*e.kvBytesTok + decodeSeqs*e.stateBytesSeq*2) / (bw * e.beDecode)
 	tComm := 0.0
 	if e.commPerTok > 0 {
 		tComm = e.commFixed + e.commPerTok*tokens
@@ -392,6 +403,16 @@ func (e *Engine) stepTime(items []work) float64 {
 
 func (e *Engine) queueEvent(s *seq, t float64, tokens int, done bool, err error) {
 	e.pending = append(e.pending, Event{ReqID: s.id, Time: t, Tokens: tokens, Done: done, Err: err})
+}
+
+// frontendOut is when the client sees an output the engine produced at t:
+// the API server handles outputs and admissions one at a time, in order.
+func (e *Engine) frontendOut(t float64) float64 {
+	if e.c.OutputUs <= 0 {
+		return t
+	}
+	e.feFree = math.Max(e.feFree, t) + e.c.OutputUs/1e6
+	return e.feFree
 }
 
 // Submit queues a request. Its arrival must not be earlier than the last
@@ -528,6 +549,14 @@ func (e *Engine) schedule(start float64) *step {
 
 // prefixHit applies the prefix cache to a sequence about to start prefill.
 func (e *Engine) prefixHit(s *seq) {
+	if s.cached > 0 && s.computed == 0 {
+		// A preempted request finds its own freed blocks still cached
+		// (vLLM keeps freed blocks' hashes until they are evicted; SGLang
+		// inserts retracted requests into the radix tree).
+		s.computed = min(s.cached, s.target-1)
+		s.computed -= s.computed % e.blockSize
+		return
+	}
 	if !*e.p.PrefixCaching || s.group == 0 || s.computed > 0 || s.generated > 0 {
 		return
 	}
@@ -573,6 +602,10 @@ func (e *Engine) release(s *seq) {
 func (e *Engine) preempt(s *seq) {
 	e.release(s)
 	e.stats.Preemptions++
+	s.cached = 0
+	if *e.p.PrefixCaching && !e.arch.Hybrid() {
+		s.cached = s.computed - s.computed%e.blockSize
+	}
 	s.computed = 0
 	s.target = s.prompt + s.generated
 	s.prefillDone = false
@@ -859,7 +892,7 @@ func (e *Engine) finish(st *step) {
 			anyDone = true
 			e.release(s)
 		}
-		e.emit(s, t, tok, s.done, nil)
+		e.emit(s, e.frontendOut(t), tok, s.done, nil)
 	}
 	if anyDone {
 		k := 0

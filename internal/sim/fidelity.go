@@ -33,12 +33,17 @@ func rel(p, m float64) float64 {
 // PredictCase runs one reference case.
 func PredictCase(c Case, coef *Coefficients) CaseResult {
 	res := CaseResult{Case: c}
-	reqs, err := c.Workload.Requests()
+	reqs, err := c.Workload.cachedRequests()
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	pr, err := PredictWith(c.Params, coef, reqs, Load{RequestRate: c.Workload.RequestRate, MaxConcurrency: c.Workload.MaxConcurrency})
+	e, err := New(c.Params, coef)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	pr, err := e.run(reqs, Load{RequestRate: c.Workload.RequestRate, MaxConcurrency: c.Workload.MaxConcurrency}, true)
 	if err != nil {
 		res.Err = err
 		return res

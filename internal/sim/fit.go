@@ -12,8 +12,11 @@ import (
 
 // FitOptions tunes the calibration fit.
 type FitOptions struct {
-	// Rounds of coordinate descent (0 = 6).
+	// Rounds is the most Levenberg-Marquardt iterations per group (0 = 12).
 	Rounds int
+	// Orderings are published decisions the fit must keep (a hinge on
+	// the throughput ratio of each pair whose cases share a group).
+	Orderings []Ordering
 	// Prior is the weight pulling each coefficient toward its starting
 	// value (log scale); 0 = 0.02.
 	Prior float64
@@ -24,18 +27,44 @@ type FitOptions struct {
 // coefParam names one fitted scalar of a Coef.
 type coefParam struct {
 	name string
-	get  func(*Coef) *float64
+	get  func(*Coef) float64
+	set  func(*Coef, float64)
+	// lo, hi bound the value; eff marks an efficiency (share of a peak).
+	lo, hi float64
+}
+
+func scalarParam(name string, f func(*Coef) *float64, lo, hi float64) coefParam {
+	return coefParam{name: name, lo: lo, hi: hi,
+		get: func(c *Coef) float64 { return *f(c) },
+		set: func(c *Coef, v float64) { *f(c) = v }}
+}
+
+func mapParam(name string, m func(*Coef) *map[string]float64, key string) coefParam {
+	return coefParam{name: name + ":" + key, lo: 0.2, hi: 5,
+		get: func(c *Coef) float64 {
+			if v := (*m(c))[key]; v > 0 {
+				return v
+			}
+			return 1
+		},
+		set: func(c *Coef, v float64) {
+			if *m(c) == nil {
+				*m(c) = map[string]float64{}
+			}
+			(*m(c))[key] = v
+		}}
 }
 
 var fitParams = []coefParam{
-	{"gemm_eff", func(c *Coef) *float64 { return &c.GEMMEff }},
-	{"fp8_eff", func(c *Coef) *float64 { return &c.FP8Eff }},
-	{"mem_eff", func(c *Coef) *float64 { return &c.MemEff }},
-	{"attn_eff", func(c *Coef) *float64 { return &c.AttnEff }},
-	{"step_ms", func(c *Coef) *float64 { return &c.StepMs }},
-	{"seq_us", func(c *Coef) *float64 { return &c.SeqUs }},
-	{"frontend_ms", func(c *Coef) *float64 { return &c.FrontendMs }},
-	{"eager_ms", func(c *Coef) *float64 { return &c.EagerMs }},
+	scalarParam("gemm_eff", func(c *Coef) *float64 { return &c.GEMMEff }, 0.05, 1.2),
+	scalarParam("fp8_eff", func(c *Coef) *float64 { return &c.FP8Eff }, 0.05, 1.2),
+	scalarParam("mem_eff", func(c *Coef) *float64 { return &c.MemEff }, 0.1, 1.2),
+	scalarParam("attn_eff", func(c *Coef) *float64 { return &c.AttnEff }, 0.05, 1.2),
+	scalarParam("step_ms", func(c *Coef) *float64 { return &c.StepMs }, 0.05, 60),
+	scalarParam("seq_us", func(c *Coef) *float64 { return &c.SeqUs }, 0.5, 2000),
+	scalarParam("frontend_ms", func(c *Coef) *float64 { return &c.FrontendMs }, 0.01, 100),
+	scalarParam("output_us", func(c *Coef) *float64 { return &c.OutputUs }, 0.5, 5000),
+	scalarParam("eager_ms", func(c *Coef) *float64 { return &c.EagerMs }, 0.1, 100),
 }
 
 // caseKey is the coefficient key a case is fitted under.
@@ -57,7 +86,7 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 		start = DefaultCoefficients()
 	}
 	if opt.Rounds == 0 {
-		opt.Rounds = 6
+		opt.Rounds = 12
 	}
 	if opt.Prior == 0 {
 		opt.Prior = 0.02
@@ -128,124 +157,257 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 }
 
 func cloneCoef(c Coef) Coef {
-	if c.Backend != nil {
-		m := make(map[string]float64, len(c.Backend))
-		for k, v := range c.Backend {
-			m[k] = v
-		}
-		c.Backend = m
-	}
+	c.Backend = cloneMap(c.Backend)
+	c.BackendDecode = cloneMap(c.BackendDecode)
 	return c
 }
 
+func cloneMap(m map[string]float64) map[string]float64 {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// fitGroup fits one GPU/engine/version by Levenberg-Marquardt on the log
+// coefficients: residuals are the log errors of total throughput (weight
+// 2, i.e. 4 in the squared loss), mean TTFT and mean TPOT, a weak prior
+// toward the starting values, and a hinge on every published ordering
+// (gap > 3%) whose two cases are both in the group, so that the decisions
+// come out right and not only the averages. A Jacobian costs one
+// prediction of the group per coefficient; a fit converges in about ten.
 func fitGroup(cases []Case, init Coef, opt FitOptions) Coef {
-	// Backends named by the cases, other than each engine's default, get a
-	// multiplier of their own.
+	params := groupParams(cases)
+	init = cloneCoef(init)
+	for _, p := range params {
+		if v := p.get(&init); v <= 0 {
+			switch p.name {
+			case "output_us":
+				p.set(&init, 20)
+			default:
+				p.set(&init, 1)
+			}
+		}
+	}
+	x0 := make([]float64, len(params))
+	for i, p := range params {
+		x0[i] = math.Log(p.get(&init))
+	}
+	coefAt := func(x []float64) Coef {
+		c := cloneCoef(init)
+		for i, p := range params {
+			p.set(&c, math.Exp(x[i]))
+		}
+		return c
+	}
+	ids := map[string]int{}
+	for i, c := range cases {
+		ids[c.ID] = i
+	}
+	var ords []Ordering
+	for _, o := range opt.Orderings {
+		bi, ok1 := ids[o.Better]
+		wi, ok2 := ids[o.Worse]
+		if ok1 && ok2 && cases[bi].Measured.TotalTPS > 1.03*cases[wi].Measured.TotalTPS {
+			ords = append(ords, o)
+		}
+	}
+	prior := math.Sqrt(opt.Prior)
+	resid := func(x []float64) []float64 {
+		c := coefAt(x)
+		coefs := &Coefficients{Entries: map[string]Coef{"*": c}}
+		r := make([]float64, 0, 3*len(cases)+len(x)+len(ords))
+		tps := make([]float64, len(cases))
+		n := math.Sqrt(float64(len(cases)))
+		for i, cs := range cases {
+			res := PredictCase(cs, coefs)
+			if res.Err != nil {
+				r = append(r, 3/n, 3/n, 3/n)
+				continue
+			}
+			tps[i] = res.TotalTPS
+			a, b, d := res.Errors()
+			r = append(r, 2*math.Log1p(a)/n, math.Log1p(b)/n)
+			if cs.NoTPOT == "" {
+				r = append(r, math.Log1p(d)/n)
+			} else {
+				r = append(r, 0)
+			}
+		}
+		for i := range x {
+			r = append(r, prior*(x[i]-x0[i]))
+		}
+		for _, o := range ords {
+			b, w := tps[ids[o.Better]], tps[ids[o.Worse]]
+			g := 0.0
+			if b > 0 && w > 0 {
+				g = math.Log(b / w)
+			}
+			// Ask for half the measured gap: enough to keep the order
+			// without forcing the case errors.
+			want := 0.5 * math.Log(cases[ids[o.Better]].Measured.TotalTPS/cases[ids[o.Worse]].Measured.TotalTPS)
+			r = append(r, 2*math.Max(0, want-g))
+		}
+		return r
+	}
+	clamp := func(x []float64) {
+		for i, p := range params {
+			x[i] = math.Min(math.Max(x[i], math.Log(p.lo)), math.Log(p.hi))
+		}
+	}
+	x := append([]float64(nil), x0...)
+	clamp(x)
+	r := resid(x)
+	best := dot(r, r)
+	lambda := 1e-2
+	const h = 0.04
+	iters := opt.Rounds
+	for it := 0; it < iters; it++ {
+		// Forward-difference Jacobian in log space.
+		J := make([][]float64, len(x))
+		for j := range x {
+			xp := append([]float64(nil), x...)
+			xp[j] += h
+			rp := resid(xp)
+			J[j] = make([]float64, len(r))
+			for k := range r {
+				J[j][k] = (rp[k] - r[k]) / h
+			}
+		}
+		improved := false
+		for try := 0; try < 4; try++ {
+			A := make([][]float64, len(x))
+			g := make([]float64, len(x))
+			for a := range x {
+				A[a] = make([]float64, len(x))
+				for b := range x {
+					A[a][b] = dot(J[a], J[b])
+				}
+				A[a][a] += lambda*A[a][a] + 1e-9
+				g[a] = -dot(J[a], r)
+			}
+			d := solve(A, g)
+			if d == nil {
+				lambda *= 10
+				continue
+			}
+			xn := make([]float64, len(x))
+			for i := range x {
+				// Trust region: at most a factor e per iteration.
+				xn[i] = x[i] + math.Max(-1, math.Min(1, d[i]))
+			}
+			clamp(xn)
+			rn := resid(xn)
+			if l := dot(rn, rn); l < best-1e-9 {
+				x, r, best, improved = xn, rn, l, true
+				lambda = math.Max(lambda/5, 1e-6)
+				break
+			}
+			lambda *= 8
+		}
+		if opt.Log != nil {
+			opt.Log("  iteration %d loss %.5f lambda %.2g", it, best, lambda)
+		}
+		if !improved {
+			break
+		}
+	}
+	out := coefAt(x)
+	if len(out.Backend) == 0 {
+		out.Backend = nil
+	}
+	if len(out.BackendDecode) == 0 {
+		out.BackendDecode = nil
+	}
+	return out
+}
+
+// groupParams lists the coefficients a group of cases can inform: FP8
+// efficiency only with FP8 cases, and a prefill and a decode speed for each
+// attention backend other than the engine's default.
+func groupParams(cases []Case) []coefParam {
+	fp8 := false
 	backends := map[string]bool{}
 	for _, c := range cases {
-		p, _ := c.Params.WithDefaults()
-		def, _ := (Params{Engine: p.Engine, Version: p.Version, Model: p.Model, GPU: p.GPU}).WithDefaults()
-		if p.AttentionBackend != def.AttentionBackend {
+		p, err := c.Params.WithDefaults()
+		if err != nil {
+			continue
+		}
+		a, err := p.arch()
+		if err == nil && a.FP8Weights {
+			fp8 = true
+		}
+		def, err := (Params{Engine: p.Engine, Version: p.Version, Model: p.Model, GPU: p.GPU}).WithDefaults()
+		if err == nil && p.AttentionBackend != def.AttentionBackend {
 			backends[p.AttentionBackend] = true
 		}
 	}
-	params := append([]coefParam(nil), fitParams...)
-	if init.Backend == nil {
-		init.Backend = map[string]float64{}
+	var ps []coefParam
+	for _, p := range fitParams {
+		if p.name == "fp8_eff" && !fp8 {
+			continue
+		}
+		ps = append(ps, p)
 	}
-	var bnames []string
+	var names []string
 	for b := range backends {
-		bnames = append(bnames, b)
+		names = append(names, b)
 	}
-	sort.Strings(bnames)
-	for _, b := range bnames {
-		if init.Backend[b] == 0 {
-			init.Backend[b] = 1
-		}
-		name := b
-		params = append(params, coefParam{"backend:" + name, func(c *Coef) *float64 {
-			v := c.Backend[name]
-			p := &v
-			return p
-		}})
+	sort.Strings(names)
+	for _, b := range names {
+		ps = append(ps, mapParam("backend", func(c *Coef) *map[string]float64 { return &c.Backend }, b))
+		ps = append(ps, mapParam("backend_decode", func(c *Coef) *map[string]float64 { return &c.BackendDecode }, b))
 	}
-	prior := cloneCoef(init)
-	cur := cloneCoef(init)
-	loss := func(c Coef) float64 {
-		l := 0.0
-		coefs := &Coefficients{Entries: map[string]Coef{"*": c}}
-		for _, cs := range cases {
-			r := PredictCase(cs, coefs)
-			if r.Err != nil {
-				l += 10
-				continue
-			}
-			a, b, d := r.Errors()
-			l += 4 * sq(math.Log1p(a))
-			l += sq(math.Log1p(b))
-			if cs.NoTPOT == "" {
-				l += sq(math.Log1p(d))
-			}
-		}
-		l /= float64(len(cases))
-		for _, p := range fitParams {
-			x, x0 := *p.get(&c), *p.get(&prior)
-			if x > 0 && x0 > 0 {
-				l += opt.Prior * sq(math.Log(x/x0))
+	return ps
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// solve solves A x = b by Gaussian elimination with partial pivoting; nil
+// when A is singular.
+func solve(A [][]float64, b []float64) []float64 {
+	n := len(b)
+	m := make([][]float64, n)
+	for i := range A {
+		m[i] = append(append([]float64(nil), A[i]...), b[i])
+	}
+	for c := 0; c < n; c++ {
+		p := c
+		for r := c + 1; r < n; r++ {
+			if math.Abs(m[r][c]) > math.Abs(m[p][c]) {
+				p = r
 			}
 		}
-		return l
-	}
-	get := func(c *Coef, p coefParam) float64 {
-		if b, ok := strings.CutPrefix(p.name, "backend:"); ok {
-			return c.Backend[b]
+		if math.Abs(m[p][c]) < 1e-14 {
+			return nil
 		}
-		return *p.get(c)
-	}
-	set := func(c *Coef, p coefParam, v float64) {
-		if b, ok := strings.CutPrefix(p.name, "backend:"); ok {
-			c.Backend[b] = v
-			return
-		}
-		*p.get(c) = v
-	}
-	best := loss(cur)
-	step := 0.4
-	for round := 0; round < opt.Rounds; round++ {
-		improved := false
-		for _, p := range params {
-			for _, dir := range []float64{1, -1} {
-				for tries := 0; tries < 4; tries++ {
-					x := get(&cur, p)
-					if x <= 0 {
-						x = 1e-3
-					}
-					nx := x * math.Exp(dir*step)
-					if strings.HasSuffix(p.name, "_eff") && nx > 1.2 {
-						break
-					}
-					cand := cloneCoef(cur)
-					set(&cand, p, nx)
-					l := loss(cand)
-					if l < best-1e-9 {
-						best, cur, improved = l, cand, true
-						continue
-					}
-					break
-				}
+		m[c], m[p] = m[p], m[c]
+		for r := c + 1; r < n; r++ {
+			f := m[r][c] / m[c][c]
+			for k := c; k <= n; k++ {
+				m[r][k] -= f * m[c][k]
 			}
 		}
-		if opt.Log != nil {
-			opt.Log("  round %d step %.3f loss %.5f", round, step, best)
-		}
-		if !improved {
-			step /= 2
-		}
 	}
-	if len(cur.Backend) == 0 {
-		cur.Backend = nil
+	x := make([]float64, n)
+	for i := n - 1; i >= 0; i-- {
+		s := m[i][n]
+		for k := i + 1; k < n; k++ {
+			s -= m[i][k] * x[k]
+		}
+		x[i] = s / m[i][i]
 	}
-	return cur
+	return x
 }
 
 func sq(x float64) float64 { return x * x }

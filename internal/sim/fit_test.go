@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 var refit = flag.Bool("fit", false, "refit testdata coefficients from the reference cases and rewrite coefficients.json (minutes)")
@@ -20,20 +21,22 @@ func TestFitReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Fit(ref.Cases, DefaultCoefficients(), FitOptions{Rounds: fitRounds(), Log: t.Logf})
+	t0 := time.Now()
+	c, err := Fit(ref.Cases, DefaultCoefficients(), FitOptions{Rounds: fitRounds(), Orderings: ref.Orderings, Log: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("fit took %v", time.Since(t0))
 	c.Source = "fitted to every result block of ../shared/reference (go test ./internal/sim -run TestFitReference -fit)"
 	if err := os.WriteFile("coefficients.json", c.JSON(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// fitRounds reads SIM_FIT_ROUNDS (default 4).
+// fitRounds reads SIM_FIT_ROUNDS (0 = Fit's default).
 func fitRounds() int {
 	if n, err := strconv.Atoi(os.Getenv("SIM_FIT_ROUNDS")); err == nil && n > 0 {
 		return n
 	}
-	return 4
+	return 0
 }

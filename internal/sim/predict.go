@@ -49,7 +49,7 @@ func PredictWith(p Params, c *Coefficients, reqs []dataset.Request, load Load) (
 	if err != nil {
 		return nil, err
 	}
-	return e.run(reqs, load)
+	return e.run(reqs, load, false)
 }
 
 type tracker struct {
@@ -59,7 +59,11 @@ type tracker struct {
 	finished bool
 }
 
-func (e *Engine) run(reqs []dataset.Request, load Load) (*Prediction, error) {
+// run drives the engine with the client's schedule. lite skips what only
+// the full result needs (inter-token gaps, chunk sizes, metrics.Compute):
+// the calibration fit predicts each reference case thousands of times and
+// reads only TTFT, latency and token counts.
+func (e *Engine) run(reqs []dataset.Request, load Load, lite bool) (*Prediction, error) {
 	n := len(reqs)
 	rate := load.RequestRate
 	if rate <= 0 {
@@ -83,8 +87,9 @@ func (e *Engine) run(reqs []dataset.Request, load Load) (*Prediction, error) {
 	for i := range recs {
 		recs[i] = metrics.Record{ID: "sim-" + strconv.Itoa(i), PromptLen: reqs[i].PromptLen, Scheduled: sched[i], OutputLenSource: "usage"}
 		tr[i].rec = &recs[i]
-		avg := reqs[i].OutputLen
-		recs[i].ITL = make([]float64, 0, max(avg-1, 0))
+		if !lite {
+			recs[i].ITL = make([]float64, 0, max(reqs[i].OutputLen-1, 0))
+		}
 	}
 	inflight := 0
 	next := 0
@@ -107,10 +112,12 @@ func (e *Engine) run(reqs []dataset.Request, load Load) (*Prediction, error) {
 			if !tr[i].first {
 				tr[i].first = true
 				r.TTFT = t - r.Sent
-			} else {
+			} else if !lite {
 				r.ITL = append(r.ITL, t-tr[i].last)
 			}
-			r.ChunkTokens = append(r.ChunkTokens, tokens)
+			if !lite {
+				r.ChunkTokens = append(r.ChunkTokens, tokens)
+			}
 			r.OutputLen += tokens
 			tr[i].last = t
 		}
@@ -186,6 +193,9 @@ func (e *Engine) run(reqs []dataset.Request, load Load) (*Prediction, error) {
 		if end := recs[i].Sent + recs[i].Latency; end > dur {
 			dur = end
 		}
+	}
+	if lite {
+		return &Prediction{Records: recs, Duration: dur, Params: e.p, Stats: e.Stats(), KVCapacityTokens: e.KVCapacityTokens()}, nil
 	}
 	opt := metrics.DefaultOptions()
 	opt.MaxConcurrency = load.MaxConcurrency

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/perflab/perflab/internal/dataset"
 )
@@ -136,6 +137,37 @@ func (w Workload) Requests() ([]dataset.Request, error) {
 		reqs[i] = dataset.Request{PromptLen: ins[i], OutputLen: outs[i], IgnoreEOS: w.Kind == "random"}
 	}
 	return reqs, nil
+}
+
+type workloadKey struct {
+	w    Workload
+	path string
+}
+
+var (
+	reqCacheMu sync.Mutex
+	reqCache   = map[workloadKey][]dataset.Request{}
+)
+
+// cachedRequests is Requests memoized per workload (and ShareGPT path):
+// the fit predicts every case many times and the rebuilt requests never
+// change. Callers must not modify the returned slice.
+func (w Workload) cachedRequests() ([]dataset.Request, error) {
+	k := workloadKey{w, ShareGPTLengthsPath}
+	reqCacheMu.Lock()
+	r, ok := reqCache[k]
+	reqCacheMu.Unlock()
+	if ok {
+		return r, nil
+	}
+	r, err := w.Requests()
+	if err != nil {
+		return nil, err
+	}
+	reqCacheMu.Lock()
+	reqCache[k] = r
+	reqCacheMu.Unlock()
+	return r, nil
 }
 
 // scaleTo rescales xs to integers >= 1 summing to total (when total > 0),
