@@ -50,7 +50,7 @@ repository root).`,
 func init() {
 	f := labCmd.Flags()
 	f.StringVar(&labOpts.runtime, "runtime", "", "sim-predict, sim or process (default: the spec's, else sim-predict)")
-	f.StringVar(&labOpts.db, "db", "sqlite:.perflab/perflab.db", "store: sqlite:PATH, a path, or postgres://...")
+	f.StringVar(&labOpts.db, "db", defaultDB, "store: sqlite:PATH, a path, or postgres://...")
 	f.StringVar(&labOpts.out, "out", "", "report directory (default out/<spec name>)")
 	f.BoolVar(&labOpts.fresh, "fresh", false, "start the run over (delete its stored trials)")
 	f.BoolVar(&labOpts.dryRun, "dry-run", false, "print the plan and its ETA, run nothing")

@@ -37,7 +37,7 @@ func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardwa
 		return Prediction{FailureClass: FailInvalidConfig, Reason: err.Error()}, nil
 	}
 	out := Prediction{Command: cmd.String()}
-	p, err := simargs.Parse(cfg.Engine, cfg.Version, cmd.Argv, cmd.Env)
+	p, err := simargs.ParseFiles(cfg.Engine, cfg.Version, cmd.Argv, cmd.Env, cmd.Files)
 	if err != nil {
 		out.FailureClass, out.Reason = FailStartupCrash, err.Error()
 		return out, nil

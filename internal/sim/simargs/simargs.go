@@ -59,6 +59,24 @@ func Parse(engine, version string, argv []string, env map[string]string) (sim.Pa
 // ParseAll is Parse that also returns the listening address, served model
 // names and warnings.
 func ParseAll(engine, version string, argv []string, env map[string]string) (*Result, error) {
+	return ParseAllFiles(engine, version, argv, env, nil)
+}
+
+// ParseFiles is Parse for a command whose side files (TensorRT-LLM's
+// --extra_llm_api_options YAML) have not been written to disk: files maps
+// the path as the argv names it to its content, and is consulted before the
+// filesystem. The in-process predictor uses it; a launched engine finds the
+// files its runtime wrote.
+func ParseFiles(engine, version string, argv []string, env, files map[string]string) (sim.Params, error) {
+	r, err := ParseAllFiles(engine, version, argv, env, files)
+	if err != nil {
+		return sim.Params{}, err
+	}
+	return r.Params, nil
+}
+
+// ParseAllFiles is ParseAll with ParseFiles' in-memory side files.
+func ParseAllFiles(engine, version string, argv []string, env, files map[string]string) (*Result, error) {
 	engine = normEngine(engine)
 	switch engine {
 	case sim.EngineVLLM:
@@ -66,7 +84,13 @@ func ParseAll(engine, version string, argv []string, env map[string]string) (*Re
 	case sim.EngineSGLang:
 		return parseSGLang(version, argv, env)
 	case sim.EngineTRTLLM:
-		return parseTRTLLM(version, argv, env)
+		read := func(path string) ([]byte, error) {
+			if c, ok := files[path]; ok {
+				return []byte(c), nil
+			}
+			return readFile(path)
+		}
+		return parseTRTLLM(version, argv, env, read)
 	}
 	return nil, fmt.Errorf("simargs: unknown engine %q (want vllm, sglang or trtllm)", engine)
 }

@@ -446,3 +446,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The in-process predictor has no work dir: the rendered side files come in
+// memory, and must steer the parse exactly as the file on disk would.
+func TestParseFilesInMemory(t *testing.T) {
+	argv := []string{"trtllm-serve", "Qwen/Qwen3-14B", "--backend", "pytorch", "--extra_llm_api_options=extra.yaml"}
+	files := map[string]string{"extra.yaml": "attn_backend: FLASHINFER\nkv_cache_config:\n  dtype: fp8\n"}
+	p, err := ParseFiles("trtllm", "1.2.0rc1", argv, nil, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.AttentionBackend != "FLASHINFER" || p.KVCacheDtype != "fp8" {
+		t.Fatalf("params = %+v", p)
+	}
+	// Without the file, the engine's own error.
+	if _, err := ParseFiles("trtllm", "1.2.0rc1", argv, nil, nil); err == nil || !strings.Contains(err.Error(), "No such file") {
+		t.Fatalf("missing file: err = %v", err)
+	}
+}

@@ -53,7 +53,7 @@ var trtllmSpecTypes = map[string]string{
 	"UserProvided": "user_provided", "SaveHiddenStates": "save_hidden_states", "AUTO": "auto",
 }
 
-func parseTRTLLM(version string, argv []string, env map[string]string) (*Result, error) {
+func parseTRTLLM(version string, argv []string, env map[string]string, read func(string) ([]byte, error)) (*Result, error) {
 	if version == "" {
 		version = DefaultVersion(sim.EngineTRTLLM)
 	}
@@ -86,7 +86,7 @@ func parseTRTLLM(version string, argv []string, env map[string]string) (*Result,
 		pr.MemFraction = p.vals["--kv_cache_free_gpu_memory_fraction"].num
 	}
 	if p.has("--extra_llm_api_options") {
-		if err := trtllmExtra(p.str("--extra_llm_api_options"), pr); err != nil {
+		if err := trtllmExtra(p.str("--extra_llm_api_options"), pr, read); err != nil {
 			return nil, err
 		}
 	}
@@ -110,8 +110,8 @@ func parseTRTLLM(version string, argv []string, env map[string]string) (*Result,
 
 // trtllmExtra applies the --extra_llm_api_options YAML, which overrides the
 // trtllm-serve flags it repeats.
-func trtllmExtra(path string, pr *sim.Params) error {
-	b, err := readFile(path)
+func trtllmExtra(path string, pr *sim.Params, read func(string) ([]byte, error)) error {
+	b, err := read(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return startupError("trtllm", "FileNotFoundError", fmt.Sprintf("[Errno 2] No such file or directory: '%s'", path))
