@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perflab/perflab/internal/shareddata"
+
 	"github.com/perflab/perflab/internal/bench/benchtest"
 )
 
@@ -21,25 +23,7 @@ var updateBench = flag.Bool("update-bench", false, "rewrite cmd/perflab/testdata
 // sharedTokenizer finds ../shared/data/tokenizers/qwen3 from the module root.
 func sharedTokenizer(t *testing.T) string {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "data", "tokenizers", "qwen3")
-	if _, err := os.Stat(filepath.Join(p, "tokenizer.json")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared tokenizer missing: %v", err)
-		}
-		t.Skipf("shared tokenizer missing: %v", err)
-	}
-	return p
+	return shareddata.Path(t, "data", "tokenizers", "qwen3")
 }
 
 func runBenchCmd(t *testing.T, args ...string) (string, string, error) {

@@ -2,20 +2,14 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/shareddata"
 )
 
 func TestTokenizeCmd(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "data", "tokenizers", "qwen3")
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip("shared Qwen3 tokenizer missing")
-	}
+	dir := shareddata.Path(t, "data", "tokenizers", "qwen3")
 	tests := []struct {
 		name  string
 		args  []string

@@ -1,10 +1,11 @@
 package dataset
 
 import (
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/perflab/perflab/internal/shareddata"
 
 	"github.com/perflab/perflab/internal/tokenizer"
 )
@@ -16,28 +17,7 @@ var _ Tokenizer = (*tokenizer.Tokenizer)(nil)
 // missing, fails under CI=true.
 func sharedDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(filepath.Join(shared, "data")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared test data missing at %s: %v", shared, err)
-		}
-		t.Skipf("shared test data missing at %s", shared)
-	}
-	return shared
+	return shareddata.Dir(t)
 }
 
 var (

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/shareddata"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -83,28 +85,7 @@ func TestReferenceGolden(t *testing.T) {
 // sharedDir finds ../shared relative to the module root.
 func sharedDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(shared); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared test data missing: %v", err)
-		}
-		t.Skipf("shared test data missing: %v", err)
-	}
-	return shared
+	return shareddata.Dir(t)
 }
 
 // reportCommand is one serving command printed in a reference report.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perflab/perflab/internal/shareddata"
+
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -49,20 +51,8 @@ func e2eRoot(t *testing.T) string {
 	if perflabBin == "" {
 		t.Skip("set PERFLAB_LAB_E2E=1 to run the end-to-end lab tests")
 	}
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		dir = filepath.Dir(dir)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "..", "shared", "data", "tokenizers", "qwen3")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	return dir
+	shareddata.Path(t, "data", "tokenizers", "qwen3")
+	return shareddata.RepoRoot(t)
 }
 
 // reducedSpec is a small lab for the sim runtime: two engines, one knob,

@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/perflab/perflab/internal/shareddata"
 
 	"github.com/perflab/perflab/internal/store"
 )
@@ -17,34 +17,15 @@ import (
 // repoRoot walks up to the directory holding go.mod.
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
+	return shareddata.RepoRoot(t)
 }
 
 // chdirRoot runs the test from the repository root, where the examples'
 // relative paths (../shared/...) resolve.
 func chdirRoot(t testing.TB) {
 	t.Helper()
-	root := repoRoot(t)
-	if _, err := os.Stat(filepath.Join(root, "..", "shared", "data")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared test data missing: %v", err)
-		}
-		t.Skipf("shared test data missing: %v", err)
-	}
-	t.Chdir(root)
+	shareddata.Path(t, "data")
+	t.Chdir(repoRoot(t))
 }
 
 const smallSpec = `

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/perflab/perflab/internal/shareddata"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -49,32 +51,12 @@ func golden(t *testing.T, name string, got []byte) {
 // repoRoot walks up from the package directory to the directory holding go.mod.
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
+	return shareddata.RepoRoot(t)
 }
 
 // sharedPath returns ../shared/rel from the repo root, skipping (or failing
 // under CI=true) when it is missing.
 func sharedPath(t testing.TB, rel string) string {
 	t.Helper()
-	p := filepath.Join(repoRoot(t), "..", "shared", rel)
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared test data missing: %v", err)
-		}
-		t.Skipf("shared test data missing: %v", err)
-	}
-	return p
+	return shareddata.Path(t, rel)
 }

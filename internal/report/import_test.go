@@ -2,34 +2,17 @@ package report
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/shareddata"
 )
 
 // sharedDir finds ../shared beside the repository root.
 func sharedDir(t *testing.T) string {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(shared); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("../shared missing under CI: %v", err)
-		}
-		t.Skip("../shared not present")
-	}
-	return shared
+	return shareddata.Dir(t)
 }
 
 func TestImportReferenceReports(t *testing.T) {

@@ -16,7 +16,10 @@ import (
 // engine produced: every request completes with its output length, and the
 // measured TTFT/E2E match the engine's own timings scaled to wall time.
 func TestBenchClient(t *testing.T) {
-	const scale = 20.0
+	// A modest speed-up: at 20× a decode step is under half a millisecond of
+	// wall time, and a loaded 2-core CI machine's scheduling jitter, not the
+	// server, would decide the figure.
+	const scale = 2.0
 	p := sim.Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen/Qwen3-14B", GPU: "H100"}
 	eng, err := sim.New(p, nil)
 	if err != nil {

@@ -2,32 +2,16 @@ package serve
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/perflab/perflab/internal/shareddata"
 
 	"github.com/perflab/perflab/internal/tokenizer"
 )
 
 func qwenTokenizer(t *testing.T) *tokenizer.Tokenizer {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("no go.mod")
-		}
-		dir = filepath.Dir(dir)
-	}
-	path := filepath.Join(dir, "..", "shared", "data", "tokenizers", "qwen3")
-	if _, err := os.Stat(filepath.Join(path, "tokenizer.json")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared tokenizer missing: %v", err)
-		}
-		t.Skipf("shared tokenizer missing: %v", err)
-	}
+	path := shareddata.Path(t, "data", "tokenizers", "qwen3")
 	tok, err := tokenizer.Load(path)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perflab/perflab/internal/shareddata"
+
 	"github.com/perflab/perflab/internal/sim"
 )
 
@@ -286,25 +288,8 @@ type refCommand struct {
 
 // sharedDir finds ../shared relative to the module root.
 func sharedDir(t testing.TB) string {
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(filepath.Join(shared, "reference")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared test data missing: %v", err)
-		}
-		t.Skipf("shared test data missing: %v", err)
-	}
-	return shared
+	t.Helper()
+	return shareddata.Dir(t)
 }
 
 var (
