@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"math"
+
+	"github.com/perflab/perflab/internal/mt19937"
 )
 
 // RampUp names vLLM's --ramp-up-strategy values.
@@ -155,49 +157,20 @@ func ScheduleWith(o ScheduleOptions) ([]float64, error) {
 // with init_genrand (what np.random.seed(int) does), 53-bit doubles, and
 // the legacy gamma, exponential and polar-Gaussian samplers.
 type numpyRand struct {
-	mt       [624]uint32
-	pos      int
+	mt       mt19937.MT
 	hasGauss bool
 	gauss    float64
 }
 
 func newNumpyRand(seed uint32) *numpyRand {
 	r := &numpyRand{}
-	r.mt[0] = seed
-	for i := 1; i < 624; i++ {
-		r.mt[i] = 1812433253*(r.mt[i-1]^(r.mt[i-1]>>30)) + uint32(i)
-	}
-	r.pos = 624
+	r.mt.InitGenrand(seed)
 	return r
 }
 
-func (r *numpyRand) next32() uint32 {
-	if r.pos >= 624 {
-		const upper, lower = 0x80000000, 0x7fffffff
-		for i := range 624 {
-			y := (r.mt[i] & upper) | (r.mt[(i+1)%624] & lower)
-			v := r.mt[(i+397)%624] ^ (y >> 1)
-			if y&1 != 0 {
-				v ^= 0x9908b0df
-			}
-			r.mt[i] = v
-		}
-		r.pos = 0
-	}
-	y := r.mt[r.pos]
-	r.pos++
-	y ^= y >> 11
-	y ^= (y << 7) & 0x9d2c5680
-	y ^= (y << 15) & 0xefc60000
-	y ^= y >> 18
-	return y
-}
+func (r *numpyRand) next32() uint32 { return r.mt.Uint32() }
 
-func (r *numpyRand) double() float64 {
-	a := r.next32() >> 5
-	b := r.next32() >> 6
-	return (float64(a)*67108864.0 + float64(b)) / 9007199254740992.0
-}
+func (r *numpyRand) double() float64 { return r.mt.Float53() }
 
 func (r *numpyRand) exponential() float64 { return -math.Log(1.0 - r.double()) }
 

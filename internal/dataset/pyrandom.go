@@ -1,6 +1,10 @@
 package dataset
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/perflab/perflab/internal/mt19937"
+)
 
 // pyRandom reproduces CPython's random.Random (MT19937) closely enough that a
 // seeded sequence of shuffle/choice/choices/random calls yields the same
@@ -8,17 +12,8 @@ import "math/bits"
 // random module, so matching it bit for bit is what makes "same seed, same
 // conversations" hold.
 type pyRandom struct {
-	mt  [624]uint32
-	mti int
+	mt mt19937.MT
 }
-
-const (
-	mtN         = 624
-	mtM         = 397
-	mtMatrixA   = 0x9908b0df
-	mtUpperMask = 0x80000000
-	mtLowerMask = 0x7fffffff
-)
 
 // newPyRandom is random.seed(seed) for an int seed: CPython takes abs(seed),
 // splits it into little-endian 32-bit words and runs init_by_array.
@@ -32,76 +27,15 @@ func newPyRandom(seed int64) *pyRandom {
 		key = append(key, hi)
 	}
 	r := &pyRandom{}
-	r.initByArray(key)
+	r.mt.InitByArray(key)
 	return r
 }
 
-func (r *pyRandom) initGenrand(s uint32) {
-	r.mt[0] = s
-	for i := 1; i < mtN; i++ {
-		r.mt[i] = 1812433253*(r.mt[i-1]^(r.mt[i-1]>>30)) + uint32(i)
-	}
-	r.mti = mtN
-}
-
-func (r *pyRandom) initByArray(key []uint32) {
-	r.initGenrand(19650218)
-	i, j := 1, 0
-	k := max(mtN, len(key))
-	for ; k > 0; k-- {
-		r.mt[i] = (r.mt[i] ^ ((r.mt[i-1] ^ (r.mt[i-1] >> 30)) * 1664525)) + key[j] + uint32(j)
-		i++
-		j++
-		if i >= mtN {
-			r.mt[0] = r.mt[mtN-1]
-			i = 1
-		}
-		if j >= len(key) {
-			j = 0
-		}
-	}
-	for k = mtN - 1; k > 0; k-- {
-		r.mt[i] = (r.mt[i] ^ ((r.mt[i-1] ^ (r.mt[i-1] >> 30)) * 1566083941)) - uint32(i)
-		i++
-		if i >= mtN {
-			r.mt[0] = r.mt[mtN-1]
-			i = 1
-		}
-	}
-	r.mt[0] = 0x80000000
-}
-
 // uint32 is genrand_uint32.
-func (r *pyRandom) uint32() uint32 {
-	if r.mti >= mtN {
-		var kk int
-		for kk = 0; kk < mtN-mtM; kk++ {
-			y := (r.mt[kk] & mtUpperMask) | (r.mt[kk+1] & mtLowerMask)
-			r.mt[kk] = r.mt[kk+mtM] ^ (y >> 1) ^ (mtMatrixA * (y & 1))
-		}
-		for ; kk < mtN-1; kk++ {
-			y := (r.mt[kk] & mtUpperMask) | (r.mt[kk+1] & mtLowerMask)
-			r.mt[kk] = r.mt[kk+(mtM-mtN)] ^ (y >> 1) ^ (mtMatrixA * (y & 1))
-		}
-		y := (r.mt[mtN-1] & mtUpperMask) | (r.mt[0] & mtLowerMask)
-		r.mt[mtN-1] = r.mt[mtM-1] ^ (y >> 1) ^ (mtMatrixA * (y & 1))
-		r.mti = 0
-	}
-	y := r.mt[r.mti]
-	r.mti++
-	y ^= y >> 11
-	y ^= (y << 7) & 0x9d2c5680
-	y ^= (y << 15) & 0xefc60000
-	y ^= y >> 18
-	return y
-}
+func (r *pyRandom) uint32() uint32 { return r.mt.Uint32() }
 
 // random is random.random(): 53 bits from two draws.
-func (r *pyRandom) random() float64 {
-	a := r.uint32() >> 5
-	b := r.uint32() >> 6
-	return (float64(a)*67108864.0 + float64(b)) * (1.0 / 9007199254740992.0)
-}
+func (r *pyRandom) random() float64 { return r.mt.Float53() }
 
 // getrandbits is random.getrandbits(k) for 0 <= k <= 32 (all the samplers
 // need: every population here is far below 2**32).
