@@ -58,7 +58,9 @@ type seq struct {
 	blocks      int // KV blocks held (state blocks included)
 	reserved    int // blocks reserved up front (TRT-LLM no-evict)
 	specCarry   float64
-	cached      int // full-block tokens still in the prefix cache after a preemption
+	cached      int // full-block tokens left in the prefix cache by a preemption
+	freeBefore  int // free blocks ahead of them in the LRU free queue
+	allocMark   int64 // e.allocated when they were freed
 	prefillDone bool
 	done        bool
 	user        int // index for Predict
@@ -85,6 +87,7 @@ type Engine struct {
 	blockSize   int
 	totalBlocks int
 	freeBlocks  int
+	allocated   int64 // blocks ever taken from the free pool (LRU eviction clock)
 	stateBlocks int // per-sequence fixed state (hybrid models), in blocks
 	maxSeqs     int
 	budget      int
@@ -93,7 +96,8 @@ type Engine struct {
 	// per-step roofline constants (per replica, per GPU)
 	weightBytes   float64 // weights read per step
 	expertBytes   float64 // one expert's bytes (MoE)
-	flopsPerTok   float64 // 2 * active params / TP
+	flopsPerTok   float64 // 2 * active params / TP, LM head excluded
+	headFlops     float64 // 2 * LM head params / TP, per sequence with logits
 	kvBytesTok    float64 // per GPU
 	stateBytesSeq float64
 	attnFlopsCoef float64 // 4 * fullLayers * heads*headDim / TP
@@ -111,6 +115,8 @@ type Engine struct {
 	waiting  []*seq
 	running  []*seq
 	inflight *step
+	itemBuf  []work // reused by the next step once the one in flight ends
+	stepBuf  step
 	seen     map[int]int // prefix group -> cached tokens
 	newRatio float64     // SGLang new_token_ratio
 
@@ -287,7 +293,11 @@ func (e *Engine) setupRoofline() {
 	a, p := e.arch, e.p
 	_, active, _ := a.paramCounts()
 	tp := float64(p.TP)
-	e.flopsPerTok = 2 * active / tp
+	head := float64(a.VocabSize) * float64(a.HiddenSize)
+	// Logits are computed only for the last position of each sequence in
+	// the step (the sampled one), not for every prompt token.
+	e.headFlops = 2 * head / tp
+	e.flopsPerTok = 2*active/tp - e.headFlops
 	e.peak = e.hw.BF16TFLOPS * 1e12
 	e.gemmEff = e.c.GEMMEff
 	if a.FP8Weights {
@@ -351,7 +361,7 @@ func (e *Engine) blocksFor(n int) int { return (n + e.blockSize - 1) / e.blockSi
 
 // stepTime is the roofline time of one step (per replica).
 func (e *Engine) stepTime(items []work) float64 {
-	var tokens, decodeSeqs, seqs, prefills float64
+	var tokens, decodeSeqs, seqs, prefills, logits float64
 	var ctxSum, attnWork float64
 	spec := e.p.SpecMethod != "" && e.p.SpecTokens > 0
 	for _, w := range items {
@@ -360,9 +370,13 @@ func (e *Engine) stepTime(items []work) float64 {
 		tokens += n
 		if w.decode {
 			decodeSeqs++
+			logits += n
 			ctxSum += float64(w.s.computed) + n
 		} else {
 			prefills++
+			if w.s.computed+w.n >= w.s.target {
+				logits++
+			}
 			c0 := float64(w.s.computed)
 			attnWork += n * (c0 + n/2)
 		}
@@ -374,7 +388,7 @@ func (e *Engine) stepTime(items []work) float64 {
 	if spec {
 		gemmTok += decodeSeqs * e.specCostTok
 	}
-	flops := e.flopsPerTok * gemmTok
+	flops := e.flopsPerTok*gemmTok + e.headFlops*logits
 	wb := e.weightBytes
 	if e.expertBytes > 0 {
 		en := float64(e.arch.NumExperts)
@@ -524,12 +538,13 @@ func (e *Engine) advance(to float64) {
 		}
 		e.finish(e.inflight)
 		e.now = e.inflight.end
+		e.itemBuf = e.inflight.items[:0]
 		e.inflight = nil
 	}
 }
 
 func (e *Engine) schedule(start float64) *step {
-	var items []work
+	items := e.itemBuf[:0]
 	switch e.p.Engine {
 	case EngineSGLang:
 		items = e.scheduleSGLang(start)
@@ -544,7 +559,8 @@ func (e *Engine) schedule(start float64) *step {
 		return nil
 	}
 	d := e.stepTime(items)
-	return &step{start: start, end: start + d, items: items}
+	e.stepBuf = step{start: start, end: start + d, items: items}
+	return &e.stepBuf
 }
 
 // prefixHit applies the prefix cache to a sequence about to start prefill.
@@ -552,9 +568,16 @@ func (e *Engine) prefixHit(s *seq) {
 	if s.cached > 0 && s.computed == 0 {
 		// A preempted request finds its own freed blocks still cached
 		// (vLLM keeps freed blocks' hashes until they are evicted; SGLang
-		// inserts retracted requests into the radix tree).
-		s.computed = min(s.cached, s.target-1)
+		// inserts retracted requests into the radix tree). The free queue
+		// is LRU: allocations since the preemption first used the blocks
+		// that were free before it, then evicted this request's blocks,
+		// last block first.
+		cb := s.cached / e.blockSize
+		evicted := int(min(max(e.allocated-s.allocMark-int64(s.freeBefore), 0), int64(cb)))
+		s.computed = min((cb-evicted)*e.blockSize, s.target-1)
 		s.computed -= s.computed % e.blockSize
+		// s.cached stays until the request is admitted: a request that
+		// cannot be scheduled now finds the same blocks next step.
 		return
 	}
 	if !*e.p.PrefixCaching || s.group == 0 || s.computed > 0 || s.generated > 0 {
@@ -586,7 +609,9 @@ func (e *Engine) grow(s *seq, tokens int) bool {
 		return false
 	}
 	e.freeBlocks -= need
+	e.allocated += int64(need)
 	s.blocks += need
+	s.cached = 0
 	return true
 }
 
@@ -600,6 +625,7 @@ func (e *Engine) release(s *seq) {
 }
 
 func (e *Engine) preempt(s *seq) {
+	s.freeBefore, s.allocMark = e.freeBlocks, e.allocated
 	e.release(s)
 	e.stats.Preemptions++
 	s.cached = 0
@@ -645,7 +671,7 @@ func (e *Engine) decodeTokens() int {
 func (e *Engine) scheduleVLLM(start float64) []work {
 	budget := e.budget
 	chunked := *e.p.ChunkedPrefill
-	var items []work
+	items := e.itemBuf[:0]
 	preempted := false
 	for i := 0; i < len(e.running) && budget > 0; i++ {
 		s := e.running[i]
@@ -714,7 +740,7 @@ func (e *Engine) scheduleVLLM(start float64) []work {
 // prompt plus new_token_ratio of the outputs still to come) and decode
 // batches of every running request; on a full pool it retracts requests.
 func (e *Engine) scheduleSGLang(start float64) []work {
-	var items []work
+	items := e.itemBuf[:0]
 	budget := e.budget
 	if !*e.p.ChunkedPrefill {
 		budget = math.MaxInt32
@@ -802,7 +828,7 @@ func (e *Engine) scheduleSGLang(start float64) []work {
 func (e *Engine) scheduleTRT(start float64) []work {
 	budget := e.budget
 	chunked := *e.p.ChunkedPrefill
-	var items []work
+	items := e.itemBuf[:0]
 	for _, s := range e.running {
 		if s.prefillDone {
 			n := e.decodeTokens()

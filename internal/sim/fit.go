@@ -181,6 +181,24 @@ func cloneMap(m map[string]float64) map[string]float64 {
 // come out right and not only the averages. A Jacobian costs one
 // prediction of the group per coefficient; a fit converges in about ten.
 func fitGroup(cases []Case, init Coef, opt FitOptions) Coef {
+	// Two starts: the given coefficients, and one where the API server is
+	// the bottleneck (costly admissions and outputs, light steps). The
+	// frontend terms have no gradient where they are not binding, so a
+	// single start below their true values never finds them.
+	alt := cloneCoef(init)
+	alt.FrontendMs, alt.OutputUs, alt.StepMs, alt.MemEff = 8, 150, 2, 0.8
+	a, la := fitGroupFrom(cases, init, opt)
+	b, lb := fitGroupFrom(cases, alt, opt)
+	if opt.Log != nil {
+		opt.Log("  starts: given %.5f, frontend-bound %.5f", la, lb)
+	}
+	if lb < la {
+		return b
+	}
+	return a
+}
+
+func fitGroupFrom(cases []Case, init Coef, opt FitOptions) (Coef, float64) {
 	params := groupParams(cases)
 	init = cloneCoef(init)
 	for _, p := range params {
@@ -323,7 +341,7 @@ func fitGroup(cases []Case, init Coef, opt FitOptions) Coef {
 	if len(out.BackendDecode) == 0 {
 		out.BackendDecode = nil
 	}
-	return out
+	return out, best
 }
 
 // groupParams lists the coefficients a group of cases can inform: FP8
