@@ -22,6 +22,10 @@ type FitOptions struct {
 	Prior float64
 	// Log receives progress lines when set.
 	Log func(format string, args ...any)
+
+	// fixedTPS holds, for orderings across groups, the predicted and
+	// measured throughput of cases outside the group being fitted.
+	fixedTPS map[string][2]float64
 }
 
 // coefParam names one fitted scalar of a Coef.
@@ -153,6 +157,49 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 		r := <-ch
 		out.Entries[r.k] = r.c
 	}
+	// Orderings across groups (engine choice: two engines, two groups)
+	// cannot enter a group's loss directly. Refit each group that holds
+	// one side of a reversed ordering, holding the other side at its
+	// current prediction, one pass.
+	byID := map[string]Case{}
+	for _, k := range keys {
+		for _, c := range groups[k] {
+			byID[c.ID] = c
+		}
+	}
+	fixed := map[string][2]float64{}
+	redo := map[string]bool{}
+	for _, o := range opt.Orderings {
+		b, ok1 := byID[o.Better]
+		w, ok2 := byID[o.Worse]
+		if !ok1 || !ok2 || b.Measured.TotalTPS <= 1.03*w.Measured.TotalTPS {
+			continue
+		}
+		kb, _ := caseKey(b)
+		kw, _ := caseKey(w)
+		if kb == kw {
+			continue
+		}
+		pb, pw := PredictCase(b, out), PredictCase(w, out)
+		if pb.Err == nil && pw.Err == nil && pb.TotalTPS > pw.TotalTPS {
+			continue
+		}
+		fixed[b.ID] = [2]float64{pb.TotalTPS, b.Measured.TotalTPS}
+		fixed[w.ID] = [2]float64{pw.TotalTPS, w.Measured.TotalTPS}
+		redo[kb], redo[kw] = true, true
+	}
+	for _, k := range keys {
+		if !redo[k] {
+			continue
+		}
+		o := opt
+		o.fixedTPS = fixed
+		c, _ := fitGroupFrom(groups[k], out.Entries[k], o)
+		if opt.Log != nil {
+			opt.Log("refitted %s for orderings across groups: %+v", k, c)
+		}
+		out.Entries[k] = c
+	}
 	return out, nil
 }
 
@@ -226,13 +273,41 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) (Coef, float64) {
 	for i, c := range cases {
 		ids[c.ID] = i
 	}
-	var ords []Ordering
-	for _, o := range opt.Orderings {
-		bi, ok1 := ids[o.Better]
-		wi, ok2 := ids[o.Worse]
-		if ok1 && ok2 && cases[bi].Measured.TotalTPS > 1.03*cases[wi].Measured.TotalTPS {
-			ords = append(ords, o)
+	// An ordering side is a case of this group (predicted on each
+	// evaluation) or, across groups, a fixed throughput.
+	type side struct {
+		idx   int // case index, or -1
+		fixed float64
+		meas  float64
+	}
+	type ord struct{ b, w side }
+	var ords []ord
+	sideOf := func(id string) (side, bool) {
+		if i, ok := ids[id]; ok {
+			return side{idx: i, meas: cases[i].Measured.TotalTPS}, true
 		}
+		return side{}, false
+	}
+	for _, o := range opt.Orderings {
+		b, okb := sideOf(o.Better)
+		w, okw := sideOf(o.Worse)
+		if !okb && !okw {
+			continue
+		}
+		if !okb || !okw {
+			if !okb {
+				v, ok := opt.fixedTPS[o.Better]
+				if !ok {
+					continue
+				}
+				b = side{idx: -1, fixed: v[0], meas: v[1]}
+			} else if v, ok := opt.fixedTPS[o.Worse]; ok {
+				w = side{idx: -1, fixed: v[0], meas: v[1]}
+			} else {
+				continue
+			}
+		}
+		ords = append(ords, ord{b, w})
 	}
 	prior := math.Sqrt(opt.Prior)
 	resid := func(x []float64) []float64 {
@@ -259,15 +334,21 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) (Coef, float64) {
 		for i := range x {
 			r = append(r, prior*(x[i]-x0[i]))
 		}
+		val := func(sd side) float64 {
+			if sd.idx < 0 {
+				return sd.fixed
+			}
+			return tps[sd.idx]
+		}
 		for _, o := range ords {
-			b, w := tps[ids[o.Better]], tps[ids[o.Worse]]
+			b, w := val(o.b), val(o.w)
 			g := 0.0
 			if b > 0 && w > 0 {
 				g = math.Log(b / w)
 			}
 			// Ask for half the measured gap: enough to keep the order
 			// without forcing the case errors.
-			want := 0.5 * math.Log(cases[ids[o.Better]].Measured.TotalTPS/cases[ids[o.Worse]].Measured.TotalTPS)
+			want := 0.5 * math.Log(o.b.meas/o.w.meas)
 			r = append(r, 2*math.Max(0, want-g))
 		}
 		return r
