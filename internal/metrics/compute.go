@@ -154,6 +154,12 @@ func Compute(recs []Record, duration float64, opt Options) *Result {
 		}
 	}
 
+	r.Perflab.Quantiles = map[string][]float64{}
+	for _, m := range []string{MetricTTFT, MetricTPOT} {
+		if q := quantiles(values[m]); q != nil {
+			r.Perflab.Quantiles[m] = q
+		}
+	}
 	r.MaxOutputTokensPerS, r.MaxConcurrentRequests, r.Perflab.MaxConcurrentRequestsV011, r.Perflab.PeakOutputTokensPerS = peaks(recs)
 	computePerflab(r, recs, duration, e2els)
 
@@ -368,4 +374,18 @@ func rateOver(n int, span float64) float64 {
 // summarizeMax is summarize plus the maximum as percentile 100.
 func summarizeMax(xs []float64, pcts []float64) LatencyStats {
 	return summarize(xs, append(slices.Clone(pcts), 100))
+}
+
+// quantiles returns xs (seconds) at p0, p5, …, p100 in ms, or nil when empty.
+func quantiles(xs []float64) []float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(xs)
+	slices.Sort(sorted)
+	out := make([]float64, 21)
+	for i := range out {
+		out[i] = percentileSorted(sorted, float64(5*i)) * 1000
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -372,5 +373,32 @@ func TestCenter(t *testing.T) {
 	}
 	if got := center(" Serving Benchmark Result ", 50, '='); got != "============ Serving Benchmark Result ============" {
 		t.Errorf("title = %q", got)
+	}
+}
+
+// The saved distribution is numpy's linear percentiles at every 5%, in ms.
+func TestQuantiles(t *testing.T) {
+	var recs []Record
+	for i := 0; i <= 100; i++ { // TTFTs 0, 10, …, 1000 ms
+		recs = append(recs, Record{ID: fmt.Sprint(i), Success: true, OutputLen: 3, TTFT: float64(i) / 100,
+			ITL: []float64{0.01, 0.03}, Latency: float64(i)/100 + 0.04})
+	}
+	r := Compute(recs, 2, Options{})
+	q := r.Perflab.Quantiles["ttft"]
+	if len(q) != 21 {
+		t.Fatalf("ttft quantiles = %v", q)
+	}
+	for i, v := range q {
+		if want := float64(50 * i); math.Abs(v-want) > 1e-9 {
+			t.Fatalf("p%d = %v ms, want %v", 5*i, v, want)
+		}
+	}
+	if tp := r.Perflab.Quantiles["tpot"]; len(tp) != 21 || math.Abs(tp[0]-20) > 1e-9 || math.Abs(tp[20]-20) > 1e-9 {
+		t.Fatalf("tpot quantiles = %v", tp)
+	}
+	var back Result
+	b, _ := json.Marshal(r)
+	if err := json.Unmarshal(b, &back); err != nil || len(back.Perflab.Quantiles["ttft"]) != 21 {
+		t.Fatalf("round trip: %v, %v", back.Perflab, err)
 	}
 }

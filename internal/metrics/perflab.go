@@ -58,6 +58,12 @@ type Perflab struct {
 	// ErrorsByClass counts failed requests by Record.ErrorClass.
 	ErrorsByClass map[string]int `json:"errors_by_class,omitempty"`
 
+	// Quantiles holds, per metric ("ttft", "tpot"), the values in ms at
+	// p0, p5, …, p100 (21 points, numpy's linear rule): a compact latency
+	// distribution, always saved, from which reports draw CDFs without the
+	// per-request arrays.
+	Quantiles map[string][]float64 `json:"quantiles_ms,omitempty"`
+
 	// Per-request arrays, saved only with Detailed (like vLLM's arrays).
 	ScheduledTimes  []float64 `json:"scheduled_times,omitempty"`
 	SentTimes       []float64 `json:"sent_times,omitempty"`

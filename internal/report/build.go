@@ -278,6 +278,12 @@ func candidateOf(t store.Trial, defaultGPUs int) (*Candidate, error) {
 	}
 	c.TTFTs = scale(v.TTFTs, 1000)
 	c.TPOTs = tpots(v)
+	if len(c.TTFTs) == 0 {
+		c.TTFTs = v.Perflab.Quantiles["ttft"]
+	}
+	if len(c.TPOTs) == 0 {
+		c.TPOTs = v.Perflab.Quantiles["tpot"]
+	}
 	return c, nil
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -21,6 +20,7 @@ const (
 	chartStageGains          = "Throughput stage by stage"
 	chartPareto              = "Throughput per GPU vs tokens/s per user"
 	chartTPOTCDF             = "TPOT CDF (tuning workload)"
+	chartTTFTCDF             = "TTFT CDF (tuning workload)"
 )
 
 var (
@@ -45,7 +45,12 @@ func WriteCharts(r *Report, dir string) error {
 		{chartBaselineVsOptimized, "baseline-vs-optimized", baselineChart},
 		{chartStageGains, "stage-gains", stageChart},
 		{chartPareto, "pareto", paretoChart},
-		{chartTPOTCDF, "tpot-cdf", cdfChart},
+		{chartTPOTCDF, "tpot-cdf", func(r *Report) (*plot.Plot, error) {
+			return cdfChart(r, "TPOT (ms)", func(c *Candidate) []float64 { return c.TPOTs })
+		}},
+		{chartTTFTCDF, "ttft-cdf", func(r *Report) (*plot.Plot, error) {
+			return cdfChart(r, "TTFT (ms)", func(c *Candidate) []float64 { return c.TTFTs })
+		}},
 	} {
 		p, err := m.build(r)
 		if err != nil {
@@ -141,9 +146,25 @@ func stageChart(r *Report) (*plot.Plot, error) {
 	bars.Color, bars.LineStyle.Width = colOptimized, 0
 	p.Add(bars)
 	p.NominalX(names...)
+	pts := make(plotter.XYs, len(vals))
+	labels := make([]string, len(vals))
+	for i, v := range vals {
+		pts[i] = plotter.XY{X: float64(i), Y: v * 1.02}
+		labels[i] = fmt.Sprintf("%.0f", v)
+		if i > 0 {
+			labels[i] += " (" + pct(rel(vals[0], v)) + ")"
+		}
+	}
+	lab, err := plotter.NewLabels(plotter.XYLabels{XYs: pts, Labels: labels})
+	if err != nil {
+		return nil, fmt.Errorf("report: stage chart labels: %w", err)
+	}
+	for i := range lab.TextStyle {
+		lab.TextStyle[i].XAlign = -0.5
+	}
+	p.Add(lab)
 	padNominal(p, len(vals))
-	p.Y.Min = 0
-	p.Y.Tick.Marker = plot.DefaultTicks{}
+	p.Y.Min, p.Y.Max = 0, p.Y.Max*1.12
 	return p, nil
 }
 
@@ -242,43 +263,49 @@ func frontier(pts plotter.XYs) plotter.XYs {
 	return out
 }
 
-func cdfChart(r *Report) (*plot.Plot, error) {
+// cdfChart draws the baseline's and the winner's distribution of one
+// latency; samples are per-request values or evenly spaced quantiles, and
+// either reads as an empirical CDF.
+func cdfChart(r *Report, label string, samples func(*Candidate) []float64) (*plot.Plot, error) {
 	type series struct {
 		name string
 		xs   []float64
 	}
 	var ss []series
-	if r.Baseline != nil && len(r.Baseline.TPOTs) > 0 {
-		ss = append(ss, series{"baseline", r.Baseline.TPOTs})
+	if r.Baseline != nil && len(samples(r.Baseline)) > 0 {
+		ss = append(ss, series{"baseline", samples(r.Baseline)})
 	}
-	if r.Recommended != nil && len(r.Recommended.TPOTs) > 0 {
-		ss = append(ss, series{"optimized", r.Recommended.TPOTs})
+	if r.Recommended != nil && len(samples(r.Recommended)) > 0 {
+		ss = append(ss, series{"optimized", samples(r.Recommended)})
 	}
 	if len(ss) == 0 {
 		return nil, nil
 	}
 	p := plot.New()
-	p.X.Label.Text = "TPOT (ms)"
+	p.X.Label.Text = label
 	p.Y.Label.Text = "share of requests"
-	for i, s := range ss {
+	for _, s := range ss {
 		xs := append([]float64(nil), s.xs...)
 		sort.Float64s(xs)
 		pts := make(plotter.XYs, len(xs))
 		for j, x := range xs {
-			pts[j] = plotter.XY{X: x, Y: float64(j+1) / float64(len(xs))}
+			pts[j] = plotter.XY{X: x, Y: float64(j) / float64(max(len(xs)-1, 1))}
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
 			return nil, fmt.Errorf("report: cdf chart: %w", err)
 		}
-		l.Color = plotutil.Color(i)
-		if i == 1 {
+		l.Color = colBaseline
+		if s.name == "optimized" {
 			l.Color = colOptimized
 		}
 		l.Width = vg.Points(1.5)
 		p.Add(l)
 		p.Legend.Add(s.name, l)
 	}
+	// CDFs climb from bottom left to top right: the bottom right is free.
 	p.Legend.Top, p.Legend.Left = false, false
+	padRange(&p.X, 0.05)
+	p.Y.Min, p.Y.Max = 0, 1.02
 	return p, nil
 }

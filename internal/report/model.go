@@ -74,7 +74,8 @@ type Candidate struct {
 	Block string `json:"block,omitempty"`
 	// EngineMetrics is the server's /metrics at the end of the run.
 	EngineMetrics map[string]float64 `json:"engine_metrics,omitempty"`
-	// CDF inputs, when the run kept per-request samples.
+	// CDF inputs: per-request samples when the run kept them, else the
+	// saved p0…p100 quantiles (ms).
 	TTFTs []float64 `json:"-"`
 	TPOTs []float64 `json:"-"`
 }
@@ -176,6 +177,9 @@ type resultView struct {
 	TTFTs                []float64   `json:"ttfts"`
 	OutputLens           []int       `json:"output_lens"`
 	ITLs                 [][]float64 `json:"itls"`
+	Perflab              struct {
+		Quantiles map[string][]float64 `json:"quantiles_ms"`
+	} `json:"perflab"`
 }
 
 func decodeMetrics(raw json.RawMessage, gpus int) (Metrics, resultView, error) {
