@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -113,31 +114,58 @@ func Key(gpu, engine, version string) string { return gpu + "/" + engine + "/" +
 // exact version to the engine on that GPU, the engine anywhere, then "*".
 func (c *Coefficients) Lookup(gpu, engine, version string) (Coef, string) {
 	if c != nil {
-		for _, k := range []string{Key(gpu, engine, version), gpu + "/" + engine, engine, "*"} {
+		for _, k := range []string{Key(gpu, engine, version), gpu + "/" + engine, engine} {
 			if e, ok := c.Entries[k]; ok {
 				return e, k
 			}
 		}
-		// Same engine, nearest other version on this GPU.
-		var keys []string
-		for k := range c.Entries {
-			if strings.HasPrefix(k, gpu+"/"+engine+"/") {
-				keys = append(keys, k)
-			}
-		}
-		if len(keys) == 0 {
+		// Same engine, nearest version on this GPU (the newest one not
+		// above the asked version, else the oldest above it), then on any
+		// GPU; only then the generic prior.
+		for _, anyGPU := range []bool{false, true} {
+			var keys []string
 			for k := range c.Entries {
-				if strings.Contains(k, "/"+engine+"/") {
+				parts := strings.SplitN(k, "/", 3)
+				if len(parts) == 3 && parts[1] == engine && (anyGPU || parts[0] == gpu) {
 					keys = append(keys, k)
 				}
 			}
+			if len(keys) == 0 {
+				continue
+			}
+			ver := func(k string) string { return strings.SplitN(k, "/", 3)[2] }
+			sort.Slice(keys, func(i, j int) bool { return versionLess(ver(keys[i]), ver(keys[j])) })
+			best := keys[0]
+			for _, k := range keys {
+				if version == "" || !versionLess(version, ver(k)) {
+					best = k
+				}
+			}
+			return c.Entries[best], best
 		}
-		if len(keys) > 0 {
-			sort.Strings(keys)
-			return c.Entries[keys[len(keys)-1]], keys[len(keys)-1]
+		if e, ok := c.Entries["*"]; ok {
+			return e, "*"
 		}
 	}
 	return defaultCoef, "prior"
+}
+
+// versionLess orders dotted versions numerically ("0.9" < "0.11.0");
+// non-numeric parts compare as strings.
+func versionLess(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		if pa[i] == pb[i] {
+			continue
+		}
+		na, ea := strconv.Atoi(pa[i])
+		nb, eb := strconv.Atoi(pb[i])
+		if ea == nil && eb == nil {
+			return na < nb
+		}
+		return pa[i] < pb[i]
+	}
+	return len(pa) < len(pb)
 }
 
 // JSON encodes the coefficients, indented, keys sorted.

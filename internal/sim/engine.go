@@ -58,7 +58,8 @@ type seq struct {
 	blocks      int // KV blocks held (state blocks included)
 	reserved    int // blocks reserved up front (TRT-LLM no-evict)
 	specCarry   float64
-	cached      int // full-block tokens left in the prefix cache by a preemption
+	feOutAt     float64 // when the API server sends this request's last queued output
+	cached      int     // full-block tokens left in the prefix cache by a preemption
 	freeBefore  int // free blocks ahead of them in the LRU free queue
 	allocMark   int64 // e.allocated when they were freed
 	prefillDone bool
@@ -419,13 +420,21 @@ func (e *Engine) queueEvent(s *seq, t float64, tokens int, done bool, err error)
 	e.pending = append(e.pending, Event{ReqID: s.id, Time: t, Tokens: tokens, Done: done, Err: err})
 }
 
-// frontendOut is when the client sees an output the engine produced at t:
-// the API server handles outputs and admissions one at a time, in order.
-func (e *Engine) frontendOut(t float64) float64 {
+// frontendOut is when the client sees an output the engine produced at t
+// for s: the API server handles outputs and admissions one at a time, in
+// order; an output that finds the same request's previous one still queued
+// is merged into it (one chunk, no extra cost), as vLLM's output collector
+// and SGLang's detokenizer coalesce a lagging stream.
+func (e *Engine) frontendOut(s *seq, t float64) float64 {
 	if e.c.OutputUs <= 0 {
 		return t
 	}
-	e.feFree = math.Max(e.feFree, t) + e.c.OutputUs/1e6
+	cost := e.c.OutputUs / 1e6
+	if t < s.feOutAt-cost {
+		return s.feOutAt
+	}
+	e.feFree = math.Max(e.feFree, t) + cost
+	s.feOutAt = e.feFree
 	return e.feFree
 }
 
@@ -918,7 +927,7 @@ func (e *Engine) finish(st *step) {
 			anyDone = true
 			e.release(s)
 		}
-		e.emit(s, e.frontendOut(t), tok, s.done, nil)
+		e.emit(s, e.frontendOut(s, t), tok, s.done, nil)
 	}
 	if anyDone {
 		k := 0

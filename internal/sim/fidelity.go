@@ -168,9 +168,16 @@ func (f *Fidelity) RequiredOrderings() (reproduced, required int) {
 	return
 }
 
-// LeaveOneModelOut refits without each model's cases (starting from start)
-// and scores the held-out model's cases.
+// LeaveOneModelOut refits without each model's cases and scores the
+// held-out model's cases. The fit starts from start's entries except those
+// of any GPU/engine/version the held-out model was measured on (they were
+// fitted with it): those start from the "*" prior. A GPU/engine/version
+// measured only on the held-out model borrows the coefficients of the same
+// engine's nearest fitted version, as an unmeasured deployment would.
 func LeaveOneModelOut(ref *Reference, start *Coefficients, opt FitOptions) map[string][3]float64 {
+	if start == nil {
+		start = DefaultCoefficients()
+	}
 	models := map[string]bool{}
 	for _, c := range ref.Cases {
 		models[modelOf(c)] = true
@@ -183,16 +190,47 @@ func LeaveOneModelOut(ref *Reference, start *Coefficients, opt FitOptions) map[s
 	sort.Strings(names)
 	for _, m := range names {
 		var train, test []Case
+		held := map[string]bool{}
 		for _, c := range ref.Cases {
 			if modelOf(c) == m {
 				test = append(test, c)
+				if k, err := caseKey(c); err == nil {
+					held[k] = true
+				}
 			} else {
 				train = append(train, c)
 			}
 		}
-		coef, err := Fit(train, start, opt)
+		st := &Coefficients{Entries: map[string]Coef{}}
+		for k, v := range start.Entries {
+			if !held[k] {
+				st.Entries[k] = cloneCoef(v)
+			}
+		}
+		if _, ok := st.Entries["*"]; !ok {
+			st.Entries["*"] = defaultCoef
+		}
+		coef, err := Fit(train, st, opt)
 		if err != nil {
 			continue
+		}
+		trained := map[string]bool{}
+		for _, c := range train {
+			if k, err := caseKey(c); err == nil {
+				trained[k] = true
+			}
+		}
+		for k := range held {
+			if trained[k] {
+				continue
+			}
+			delete(coef.Entries, k)
+			parts := strings.SplitN(k, "/", 3)
+			if len(parts) == 3 {
+				if c, from := coef.Lookup(parts[0], parts[1], parts[2]); from != "prior" {
+					coef.Entries[k] = c
+				}
+			}
 		}
 		var rs []CaseResult
 		for _, c := range test {
@@ -200,6 +238,9 @@ func LeaveOneModelOut(ref *Reference, start *Coefficients, opt FitOptions) map[s
 		}
 		a, b, c, _, _ := mapes(rs)
 		out[m] = [3]float64{a, b, c}
+		if opt.Log != nil {
+			opt.Log("held out %s: TPS %.1f%% TTFT %.1f%% TPOT %.1f%%", m, a*100, b*100, c*100)
+		}
 	}
 	return out
 }

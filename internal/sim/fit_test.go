@@ -22,7 +22,10 @@ func TestFitReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	c, err := Fit(ref.Cases, DefaultCoefficients(), FitOptions{Rounds: fitRounds(), Orderings: ref.Orderings, Log: t.Logf})
+	// From the generic prior, not from the embedded file, so the file is
+	// reproducible by this command.
+	prior := &Coefficients{Entries: map[string]Coef{"*": defaultCoef}}
+	c, err := Fit(ref.Cases, prior, FitOptions{Rounds: fitRounds(), Orderings: ref.Orderings, Log: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,4 +42,25 @@ func fitRounds() int {
 		return n
 	}
 	return 0
+}
+
+var lomo = flag.Bool("lomo", false, "run leave-one-model-out (one full fit per model, about a minute on one core)")
+
+// TestLeaveOneModelOut fits without each model and prints its errors. Run
+// with -lomo.
+func TestLeaveOneModelOut(t *testing.T) {
+	if !*lomo {
+		t.Skip("run with -lomo")
+	}
+	ShareGPTLengthsPath = filepath.Join(sharedDir(t), "data", "sharegpt", "sharegpt_v3_sample_1000.json")
+	ref, err := ReferenceCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	res := LeaveOneModelOut(ref, &Coefficients{Entries: map[string]Coef{"*": defaultCoef}}, FitOptions{Orderings: ref.Orderings, Log: t.Logf})
+	t.Logf("leave-one-model-out took %v", time.Since(t0))
+	if len(res) != 3 {
+		t.Errorf("held out %d models, want 3", len(res))
+	}
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 
 	"github.com/perflab/perflab/internal/bench"
@@ -94,6 +95,15 @@ func (e *Engine) run(reqs []dataset.Request, load Load, lite bool) (*Prediction,
 	inflight := 0
 	next := 0
 	var waitq []int // due but waiting for a concurrency slot
+	// The client frees a concurrency slot when it sees the request end,
+	// which the API server may deliver after the engine finished it.
+	var releases []float64 // sorted
+	release := func(t float64) {
+		i := sort.SearchFloat64s(releases, t)
+		releases = append(releases, 0)
+		copy(releases[i+1:], releases[i:])
+		releases[i] = t
+	}
 	done := 0
 	e.emit = func(s *seq, t float64, tokens int, fin bool, err error) {
 		i := s.user
@@ -105,18 +115,24 @@ func (e *Engine) run(reqs []dataset.Request, load Load, lite bool) (*Prediction,
 			r.Latency = t - r.Sent
 			tr[i].finished = true
 			done++
-			inflight--
+			release(t)
 			return
 		}
 		if tokens > 0 {
 			if !tr[i].first {
 				tr[i].first = true
 				r.TTFT = t - r.Sent
+				if !lite {
+					r.ChunkTokens = append(r.ChunkTokens, tokens)
+				}
 			} else if !lite {
-				r.ITL = append(r.ITL, t-tr[i].last)
-			}
-			if !lite {
-				r.ChunkTokens = append(r.ChunkTokens, tokens)
+				if t == tr[i].last {
+					// Coalesced by the API server: one chunk.
+					r.ChunkTokens[len(r.ChunkTokens)-1] += tokens
+				} else {
+					r.ITL = append(r.ITL, t-tr[i].last)
+					r.ChunkTokens = append(r.ChunkTokens, tokens)
+				}
 			}
 			r.OutputLen += tokens
 			tr[i].last = t
@@ -126,7 +142,7 @@ func (e *Engine) run(reqs []dataset.Request, load Load, lite bool) (*Prediction,
 			r.Latency = t - r.Sent
 			tr[i].finished = true
 			done++
-			inflight--
+			release(t)
 		}
 	}
 	send := func(i int, t float64) {
@@ -145,6 +161,10 @@ func (e *Engine) run(reqs []dataset.Request, load Load, lite bool) (*Prediction,
 	now := 0.0
 	for done < n {
 		// Admit everything due by now that has a slot.
+		for len(releases) > 0 && releases[0] <= now {
+			releases = releases[1:]
+			inflight--
+		}
 		for {
 			if len(waitq) > 0 && inflight < limit {
 				i := waitq[0]
@@ -167,6 +187,9 @@ func (e *Engine) run(reqs []dataset.Request, load Load, lite bool) (*Prediction,
 		ta := math.Inf(1)
 		if next < n {
 			ta = sched[next]
+		}
+		if len(releases) > 0 && (len(waitq) > 0 || (next < n && inflight >= limit)) {
+			ta = math.Min(ta, math.Max(releases[0], now))
 		}
 		if !ok && math.IsInf(ta, 1) {
 			if done < n {

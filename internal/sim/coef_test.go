@@ -1,0 +1,35 @@
+package sim
+
+import "testing"
+
+func TestLookupFallback(t *testing.T) {
+	c := &Coefficients{Entries: map[string]Coef{
+		"*":                       {GEMMEff: 0.1},
+		"H100/vllm/0.9.2":         {GEMMEff: 0.2},
+		"H100/vllm/0.11.0":        {GEMMEff: 0.3},
+		"H200/sglang/0.5.5":       {GEMMEff: 0.4},
+		"H100/sglang/0.5.5.post1": {GEMMEff: 0.5},
+	}}
+	tests := []struct {
+		gpu, engine, version, want string
+	}{
+		{"H100", "vllm", "0.11.0", "H100/vllm/0.11.0"},
+		{"H100", "vllm", "0.10.1", "H100/vllm/0.9.2"},    // newest not above
+		{"H100", "vllm", "0.17.1", "H100/vllm/0.11.0"},   // newest below
+		{"H100", "vllm", "0.8.0", "H100/vllm/0.9.2"},     // oldest above
+		{"H100", "vllm", "", "H100/vllm/0.11.0"},         // newest
+		{"A100", "vllm", "0.11.0", "H100/vllm/0.11.0"},   // same engine, other GPU
+		{"H200", "sglang", "0.5.9", "H200/sglang/0.5.5"}, // same GPU first
+		{"H100", "trtllm", "1.2.0rc1", "*"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.gpu+"/"+tt.engine+"/"+tt.version, func(t *testing.T) {
+			if _, got := c.Lookup(tt.gpu, tt.engine, tt.version); got != tt.want {
+				t.Errorf("Lookup = %s, want %s", got, tt.want)
+			}
+		})
+	}
+	if _, got := (&Coefficients{Entries: map[string]Coef{}}).Lookup("H100", "vllm", "0.11.0"); got != "prior" {
+		t.Errorf("empty calibration: got %s, want prior", got)
+	}
+}
