@@ -60,8 +60,8 @@ type seq struct {
 	specCarry   float64
 	feOutAt     float64 // when the API server sends this request's last queued output
 	cached      int     // full-block tokens left in the prefix cache by a preemption
-	freeBefore  int // free blocks ahead of them in the LRU free queue
-	allocMark   int64 // e.allocated when they were freed
+	freeBefore  int     // free blocks ahead of them in the LRU free queue
+	allocMark   int64   // e.allocated when they were freed
 	prefillDone bool
 	done        bool
 	user        int // index for Predict
@@ -89,7 +89,7 @@ type Engine struct {
 	totalBlocks int
 	freeBlocks  int
 	allocated   int64 // blocks ever taken from the free pool (LRU eviction clock)
-	stateBlocks int // per-sequence fixed state (hybrid models), in blocks
+	stateBlocks int   // per-sequence fixed state (hybrid models), in blocks
 	maxSeqs     int
 	budget      int
 	graphMax    int

@@ -280,7 +280,7 @@ func guidellmShareGPTOutputs(n int) []float64 {
 		u = math.Min(math.Max(u, 0.5/float64(n)), 1-0.5/float64(n))
 		// Wilson-Hilferty: gamma(k) quantile through the normal one.
 		z := normInv(u)
-		c := 1/(9*k)
+		c := 1 / (9 * k)
 		x := k * math.Pow(math.Max(1-c+z*math.Sqrt(c), 0.05), 3)
 		out[i] = x / k
 	}
