@@ -33,7 +33,7 @@ func newSimFidelityCmd() *cobra.Command {
 		Short: "Compare the simulator with every result block of the reference reports",
 		Long: "Predicts each measured block of the three reference reports and lists measured, predicted\n" +
 			"and the error of Total TPS, mean TTFT and mean TPOT, then the published orderings.\n" +
-			"--lomo also refits without each model and reports its error (slow: minutes).",
+			"--lomo also refits without each model and reports its error (about 1.5 min on one core).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			coef := sim.DefaultCoefficients()
@@ -51,7 +51,7 @@ func newSimFidelityCmd() *cobra.Command {
 			}
 			f := sim.Evaluate(ref, coef)
 			if lomo {
-				f.LOMO = sim.LeaveOneModelOut(ref, coef, sim.FitOptions{Rounds: 1})
+				f.LOMO = sim.LeaveOneModelOut(ref, coef, sim.FitOptions{Orderings: ref.Orderings})
 			}
 			return f.WriteText(cmd.OutOrStdout())
 		},

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/sim"
+	"github.com/perflab/perflab/internal/sim/simargs"
+	"github.com/perflab/perflab/internal/tokenizer"
+)
+
+func init() {
+	if p := simParent(); p != nil {
+		p.AddCommand(newSimPredictCmd())
+	}
+}
+
+type simPredictFlags struct {
+	engine, version, gpu, tokenizer, coefficients, saveResult, output string
+	gpus                                                              int
+	dataset                                                           dataset.Options
+	requestRate, burstiness                                           float64
+	maxConcurrency                                                    int
+	seed                                                              int64
+}
+
+func newSimPredictCmd() *cobra.Command {
+	f := &simPredictFlags{}
+	cmd := &cobra.Command{
+		Use:   "predict --engine vllm|sglang|trtllm --gpu H100 [dataset and load flags] -- ENGINE ARGV...",
+		Short: "Predict a benchmark run on the simulator, without a server or a GPU",
+		Long: `Predict what "perflab bench" (or "vllm bench serve") would measure against the
+engine started with the argv after "--", from the simulator's step-level model,
+in a fraction of a second. The dataset and load flags are perflab bench's.
+
+  perflab sim predict --engine vllm --gpu H100 --dataset-name sharegpt \
+    --dataset-path ../shared/data/sharegpt/sharegpt_v3_sample_1000.json \
+    --tokenizer ../shared/data/tokenizers/qwen3 -- vllm serve Qwen/Qwen3-14B
+
+Prints vLLM's result block (--output json: the --save-result JSON).`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runSimPredict(cmd, f, args) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.engine, "engine", "vllm", "engine to simulate: vllm, sglang or trtllm")
+	fl.StringVar(&f.version, "engine-version", "", "engine version (default: the simulator's default for the engine)")
+	fl.StringVar(&f.gpu, "gpu", "H100", "GPU model (H100, H200, A100, L40S, B200)")
+	fl.IntVar(&f.gpus, "gpus", 0, "GPUs available (default: what the argv's parallelism needs)")
+	fl.StringVar(&f.coefficients, "coefficients", "", "coefficients JSON from perflab sim calibrate (default: the embedded calibration)")
+	fl.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer name or path for sampling the dataset (default: the argv's model)")
+	d := &f.dataset
+	fl.StringVar(&d.Name, "dataset-name", dataset.NameRandom, "dataset: sharegpt, random, custom, prefix-shared")
+	fl.StringVar(&d.Path, "dataset-path", "", "dataset file")
+	fl.IntVar(&d.NumPrompts, "num-prompts", dataset.DefaultNumPrompts, "number of prompts to process")
+	fl.IntVar(&d.RandomInputLen, "random-input-len", dataset.DefaultRandomInputLen, "random dataset: input tokens per request")
+	fl.IntVar(&d.RandomOutputLen, "random-output-len", dataset.DefaultRandomOutputLen, "random dataset: output tokens per request")
+	fl.Float64Var(&d.RandomRangeRatio, "random-range-ratio", 0, "random dataset: range ratio of the uniform length sampling")
+	fl.Float64Var(&f.requestRate, "request-rate", math.Inf(1), "requests per second (inf: all at once)")
+	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of arrivals (1: Poisson)")
+	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "maximum concurrent requests")
+	fl.Int64Var(&f.seed, "seed", 0, "random seed (dataset and arrivals)")
+	fl.StringVar(&f.saveResult, "save-result", "", "also write the result JSON (vLLM's --save-result keys) to this file")
+	fl.StringVar(&f.output, "output", "text", "stdout format: text (vLLM's block) or json")
+	return cmd
+}
+
+func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error {
+	if cmd.ArgsLenAtDash() < 0 || len(args) == 0 {
+		return errors.New("sim predict: give the engine's command after --, e.g. -- vllm serve Qwen/Qwen3-14B")
+	}
+	if cmd.ArgsLenAtDash() > 0 {
+		return fmt.Errorf("sim predict: unexpected arguments before --: %q", args[:cmd.ArgsLenAtDash()])
+	}
+	if f.output != "text" && f.output != "json" {
+		return fmt.Errorf("sim predict: --output %q: want text or json", f.output)
+	}
+	if f.maxConcurrency < 0 || (cmd.Flags().Changed("max-concurrency") && f.maxConcurrency == 0) {
+		return errors.New("sim predict: --max-concurrency must be greater than 0")
+	}
+	if f.requestRate <= 0 || math.IsNaN(f.requestRate) {
+		return fmt.Errorf("sim predict: --request-rate %g: want a positive rate or inf", f.requestRate)
+	}
+	if f.burstiness <= 0 || math.IsNaN(f.burstiness) {
+		return fmt.Errorf("sim predict: --burstiness %g: want a positive gamma shape", f.burstiness)
+	}
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	p, err := simargs.Parse(f.engine, f.version, args, env)
+	if err != nil {
+		return fmt.Errorf("sim predict: %w", err)
+	}
+	p.GPU = f.gpu
+	if f.gpus > 0 {
+		p.GPUs = f.gpus
+	}
+	var coef *sim.Coefficients
+	if f.coefficients != "" {
+		if coef, err = sim.LoadCoefficients(f.coefficients); err != nil {
+			return fmt.Errorf("sim predict: %w", err)
+		}
+	}
+	tokID := f.tokenizer
+	if tokID == "" {
+		tokID = p.Model
+	}
+	tok, err := tokenizer.Resolve(cmd.Context(), tokID, tokenizer.ResolveOptions{Logf: func(format string, a ...any) {
+		fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", a...)
+	}})
+	if err != nil {
+		return fmt.Errorf("sim predict: tokenizer: %w", err)
+	}
+	f.dataset.Seed = f.seed
+	reqs, err := dataset.Sample(f.dataset, tok)
+	if err != nil {
+		return fmt.Errorf("sim predict: %w", err)
+	}
+	pr, err := sim.PredictWith(p, coef, reqs, sim.Load{RequestRate: f.requestRate, Burstiness: f.burstiness,
+		MaxConcurrency: f.maxConcurrency, Seed: f.seed})
+	if err != nil {
+		return fmt.Errorf("sim predict: %w", err)
+	}
+	res := pr.Result
+	res.Backend, res.EndpointType = "openai-chat", "openai-chat"
+	if p.Engine != "vllm" {
+		res.Backend, res.EndpointType = p.Engine, p.Engine
+	}
+	res.ModelID = p.Model
+	res.TokenizerID = tokID
+	res.NumPrompts = f.dataset.NumPrompts
+	res.Date = time.Now().Format("20060102-150405")
+	res.Metadata = map[string]string{"simulated": "true", "engine": p.Engine, "engine_version": pr.Params.Version,
+		"gpu": pr.Params.GPU, "kv_capacity_tokens": fmt.Sprint(pr.KVCapacityTokens)}
+	out := cmd.OutOrStdout()
+	if f.output == "json" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return fmt.Errorf("sim predict: encode result: %w", err)
+		}
+		fmt.Fprintf(out, "%s\n", b)
+	} else if err := res.WriteText(out); err != nil {
+		return err
+	}
+	if f.saveResult != "" {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return fmt.Errorf("sim predict: encode result: %w", err)
+		}
+		if err := os.WriteFile(f.saveResult, b, 0o644); err != nil {
+			return fmt.Errorf("sim predict: save result: %w", err)
+		}
+	}
+	return nil
+}
+
+// tokenizer.Tokenizer satisfies the dataset sampler's interface.
+var _ dataset.Tokenizer = (*tokenizer.Tokenizer)(nil)
