@@ -946,6 +946,34 @@ func (e *Engine) finish(st *step) {
 	e.stats.Waiting = len(e.waiting)
 }
 
+// Cancel drops a request whose client went away, as the engines abort a
+// request on disconnect: a waiting one leaves the queue, a running one frees
+// its KV blocks and its batch slot. A step already in flight still takes the
+// time it was scheduled for. It reports whether the request was found.
+func (e *Engine) Cancel(id string) bool {
+	for i, s := range e.waiting {
+		if s.id == id {
+			copy(e.waiting[i:], e.waiting[i+1:])
+			e.waiting[len(e.waiting)-1] = nil
+			e.waiting = e.waiting[:len(e.waiting)-1]
+			s.done = true
+			e.release(s)
+			e.stats.Waiting = len(e.waiting)
+			return true
+		}
+	}
+	for i, s := range e.running {
+		if s.id == id && !s.done {
+			s.done = true
+			e.release(s)
+			e.removeRunning(i)
+			e.stats.Running = len(e.running)
+			return true
+		}
+	}
+	return false
+}
+
 // Stats reports the engine's current state.
 func (e *Engine) Stats() Stats {
 	s := e.stats

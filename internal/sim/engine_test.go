@@ -176,3 +176,42 @@ func TestSchedulerMechanisms(t *testing.T) {
 		t.Error("NaN duration")
 	}
 }
+
+// A canceled request frees its slot and its KV blocks and never reports
+// again; the others finish as before.
+func TestCancel(t *testing.T) {
+	e, err := New(Params{Engine: EngineVLLM, Version: "0.11.0", Model: "Qwen/Qwen3-14B", GPU: "H100", MaxNumSeqs: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Submit(Req{ID: "a", PromptLen: 100, OutputLen: 1000})
+	e.Submit(Req{ID: "b", PromptLen: 100, OutputLen: 10})
+	e.Advance(0.5) // "a" is running, "b" waits behind max-num-seqs 1
+	if st := e.Stats(); st.Running != 1 || st.Waiting != 1 || st.KVUsage == 0 {
+		t.Fatalf("before cancel: %+v", st)
+	}
+	if !e.Cancel("a") || e.Cancel("a") || e.Cancel("nope") {
+		t.Fatal("Cancel reported the wrong requests as found")
+	}
+	done := map[string]bool{}
+	for {
+		next, ok := e.NextEventTime()
+		if !ok {
+			break
+		}
+		for _, ev := range e.Advance(next + 1) {
+			if ev.ReqID == "a" && ev.Time > 0.5 {
+				t.Fatalf("canceled request reported again: %+v", ev)
+			}
+			if ev.Done {
+				done[ev.ReqID] = true
+			}
+		}
+	}
+	if !done["b"] || done["a"] {
+		t.Fatalf("done = %v, want only b", done)
+	}
+	if st := e.Stats(); st.KVUsage != 0 || st.Running != 0 {
+		t.Fatalf("after: %+v", st)
+	}
+}

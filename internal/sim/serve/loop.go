@@ -26,6 +26,8 @@ type Canceler interface {
 	Cancel(id string) bool
 }
 
+var _ Canceler = (*sim.Engine)(nil)
+
 // tokenEvent is one model event as a stream handler sees it.
 type tokenEvent struct {
 	tokens   int

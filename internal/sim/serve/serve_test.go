@@ -453,3 +453,51 @@ func TestRealModel(t *testing.T) {
 		t.Errorf("request over the %d-token context: status %d, want 400", ctxLen, resp.StatusCode)
 	}
 }
+
+// The same with the real simulated engine: a disconnect frees the running
+// slot, as /metrics shows.
+func TestCancelFreesSlotRealEngine(t *testing.T) {
+	eng, err := sim.New(sim.Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen/Qwen3-14B", GPU: "H100"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newTestServer(t, Config{Model: eng, MaxModelLen: eng.Params().MaxModelLen, TimeScale: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions", strings.NewReader(`{"model":"Qwen/Qwen3-14B","prompt":"x","max_tokens":5000,"stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	for i := 0; i < 3; i++ {
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running := func() string {
+		r, err := http.Get(ts.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "vllm:num_requests_running{") {
+				return line[strings.LastIndexByte(line, ' ')+1:]
+			}
+		}
+		return "?"
+	}
+	if got := running(); got != "1" {
+		t.Fatalf("running = %s before the disconnect", got)
+	}
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(3 * time.Second)
+	for running() != "0" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := running(); got != "0" {
+		t.Fatalf("running = %s after the disconnect, want 0", got)
+	}
+}
