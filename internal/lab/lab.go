@@ -87,6 +87,15 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		units = s.Hardware.Count
 	}
 	l.sem = newGPUSem(units, par)
+	if lr, ok := l.Runner.(*LiveRunner); ok && lr.GPUs == nil && s.Runtime != RuntimeSimPredict {
+		// The semaphore only counts; the allocator names the devices, so
+		// parallel trials get disjoint CUDA_VISIBLE_DEVICES.
+		a, err := NewGPUAllocator(ctx, s.Runtime, s.Hardware)
+		if err != nil {
+			return nil, err
+		}
+		lr.GPUs = a
+	}
 	run, err := l.Store.EnsureRun(ctx, s.Key(), s.Name, s.YAML(), l.Fresh)
 	if err != nil {
 		return nil, fmt.Errorf("lab: open run: %w", err)

@@ -39,6 +39,12 @@ type LiveRunner struct {
 	// killed lab's engines can be found).
 	Started func(pid int)
 	Stopped func(pid int)
+	// GPUs hands each trial its device indices (Launch.GPUs, so
+	// CUDA_VISIBLE_DEVICES for the engine and --gpus for the simulator);
+	// a trial holds them from before its server starts until after it has
+	// stopped. Nil: Lab.Run sets it from the spec (NewGPUAllocator); a
+	// LiveRunner used on its own then launches without an assignment.
+	GPUs *engine.Allocator
 }
 
 var _ Runner = (*LiveRunner)(nil)
@@ -66,7 +72,22 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	if rt == 0 {
 		rt = 20 * time.Minute
 	}
-	h, err := r.Runtime.Start(ctx, engine.Launch{Config: t.Config, Command: cmd, ReadyTimeout: rt})
+	var ids []int
+	if r.GPUs != nil {
+		if ids, err = r.GPUs.Acquire(ctx, GPUs(t.Config)); err != nil {
+			if ctx.Err() != nil {
+				return rec, ctx.Err()
+			}
+			// Acquire fails at once only when the config is wider than
+			// every GPU the lab has.
+			return fail(FailInvalidConfig, err.Error(), nil)
+		}
+		// Deferred first, so it runs after the server's Stop below: the
+		// next trial never gets a GPU this engine still holds.
+		defer r.GPUs.Release(ids)
+		rec.Reason = "GPUs " + joinInts(ids)
+	}
+	h, err := r.Runtime.Start(ctx, engine.Launch{Config: t.Config, Command: cmd, GPUs: ids, ReadyTimeout: rt})
 	if err != nil {
 		if ctx.Err() != nil {
 			return rec, ctx.Err()
@@ -127,7 +148,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		if b, err = scaleResult(b, 1/k); err != nil {
 			return rec, err
 		}
-		rec.Reason = fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", k)
+		rec.Reason = joinReason(rec.Reason, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", k))
 	}
 	rec.Result = b
 	rec.Status = "ok"
@@ -198,4 +219,46 @@ func parsePrometheus(sc *bufio.Scanner) map[string]float64 {
 		return nil
 	}
 	return out
+}
+
+// NewGPUAllocator builds the allocator a live lab hands GPUs out from: for
+// the process runtime the first hw.Count devices nvidia-smi lists (an error
+// when it lists fewer, or cannot be run), for the sim runtime the indices
+// 0..hw.Count-1 (the simulator only counts them).
+func NewGPUAllocator(ctx context.Context, runtime string, hw Hardware) (*engine.Allocator, error) {
+	n := max(hw.Count, 1)
+	if runtime != RuntimeProcess {
+		ids := make([]int, n)
+		for i := range ids {
+			ids[i] = i
+		}
+		return engine.NewAllocator(ids), nil
+	}
+	gpus, err := engine.DiscoverGPUs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lab: hardware.count %d: discover GPUs: %w", n, err)
+	}
+	if len(gpus) < n {
+		return nil, fmt.Errorf("lab: hardware.count %d but nvidia-smi lists %d GPUs", n, len(gpus))
+	}
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = gpus[i].Index
+	}
+	return engine.NewAllocator(ids), nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
