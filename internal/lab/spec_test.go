@@ -46,7 +46,7 @@ func TestParseSpecErrors(t *testing.T) {
 
 func TestExamplesParse(t *testing.T) {
 	root := repoRoot(t)
-	for _, ex := range []string{"qwen3-14b-h100", "qwen3-32b-h100", "qwen3.5-9b-h100"} {
+	for _, ex := range []string{"qwen3-14b-h100", "qwen3-32b-h100", "qwen3.5-9b-h100", "qwen3-235b-a22b-8xh100"} {
 		s, err := LoadSpec(filepath.Join(root, "examples", ex+".yaml"))
 		if err != nil {
 			t.Fatalf("%s: %v", ex, err)
