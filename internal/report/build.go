@@ -270,6 +270,12 @@ func candidateOf(t store.Trial, defaultGPUs int) (*Candidate, error) {
 		Engine: configEngine(t.Config), GPUs: gpus, Status: t.Status, Failure: t.FailureClass,
 		Reason: t.Reason, Metrics: m, EngineMetrics: t.EngineMetrics,
 	}
+	if t.Status == "ok" && len(t.Result) > 0 && m.Completed == 0 && m.Failed > 0 {
+		// Every request failed: whatever the runner called it, there is no
+		// throughput to show, only the failure.
+		c.Status, c.Failure = "failed", nonEmpty(c.Failure, "low_success")
+		c.Reason = nonEmpty(c.Reason, fmt.Sprintf("0 of %d requests succeeded", m.NumPrompts))
+	}
 	if t.Status == "ok" && len(t.Result) > 0 {
 		c.Block, err = resultBlock(t.Result)
 		if err != nil {

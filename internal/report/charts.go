@@ -73,12 +73,14 @@ func WriteCharts(r *Report, dir string) error {
 
 func baselineChart(r *Report) (*plot.Plot, error) {
 	var names []string
+	var caseIdx []int
 	var base, opt plotter.Values
-	for _, c := range r.Cases {
+	for ci, c := range r.Cases {
 		if c.Baseline == nil || c.Optimized == nil {
 			continue
 		}
 		names = append(names, c.Workload)
+		caseIdx = append(caseIdx, ci)
 		base = append(base, c.Baseline.Metrics.TotalTPS)
 		opt = append(opt, c.Optimized.Metrics.TotalTPS)
 	}
@@ -108,6 +110,9 @@ func baselineChart(r *Report) (*plot.Plot, error) {
 	pts := make(plotter.XYs, len(names))
 	for i := range names {
 		labels[i] = pct(rel(base[i], opt[i]))
+		if c := r.Cases[caseIdx[i]]; c.Baseline.Status != "ok" || c.Optimized.Status != "ok" {
+			labels[i] = "failed"
+		}
 		pts[i].X, pts[i].Y = float64(i), math.Max(base[i], opt[i])*1.03
 	}
 	lab, err := plotter.NewLabels(plotter.XYLabels{XYs: pts, Labels: labels})

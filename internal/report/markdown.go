@@ -192,7 +192,11 @@ func caseCell(c *Candidate, tag string, noise float64) string {
 	if noise > 0 {
 		band = fmt.Sprintf(" ±%.1f%%", 100*noise)
 	}
-	return fmt.Sprintf("Total TPS: %.2f%s%s<br>Mean TPOT(ms): %.2f", c.Metrics.TotalTPS, band, tag, c.Metrics.MeanTPOTMs)
+	s := fmt.Sprintf("Total TPS: %.2f%s%s<br>Mean TPOT(ms): %.2f", c.Metrics.TotalTPS, band, tag, c.Metrics.MeanTPOTMs)
+	if r := c.Metrics.SuccessRate; r > 0 && r < 1 {
+		s += fmt.Sprintf("<br>Success rate: %.1f%%", 100*r)
+	}
+	return s
 }
 
 func changeTag(c Case) string {

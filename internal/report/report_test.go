@@ -205,3 +205,27 @@ func TestBuildBadSummary(t *testing.T) {
 		t.Fatal("corrupt result not flagged")
 	}
 }
+
+// A case whose every request failed is shown as a failure, never as
+// "0.00 tok/s (-100%)".
+func TestAllFailedCaseIsAFailure(t *testing.T) {
+	run, trials := fixture(t)
+	recs := []metrics.Record{{ID: "0", Error: "400 context length", ErrorClass: "http_status"}, {ID: "1", Error: "400", ErrorClass: "http_status"}}
+	raw, _ := json.Marshal(metrics.Compute(recs, 1, metrics.Options{}))
+	trials[5].Result = raw // the winner on the Long Prompt case
+	r, err := Build(run, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.Cases[1]
+	if c.Optimized == nil || c.Optimized.Status != "failed" || c.Optimized.Failure != "low_success" {
+		t.Fatalf("optimized = %+v", c.Optimized)
+	}
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| **Long Prompt** |") || !strings.Contains(b.String(), "failed: low_success") || strings.Contains(b.String(), "-100.0%") {
+		t.Fatalf("markdown:\n%s", b.String())
+	}
+}

@@ -260,6 +260,12 @@ func (p Params) WithDefaults() (Params, error) {
 				p.MaxNumBatchedTokens = p.MaxModelLen
 			}
 		}
+		if !*p.ChunkedPrefill && p.MaxNumBatchedTokens < p.MaxModelLen {
+			// vLLM's SchedulerConfig refuses to start rather than reject
+			// every prompt longer than the token budget.
+			return p, fmt.Errorf("%w: ValueError: max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.",
+				ErrBadParams, p.MaxNumBatchedTokens, p.MaxModelLen)
+		}
 		if p.AsyncScheduling == nil {
 			// Async scheduling became the default in the 0.14 line.
 			p.AsyncScheduling = boolPtr(versionAtLeast(p.Version, "0.14.0") && !p.EnforceEager && p.SpecMethod == "")

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -77,5 +78,19 @@ func TestParamCounts(t *testing.T) {
 				t.Errorf("%s active params %.3g, want %.3g", tt.model, got, tt.active)
 			}
 		}
+	}
+}
+
+// vLLM will not start with chunked prefill off and a token budget below the
+// context length; the simulator refuses the same command.
+func TestVLLMNoChunkedPrefillNeedsBudget(t *testing.T) {
+	off := false
+	p := Params{Engine: EngineVLLM, Version: "0.11.0", Model: "Qwen/Qwen3-14B", GPU: "H100", ChunkedPrefill: &off, MaxNumBatchedTokens: 16384}
+	if _, err := p.WithDefaults(); err == nil || !strings.Contains(err.Error(), "max_num_batched_tokens (16384) is smaller than max_model_len") {
+		t.Fatalf("err = %v", err)
+	}
+	p.MaxModelLen = 16384
+	if _, err := p.WithDefaults(); err != nil {
+		t.Fatalf("budget equal to the context: %v", err)
 	}
 }
