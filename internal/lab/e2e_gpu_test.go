@@ -39,9 +39,19 @@ parallel: 2
 
 // environ reads one variable from a live process's environment.
 func environ(pid int, name string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
-	if err != nil {
-		return "", false
+	// os/exec's Start returns once the child is past execve's point of no
+	// return, which can be before the new image's memory (and so its
+	// environment) is readable: /proc/PID/environ is empty for a moment.
+	var b []byte
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var err error
+		b, err = os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		if err != nil {
+			return "", false
+		}
+		if len(b) > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	for _, kv := range strings.Split(string(b), "\x00") {
 		if v, ok := strings.CutPrefix(kv, name+"="); ok {
