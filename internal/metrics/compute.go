@@ -233,11 +233,7 @@ func peaks(recs []Record) (vllmPeak float64, sweep int, v011 int, weighted float
 	tokens := make([]float64, nb)
 	wtokens := make([]float64, nb)
 	conc := make([]int, nb)
-	type ev struct {
-		t float64
-		d int
-	}
-	events := make([]ev, 0, 2*len(recs))
+	events := make([]concEvent, 0, 2*len(recs))
 	for i := range recs {
 		rec := &recs[i]
 		if !rec.Success {
@@ -264,22 +260,9 @@ func peaks(recs []Record) (vllmPeak float64, sweep int, v011 int, weighted float
 		for s := max(startB, 0); s <= endB && s < nb; s++ {
 			conc[s]++
 		}
-		events = append(events, ev{rec.Sent, 1}, ev{rec.Sent + rec.Latency, -1})
+		events = append(events, concEvent{rec.Sent, 1}, concEvent{rec.Sent + rec.Latency, -1})
 	}
-	slices.SortFunc(events, func(a, b ev) int {
-		if a.t != b.t {
-			if a.t < b.t {
-				return -1
-			}
-			return 1
-		}
-		return a.d - b.d
-	})
-	cur := 0
-	for _, e := range events {
-		cur += e.d
-		sweep = max(sweep, cur)
-	}
+	sweep = peakOverlap(events)
 	for b := range nb {
 		vllmPeak = max(vllmPeak, tokens[b])
 		weighted = max(weighted, wtokens[b])
@@ -292,18 +275,14 @@ func peaks(recs []Record) (vllmPeak float64, sweep int, v011 int, weighted float
 func computePerflab(r *Result, recs []Record, duration float64, e2els []float64) {
 	p := r.Perflab
 	// Exact peak concurrency including failed requests that held a slot.
-	type ev struct {
-		t float64
-		d int
-	}
-	var events []ev
+	var events []concEvent
 	var lags, queues, ttfcs []float64
 	minSched, maxSched := math.Inf(1), math.Inf(-1)
 	minSent, maxSent := math.Inf(1), math.Inf(-1)
 	for i := range recs {
 		rec := &recs[i]
 		if rec.Latency > 0 {
-			events = append(events, ev{rec.Sent, 1}, ev{rec.Sent + rec.Latency, -1})
+			events = append(events, concEvent{rec.Sent, 1}, concEvent{rec.Sent + rec.Latency, -1})
 		}
 		lags = append(lags, rec.Sent-rec.Scheduled-rec.QueueTime)
 		queues = append(queues, rec.QueueTime)
@@ -333,20 +312,7 @@ func computePerflab(r *Result, recs []Record, duration float64, e2els []float64)
 			p.ErrorsByClass[c]++
 		}
 	}
-	slices.SortFunc(events, func(a, b ev) int {
-		if a.t != b.t {
-			if a.t < b.t {
-				return -1
-			}
-			return 1
-		}
-		return a.d - b.d
-	})
-	cur := 0
-	for _, e := range events {
-		cur += e.d
-		p.PeakConcurrency = max(p.PeakConcurrency, cur)
-	}
+	p.PeakConcurrency = peakOverlap(events)
 	if duration > 0 {
 		p.MeanConcurrency = pairwiseSum(e2els) / duration
 	}
@@ -388,4 +354,31 @@ func quantiles(xs []float64) []float64 {
 		out[i] = percentileSorted(sorted, float64(5*i)) * 1000
 	}
 	return out
+}
+
+// concEvent is a request starting (d=+1) or ending (d=-1) at t.
+type concEvent struct {
+	t float64
+	d int
+}
+
+// peakOverlap is the most intervals open at once, by a sweep-line over
+// half-open [start, end) intervals: at equal times an end is counted before
+// a start, so back-to-back requests do not overlap. It sorts events.
+func peakOverlap(events []concEvent) int {
+	slices.SortFunc(events, func(a, b concEvent) int {
+		if a.t != b.t {
+			if a.t < b.t {
+				return -1
+			}
+			return 1
+		}
+		return a.d - b.d
+	})
+	cur, peak := 0, 0
+	for _, e := range events {
+		cur += e.d
+		peak = max(peak, cur)
+	}
+	return peak
 }
