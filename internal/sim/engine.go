@@ -93,6 +93,7 @@ type Engine struct {
 	maxSeqs     int
 	budget      int
 	graphMax    int
+	graphDQL    int // tokens per decoding sequence in a graph (vLLM: 1 + draft tokens)
 
 	// per-step roofline constants (per replica, per GPU)
 	weightBytes   float64 // weights read per step
@@ -143,7 +144,7 @@ func New(p Params, c *Coefficients) (*Engine, error) {
 	}
 	hw, _ := LookupGPU(p.GPU)
 	coef, _ := c.Lookup(hw.Name, p.Engine, p.Version)
-	e := &Engine{p: p, arch: arch, hw: hw, c: coef, seen: map[int]int{}, newRatio: 0.7}
+	e := &Engine{p: p, arch: arch, hw: hw, c: coef, seen: map[int]int{}, newRatio: 0.7, graphDQL: 1}
 	e.emit = e.queueEvent
 	if err := e.sizeMemory(); err != nil {
 		return nil, err
@@ -216,10 +217,15 @@ func (e *Engine) sizeMemory() error {
 		kv = total*p.MemFraction - weights - 0.05*act - 0.05*gib
 		reason = "vllm"
 		e.blockSize = 16
-		e.graphMax = min(512, p.MaxNumSeqs)
-		if p.PerformanceMode == "throughput" {
-			e.graphMax = min(1024, p.MaxNumSeqs)
+		// vLLM's largest CUDA-graph capture size: min(2 × max_num_seqs ×
+		// decode query length, 512), and never above the token budget;
+		// performance mode changes the spacing of the sizes, not the cap.
+		dql := 1
+		if p.SpecMethod != "" {
+			dql += p.SpecTokens
 		}
+		e.graphMax = min(512, 2*p.MaxNumSeqs*dql, max(p.MaxNumBatchedTokens, 1))
+		e.graphDQL = dql
 	case EngineSGLang:
 		kv = total*p.MemFraction - weights
 		reason = "sglang"
@@ -397,7 +403,12 @@ func (e *Engine) stepTime(items []work) float64 {
 		wb += e.expertBytes * touched
 	}
 	bw := e.hw.HBMGBps * 1e9 * e.c.MemEff
-	tGemm := math.Max(flops/(e.peak*e.gemmEff), wb/bw)
+	// A kernel near the ridge point is slower than both roofline bounds
+	// (the weight stream and the MMA pipes do not overlap perfectly), so
+	// the two bounds are blended with a p-norm instead of a hard max: a
+	// bigger decode batch still costs a little more time, rather than
+	// nothing until the batch reaches the ridge.
+	tGemm := smoothMax(flops/(e.peak*e.gemmEff), wb/bw)
 	tAttn := attnWork * e.attnFlopsCoef / (e.hw.BF16TFLOPS * 1e12 * e.c.AttnEff * e.bePrefill)
 	tAttn += (ctxSum*e.kvBytesTok + decodeSeqs*e.stateBytesSeq*2) / (bw * e.beDecode)
 	tComm := 0.0
@@ -406,7 +417,7 @@ func (e *Engine) stepTime(items []work) float64 {
 	}
 	gpu := tGemm + tAttn + tComm
 	cpu := (e.c.StepMs + e.c.SeqUs*seqs/1000) / 1000
-	if int(seqs) > e.graphMax || (prefills > 0 && e.p.Engine != EngineVLLM) {
+	if int(seqs)*e.graphDQL > e.graphMax || (prefills > 0 && e.p.Engine != EngineVLLM) {
 		// No CUDA graph for this batch: kernel launches are exposed.
 		cpu += e.c.EagerMs / 1000
 	}
@@ -550,6 +561,16 @@ func (e *Engine) advance(to float64) {
 		e.itemBuf = e.inflight.items[:0]
 		e.inflight = nil
 	}
+}
+
+// rooflineP is the p-norm exponent that blends compute and memory bounds.
+const rooflineP = 2.0
+
+func smoothMax(a, b float64) float64 {
+	if a <= 0 || b <= 0 {
+		return math.Max(a, b)
+	}
+	return math.Pow(math.Pow(a, rooflineP)+math.Pow(b, rooflineP), 1/rooflineP)
 }
 
 func (e *Engine) schedule(start float64) *step {

@@ -215,3 +215,35 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("after: %+v", st)
 	}
 }
+
+// TestVLLMGraphCap: vLLM's largest CUDA-graph capture size is
+// min(2 × max_num_seqs × (1 + draft tokens), 512, token budget), whatever
+// the performance mode.
+func TestVLLMGraphCap(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		p    Params
+		want int
+	}{
+		{"default", Params{MaxNumSeqs: 1024}, 512},
+		{"small max-num-seqs", Params{MaxNumSeqs: 128}, 256},
+		{"throughput mode", Params{MaxNumSeqs: 128, PerformanceMode: "throughput"}, 256},
+		{"speculative", Params{MaxNumSeqs: 40, SpecMethod: "ngram", SpecTokens: 4}, 400},
+		{"small budget", Params{MaxNumSeqs: 1024, MaxNumBatchedTokens: 300}, 300},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.p
+			p.Engine, p.Version, p.Model, p.GPU = "vllm", "0.17.1", "Qwen3-14B", "H100"
+			if p.MaxNumBatchedTokens > 0 {
+				p.MaxModelLen = 4096
+			}
+			e, err := New(p, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.graphMax != tt.want {
+				t.Errorf("graph cap %d, want %d", e.graphMax, tt.want)
+			}
+		})
+	}
+}

@@ -246,6 +246,10 @@ func (p Params) WithDefaults() (Params, error) {
 			if bigGPU {
 				p.MaxNumSeqs = 1024
 			}
+			if p.PerformanceMode == "throughput" {
+				// Throughput mode doubles an unset max_num_seqs too.
+				p.MaxNumSeqs *= 2
+			}
 		}
 		if p.MaxNumBatchedTokens == 0 {
 			p.MaxNumBatchedTokens = 2048

@@ -19,7 +19,7 @@ func TestWithDefaults(t *testing.T) {
 		{"vllm 0.11 h100", Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen/Qwen3-14B", GPU: "H100"}, 1024, 8192, true, true, 0.9, 40960, "", "FLASH_ATTN"},
 		{"vllm a100 small defaults", Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen3-8B", GPU: "A100"}, 256, 2048, true, true, 0.9, 40960, "", "FLASH_ATTN"},
 		{"vllm 0.17 hybrid no prefix cache", Params{Engine: "vllm", Version: "0.17.1", Model: "Qwen/Qwen3.5-9B", GPU: "H100", MaxModelLen: 32768}, 1024, 8192, true, false, 0.9, 32768, "", "FLASHINFER"},
-		{"vllm throughput mode doubles budget", Params{Engine: "vllm", Version: "0.17.1", Model: "Qwen3.5-9B", GPU: "H100", PerformanceMode: "throughput"}, 1024, 16384, true, false, 0.9, 262144, "", "FLASHINFER"},
+		{"vllm throughput mode doubles unset budget and max-num-seqs", Params{Engine: "vllm", Version: "0.17.1", Model: "Qwen3.5-9B", GPU: "H100", PerformanceMode: "throughput"}, 2048, 16384, true, false, 0.9, 262144, "", "FLASHINFER"},
 		{"sglang fp8 name", Params{Engine: "sglang", Version: "0.5.5.post1", Model: "Qwen/Qwen3-14B-FP8", GPU: "H100"}, 0, 8192, true, true, sglangMemFraction(gpuCatalog[0], 1), 40960, "fp8", "fa3"},
 		{"trtllm", Params{Engine: "trtllm", Model: "Qwen3-32B", GPU: "H100"}, 2048, 8192, false, true, 0.9, 40960, "", "TRTLLM"},
 	}
