@@ -1,7 +1,8 @@
 package serve
 
 import (
-	"math"
+	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,8 +10,9 @@ import (
 	"github.com/perflab/perflab/internal/sim"
 )
 
-// Model is what the server drives: sim.Engine, or a fake in tests. Only the
-// event loop goroutine calls it, so it needs no locking.
+// Model is what the server drives: sim.Engine, a set of data-parallel
+// replicas, or a fake in tests. Only the event loop goroutine calls it, so it
+// needs no locking.
 type Model interface {
 	Submit(sim.Req)
 	NextEventTime() (float64, bool)
@@ -28,7 +30,7 @@ type Canceler interface {
 
 var _ Canceler = (*sim.Engine)(nil)
 
-// tokenEvent is one model event as a stream handler sees it.
+// tokenEvent is one model event as a stream sees it.
 type tokenEvent struct {
 	tokens   int
 	done     bool
@@ -36,14 +38,28 @@ type tokenEvent struct {
 	deadline time.Time // the wall time the model says these tokens exist
 }
 
-// stream is one request's mailbox between the event loop and its handler.
-// The loop never blocks on it: events are appended under a mutex and a
+// stream is one request between the event loop and its client. A streamed
+// response on a hijacked connection is written by the loop itself (out and
+// raw set), so a token costs one socket write and no goroutine wakeup; any
+// other response is a mailbox the loop fills at the tokens' deadlines and
+// the handler goroutine drains: events are appended under a mutex and a
 // one-slot channel wakes the handler.
 type stream struct {
 	id     string
 	mu     sync.Mutex
 	queue  []tokenEvent
 	notify chan struct{}
+
+	out *output  // set with raw
+	raw *rawConn // the hijacked connection, written by the loop
+
+	// loop goroutine only
+	last   time.Time    // deadline of the newest event queued, to keep order
+	batch  []tokenEvent // events due in the current delivery pass
+	inPass bool
+	gone   bool // canceled or finished: drop what is still queued
+	whole  bool // non-streamed: only the end matters to the handler
+	held   int  // whole: tokens not yet handed over
 }
 
 func (st *stream) push(ev tokenEvent) {
@@ -90,9 +106,18 @@ func (c clock) wall(t float64) time.Time {
 	return c.t0.Add(time.Duration(t / c.scale * float64(time.Second)))
 }
 
-// loop owns the model. It advances the model to the wall clock, hands each
-// event to its stream, and sleeps until the model's next event time or
-// the next submission, whichever is first.
+// spinWindow is how close to a deadline the loop stops sleeping on a timer
+// and polls the clock instead. The Go runtime sleeps in epoll_wait with
+// millisecond resolution, so a timer under 1 ms fires up to 1 ms late;
+// sleeping to 1.1 ms short of the deadline and yielding from there keeps the
+// loop's own lateness in microseconds, for at most ~1 ms of CPU per wakeup.
+const spinWindow = 1100 * time.Microsecond
+
+// loop owns the model. It advances the model to the wall clock, queues
+// each event until its wall deadline (the engine reports the API server's
+// output times, which can lie ahead of the step that produced them), hands
+// or writes it to its stream then, and sleeps until the next deadline, the
+// model's next event or the next submission, whichever is first.
 type loop struct {
 	model   Model
 	clk     clock
@@ -100,11 +125,17 @@ type loop struct {
 	quit    chan struct{}
 	done    chan struct{}
 	streams map[string]*stream // loop goroutine only
+	due     dueHeap            // loop goroutine only
+	seq     uint64
+	touched []*stream
+	frame   []byte // scratch for one SSE frame
 
-	statsMu sync.Mutex
-	stats   sim.Stats
-	late    *latency // token written to the client's socket
-	handoff *latency // token handed to its stream by the loop
+	statsMu  sync.Mutex
+	stats    sim.Stats
+	replicas []ReplicaStat
+	late     *latency // token written to the client's socket
+	handoff  *latency // token handed to its stream by the loop
+	aborted  atomic.Int64
 }
 
 func newLoop(m Model, scale float64) *loop {
@@ -112,11 +143,13 @@ func newLoop(m Model, scale float64) *loop {
 		model: m, clk: clock{t0: time.Now(), scale: scale},
 		inbox: make(chan msg, 4096), quit: make(chan struct{}), done: make(chan struct{}),
 		streams: map[string]*stream{}, late: newLatency(), handoff: newLatency(),
+		frame: make([]byte, chunkHead, 4096),
 	}
 }
 
 func (l *loop) run() {
 	defer close(l.done)
+	defer l.closeAll()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	spins := 0
@@ -126,33 +159,57 @@ func (l *loop) run() {
 		l.drain(t)
 		l.dispatch(l.model.Advance(t))
 		l.publish()
+		l.deliver(time.Now())
 
-		wait := time.Duration(math.MaxInt64)
-		if next, ok := l.model.NextEventTime(); ok {
-			wait = l.clk.wall(next).Sub(time.Now())
-			if wait <= 0 {
-				// Due already: go round again, but never spin hot on a model
-				// that reports a due event without making progress.
-				if spins++; spins < 3 {
-					continue
-				}
-				wait = 100 * time.Microsecond
+		next := time.Now().Add(time.Hour)
+		if te, ok := l.model.NextEventTime(); ok {
+			next = l.clk.wall(te)
+		}
+		modelDue := !next.After(time.Now())
+		if len(l.due) > 0 && l.due[0].at.Before(next) {
+			next = l.due[0].at
+		}
+		wait := time.Until(next)
+		if wait <= 0 {
+			// Due already: go round again, but never spin hot on a model
+			// that reports a due event without making progress.
+			if !modelDue {
+				continue
 			}
+			if spins++; spins < 3 {
+				continue
+			}
+			wait = 100 * time.Microsecond
+			next = time.Now().Add(wait)
 		}
 		spins = 0
-		if wait > time.Hour {
-			wait = time.Hour
-		}
-		timer.Reset(wait)
-		select {
-		case m := <-l.inbox:
-			if !timer.Stop() {
-				<-timer.C
+		if wait > spinWindow {
+			timer.Reset(wait - spinWindow)
+			select {
+			case m := <-l.inbox:
+				if !timer.Stop() {
+					<-timer.C
+				}
+				l.handle(m, l.clk.simNow(time.Now()))
+			case <-timer.C:
+			case <-l.quit:
+				return
 			}
-			l.handle(m, l.clk.simNow(time.Now()))
-		case <-timer.C:
-		case <-l.quit:
-			return
+			continue
+		}
+		// Close to the deadline: yield to other goroutines (handlers, the
+		// network) while watching the clock and the inbox.
+		for time.Now().Before(next) {
+			select {
+			case m := <-l.inbox:
+				l.handle(m, l.clk.simNow(time.Now()))
+			case <-l.quit:
+				return
+			default:
+				runtime.Gosched()
+				continue
+			}
+			break
 		}
 	}
 }
@@ -179,17 +236,27 @@ func (l *loop) handle(m msg, t float64) {
 		m.req.Arrival = t
 		l.model.Submit(m.req)
 	case msgCancel:
-		if _, ok := l.streams[m.req.ID]; ok {
-			delete(l.streams, m.req.ID)
-			if c, ok := l.model.(Canceler); ok {
-				c.Cancel(m.req.ID)
-			}
+		if st, ok := l.streams[m.req.ID]; ok {
+			l.drop(st)
 		}
 	}
 }
 
+// drop forgets a stream whose client went away and tells the model.
+func (l *loop) drop(st *stream) {
+	delete(l.streams, st.id)
+	st.gone = true
+	if c, ok := l.model.(Canceler); ok {
+		c.Cancel(st.id)
+	}
+	if st.raw != nil {
+		st.raw.close()
+	}
+	l.aborted.Add(1)
+}
+
+// dispatch queues model events until their wall deadlines.
 func (l *loop) dispatch(evs []sim.Event) {
-	now := time.Now()
 	for _, ev := range evs {
 		st, ok := l.streams[ev.ReqID]
 		if !ok {
@@ -199,24 +266,125 @@ func (l *loop) dispatch(evs []sim.Event) {
 			delete(l.streams, ev.ReqID)
 		}
 		deadline := l.clk.wall(ev.Time)
-		if ev.Tokens > 0 {
-			l.handoff.add(now.Sub(deadline), ev.Tokens)
+		if deadline.Before(st.last) {
+			deadline = st.last // a stream's events stay in order
 		}
-		st.push(tokenEvent{tokens: ev.Tokens, done: ev.Done, err: ev.Err, deadline: deadline})
+		st.last = deadline
+		l.seq++
+		l.due.push(delivery{at: deadline, seq: l.seq, st: st, ev: tokenEvent{tokens: ev.Tokens, done: ev.Done, err: ev.Err, deadline: deadline}})
+	}
+}
+
+// deliver hands over every event due by now. Events of one stream that are
+// due together go out as one write.
+func (l *loop) deliver(now time.Time) {
+	for len(l.due) > 0 && !l.due[0].at.After(now) {
+		d := l.due.pop()
+		st := d.st
+		if st.gone {
+			continue
+		}
+		if d.ev.tokens > 0 {
+			l.handoff.add(now.Sub(d.at), d.ev.tokens)
+		}
+		if !st.inPass {
+			st.inPass = true
+			l.touched = append(l.touched, st)
+		}
+		st.batch = append(st.batch, d.ev)
+	}
+	for i, st := range l.touched {
+		l.touched[i] = nil
+		st.inPass = false
+		if st.raw == nil {
+			for _, ev := range st.batch {
+				if st.whole && !ev.done && ev.err == nil {
+					// A non-streamed handler needs waking only at the end.
+					st.held += ev.tokens
+					continue
+				}
+				ev.tokens += st.held
+				st.held = 0
+				st.push(ev)
+			}
+		} else if !st.gone {
+			l.writeRaw(st)
+		}
+		st.batch = st.batch[:0]
+	}
+	l.touched = l.touched[:0]
+}
+
+// chunkHead is the room kept in front of a frame for its HTTP chunk-size
+// line (up to 8 hex digits and CRLF), so a chunk is built in one buffer.
+const chunkHead = 10
+
+// writeRaw formats a stream's due events as one HTTP chunk and writes it.
+func (l *loop) writeRaw(st *stream) {
+	buf, finished := st.out.appendEvents(l.frame[:chunkHead], st.batch)
+	if len(buf) == chunkHead {
+		l.frame = buf
+		return
+	}
+	size := len(buf) - chunkHead
+	buf = append(buf, '\r', '\n')
+	if finished {
+		buf = append(buf, "0\r\n\r\n"...)
+	}
+	var hb [chunkHead]byte
+	h := append(strconv.AppendInt(hb[:0], int64(size), 16), '\r', '\n')
+	start := chunkHead - len(h)
+	copy(buf[start:], h)
+	l.frame = buf
+	if err := st.raw.send(buf[start:], st.batch, finished, l.late); err != nil {
+		l.drop(st)
+		return
+	}
+	if finished {
+		st.gone = true
+		st.out.s.ok.Add(1)
+	}
+}
+
+// closeAll ends the streams the loop writes when it stops: their clients
+// see a complete chunked body without [DONE], as when a handler returns.
+func (l *loop) closeAll() {
+	for {
+		select {
+		case m := <-l.inbox:
+			if m.kind == msgSubmit && m.st.raw != nil {
+				m.st.raw.finish()
+			}
+			continue
+		default:
+		}
+		break
+	}
+	for id, st := range l.streams {
+		if st.raw != nil {
+			st.raw.finish()
+		}
+		delete(l.streams, id)
 	}
 }
 
 func (l *loop) publish() {
 	s := l.model.Stats()
+	rs, ok := l.model.(replicaStater)
 	l.statsMu.Lock()
 	l.stats = s
+	if ok {
+		l.replicas = rs.ReplicaStats(l.replicas[:0])
+	}
 	l.statsMu.Unlock()
 }
 
-func (l *loop) snapshot() sim.Stats {
+// snapshot is the model's state at the last advance; replicas is nil for a
+// single engine.
+func (l *loop) snapshot() (sim.Stats, []ReplicaStat) {
 	l.statsMu.Lock()
 	defer l.statsMu.Unlock()
-	return l.stats
+	return l.stats, append([]ReplicaStat(nil), l.replicas...)
 }
 
 func (l *loop) stop() {
@@ -226,6 +394,65 @@ func (l *loop) stop() {
 		close(l.quit)
 	}
 	<-l.done
+}
+
+// delivery is one model event waiting for its wall deadline.
+type delivery struct {
+	at  time.Time
+	seq uint64 // ties keep the model's order
+	st  *stream
+	ev  tokenEvent
+}
+
+func (a *delivery) before(b *delivery) bool {
+	if a.at.Equal(b.at) {
+		return a.seq < b.seq
+	}
+	return a.at.Before(b.at)
+}
+
+// dueHeap is a binary min-heap of deliveries by deadline (container/heap
+// would box every element).
+type dueHeap []delivery
+
+func (h *dueHeap) push(d delivery) {
+	*h = append(*h, d)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s[i].before(&s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *dueHeap) pop() delivery {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s[n] = delivery{}
+	s = s[:n]
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && s[c+1].before(&s[c]) {
+			c++
+		}
+		if !s[c].before(&s[i]) {
+			break
+		}
+		s[i], s[c] = s[c], s[i]
+		i = c
+	}
+	*h = s
+	return top
 }
 
 // latency is a lock-free histogram of token lateness: 10 µs buckets up to

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/perflab/perflab/internal/sim"
 )
 
 // filler is the generated text: common English words, each one token in
@@ -20,7 +22,7 @@ func appendFiller(b []byte, from, n int) []byte {
 	return b
 }
 
-// output writes one request's response from its stream's events.
+// output formats one request's response from its stream's events.
 type output struct {
 	s                    *Server
 	st                   *stream
@@ -28,6 +30,7 @@ type output struct {
 	id, model            string
 	promptLen, maxTokens int
 	sent                 int
+	head                 string // every chunk's JSON up to the choices
 }
 
 // wait blocks for events; ok is false when the client left or the server closed.
@@ -48,23 +51,85 @@ func jsonString(s string) string {
 	return string(b)
 }
 
+// setHead fixes the chunk prefix (id, object, created, model).
+func (o *output) setHead() {
+	created := strconv.FormatInt(time.Now().Unix(), 10)
+	object := "text_completion"
+	if o.chat {
+		object = "chat.completion.chunk"
+	}
+	o.head = `data: {"id":` + jsonString(o.id) + `,"object":"` + object + `","created":` + created + `,"model":` + jsonString(o.model) + `,"choices":[`
+}
+
+// appendEvents appends the SSE frames for evs to buf; finished reports that
+// the response is complete ([DONE] included).
+func (o *output) appendEvents(buf []byte, evs []tokenEvent) ([]byte, bool) {
+	head := o.head
+	finished := false
+	for _, ev := range evs {
+		if ev.err != nil {
+			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": ev.err.Error(), "type": "BadRequestError", "param": nil, "code": 400}})
+			buf = append(buf, "data: "...)
+			buf = append(buf, b...)
+			buf = append(buf, "\n\n"...)
+			finished = true
+			break
+		}
+		if o.chat && o.sent == 0 && ev.tokens > 0 {
+			// vLLM's first chunk carries the role, sent with the first output.
+			buf = append(buf, head...)
+			buf = append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+		}
+		if ev.tokens > 0 || ev.done {
+			buf = append(buf, head...)
+			if o.chat {
+				buf = append(buf, `{"index":0,"delta":{"content":"`...)
+			} else {
+				buf = append(buf, `{"index":0,"text":"`...)
+			}
+			buf = appendFiller(buf, o.sent, ev.tokens)
+			o.sent += ev.tokens
+			if o.chat {
+				buf = append(buf, `"},"logprobs":null,"finish_reason":`...)
+			} else {
+				buf = append(buf, `","logprobs":null,"finish_reason":`...)
+			}
+			if ev.done {
+				buf = append(buf, `"length","stop_reason":null}]}`+"\n\n"...)
+			} else {
+				buf = append(buf, `null}]}`+"\n\n"...)
+			}
+		}
+		if ev.done {
+			finished = true
+			break
+		}
+	}
+	if finished && o.usage && o.sent > 0 {
+		buf = append(buf, head[:len(head)-len(`"choices":[`)]...)
+		buf = append(buf, `"choices":[],"usage":{"prompt_tokens":`...)
+		buf = strconv.AppendInt(buf, int64(o.promptLen), 10)
+		buf = append(buf, `,"total_tokens":`...)
+		buf = strconv.AppendInt(buf, int64(o.promptLen+o.sent), 10)
+		buf = append(buf, `,"completion_tokens":`...)
+		buf = strconv.AppendInt(buf, int64(o.sent), 10)
+		buf = append(buf, "}}\n\n"...)
+	}
+	if finished {
+		buf = append(buf, "data: [DONE]\n\n"...)
+	}
+	return buf, finished
+}
+
+// streamResponse writes a streamed response through net/http from the
+// handler goroutine: the path for connections that cannot be hijacked.
 func (o *output) streamResponse(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
 	rc := http.NewResponseController(w)
-	if flusher != nil {
-		flusher.Flush()
-	}
-	created := strconv.FormatInt(time.Now().Unix(), 10)
-	var head string
-	if o.chat {
-		head = `data: {"id":` + jsonString(o.id) + `,"object":"chat.completion.chunk","created":` + created + `,"model":` + jsonString(o.model) + `,"choices":[`
-	} else {
-		head = `data: {"id":` + jsonString(o.id) + `,"object":"text_completion","created":` + created + `,"model":` + jsonString(o.model) + `,"choices":[`
-	}
+	rc.Flush()
 	buf := make([]byte, 0, 1024)
 	var evs []tokenEvent
 	for {
@@ -72,71 +137,14 @@ func (o *output) streamResponse(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		evs = o.st.take(evs)
-		buf = buf[:0]
-		finished := false
-		for _, ev := range evs {
-			if ev.err != nil {
-				b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": ev.err.Error(), "type": "BadRequestError", "param": nil, "code": 400}})
-				buf = append(buf, "data: "...)
-				buf = append(buf, b...)
-				buf = append(buf, "\n\n"...)
-				finished = true
-				break
-			}
-			if o.chat && o.sent == 0 && ev.tokens > 0 {
-				// vLLM's first chunk carries the role, sent with the first output.
-				buf = append(buf, head...)
-				buf = append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
-			}
-			if ev.tokens > 0 || ev.done {
-				buf = append(buf, head...)
-				if o.chat {
-					buf = append(buf, `{"index":0,"delta":{"content":"`...)
-				} else {
-					buf = append(buf, `{"index":0,"text":"`...)
-				}
-				buf = appendFiller(buf, o.sent, ev.tokens)
-				o.sent += ev.tokens
-				buf = append(buf, `","logprobs":null,"finish_reason":`...)
-				if o.chat {
-					// delta closes before logprobs
-					buf = buf[:len(buf)-len(`","logprobs":null,"finish_reason":`)]
-					buf = append(buf, `"},"logprobs":null,"finish_reason":`...)
-				}
-				if ev.done {
-					buf = append(buf, `"length","stop_reason":null}]}`+"\n\n"...)
-				} else {
-					buf = append(buf, `null}]}`+"\n\n"...)
-				}
-			}
-			if ev.done {
-				finished = true
-				break
-			}
-		}
-		if finished && o.usage && o.sent > 0 {
-			buf = append(buf, head[:len(head)-len(`"choices":[`)]...)
-			buf = append(buf, `"choices":[],"usage":{"prompt_tokens":`...)
-			buf = strconv.AppendInt(buf, int64(o.promptLen), 10)
-			buf = append(buf, `,"total_tokens":`...)
-			buf = strconv.AppendInt(buf, int64(o.promptLen+o.sent), 10)
-			buf = append(buf, `,"completion_tokens":`...)
-			buf = strconv.AppendInt(buf, int64(o.sent), 10)
-			buf = append(buf, "}}\n\n"...)
-		}
-		if finished {
-			buf = append(buf, "data: [DONE]\n\n"...)
-		}
+		var finished bool
+		buf, finished = o.appendEvents(buf[:0], evs)
 		if len(buf) > 0 {
 			if _, err := w.Write(buf); err != nil {
 				o.s.cancel(o.st.id)
 				return
 			}
-			if flusher != nil {
-				flusher.Flush()
-			} else {
-				rc.Flush()
-			}
+			rc.Flush()
 			now := time.Now()
 			for _, ev := range evs {
 				if ev.tokens > 0 {
@@ -189,26 +197,46 @@ func (o *output) finishWhole(w http.ResponseWriter) {
 		"choices": []any{choice}, "usage": usage})
 }
 
-// metrics writes Prometheus text with vLLM's metric names.
+// metrics writes Prometheus text with vLLM's metric names. With
+// data-parallel replicas each engine series comes once per replica, labeled
+// engine="0", engine="1", ... as vLLM's DP deployments label them.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	st := s.loop.snapshot()
-	labels := `{engine="0",model_name=` + strconv.Quote(s.cfg.ServedModelNames[0]) + `}`
+	st, reps := s.loop.snapshot()
+	model := strconv.Quote(s.cfg.ServedModelNames[0])
+	type engineStat struct {
+		sim.Stats
+		ok int64
+	}
+	engines := []engineStat{{st, s.ok.Load()}}
+	if len(reps) > 1 {
+		engines = engines[:0]
+		for _, rp := range reps {
+			engines = append(engines, engineStat{rp.Stats, rp.Finished})
+		}
+	}
 	var b strings.Builder
-	gauge := func(name, help string, v float64) {
-		b.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + labels + " " + strconv.FormatFloat(v, 'g', -1, 64) + "\n")
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	series := func(typ, name, help string, v func(e engineStat) float64) {
+		b.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " " + typ + "\n")
+		for k, e := range engines {
+			b.WriteString(name + `{engine="` + strconv.Itoa(k) + `",model_name=` + model + "} " + num(v(e)) + "\n")
+		}
 	}
-	counter := func(name, help string, v float64) {
-		b.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " counter\n" + name + labels + " " + strconv.FormatFloat(v, 'g', -1, 64) + "\n")
-	}
-	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(st.Running))
-	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(st.Waiting))
-	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", st.KVUsage)
-	gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage. (deprecated name)", st.KVUsage)
-	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", float64(st.Preemptions))
-	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", float64(st.PromptTokens))
-	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", float64(st.GenerationTokens))
+	series("gauge", "vllm:num_requests_running", "Number of requests in model execution batches.", func(e engineStat) float64 { return float64(e.Running) })
+	series("gauge", "vllm:num_requests_waiting", "Number of requests waiting to be processed.", func(e engineStat) float64 { return float64(e.Waiting) })
+	series("gauge", "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", func(e engineStat) float64 { return e.KVUsage })
+	series("gauge", "vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage. (deprecated name)", func(e engineStat) float64 { return e.KVUsage })
+	series("counter", "vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", func(e engineStat) float64 { return float64(e.Preemptions) })
+	series("counter", "vllm:prompt_tokens_total", "Number of prefill tokens processed.", func(e engineStat) float64 { return float64(e.PromptTokens) })
+	series("counter", "vllm:generation_tokens_total", "Number of generation tokens processed.", func(e engineStat) float64 { return float64(e.GenerationTokens) })
 	b.WriteString("# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n")
-	b.WriteString(`vllm:request_success_total{engine="0",finished_reason="length",model_name=` + strconv.Quote(s.cfg.ServedModelNames[0]) + "} " + strconv.FormatInt(s.ok.Load(), 10) + "\n")
+	for k, e := range engines {
+		b.WriteString(`vllm:request_success_total{engine="` + strconv.Itoa(k) + `",finished_reason="length",model_name=` + model + "} " + strconv.FormatInt(e.ok, 10) + "\n")
+	}
+	labels := `{engine="0",model_name=` + model + `}`
+	gauge := func(name, help string, v float64) {
+		b.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + labels + " " + num(v) + "\n")
+	}
 	late, hand := s.Lateness(), s.HandoffLateness()
 	gauge("perflab:sim_token_lateness_p50_seconds", "Median of how late tokens were written to the socket relative to the simulated time.", late.P50.Seconds())
 	gauge("perflab:sim_token_lateness_p99_seconds", "p99 of how late tokens were written to the socket relative to the simulated time.", late.P99.Seconds())

@@ -116,12 +116,33 @@ func Run(ctx context.Context, o Options) error {
 		return &ExitError{Code: 1, Err: err}
 	}
 	rp := eng.Params()
+	// Data parallelism: rp.DP independent engines behind this endpoint, as
+	// the lab's sim-predict splits them. Each keeps the parsed parameters
+	// (DP included), so per-replica memory and expert sharding stay the
+	// simulator's; each has its own scheduler and KV cache.
+	var model Model = eng
+	if rp.DP > 1 {
+		engines := []Model{eng}
+		for k := 1; k < rp.DP; k++ {
+			e, err := sim.New(p, o.Coefficients)
+			if err != nil {
+				lg.fatal("ValueError: " + err.Error())
+				return &ExitError{Code: 1, Err: fmt.Errorf("serve: data-parallel replica %d: %w", k, err)}
+			}
+			engines = append(engines, e)
+		}
+		route := RouteFor(rp.Engine, o.Argv)
+		if model, err = NewReplicas(engines, route); err != nil {
+			return err
+		}
+		lg.line("INFO", "core_client.py:1", fmt.Sprintf("%d data-parallel replicas behind one endpoint, routed by %s", rp.DP, route))
+	}
 	if !lg.loading(ctx, wall) {
 		return nil
 	}
 	lg.loaded(rp, eng.KVCapacityTokens())
 
-	srv, err := New(Config{Engine: rp.Engine, Model: eng, Root: p.Model, ServedModelNames: res.Server.ServedModelNames,
+	srv, err := New(Config{Engine: rp.Engine, Model: model, Root: p.Model, ServedModelNames: res.Server.ServedModelNames,
 		MaxModelLen: rp.MaxModelLen, TimeScale: o.TimeScale, Counter: o.Counter, APIKey: res.Server.APIKey})
 	if err != nil {
 		return err

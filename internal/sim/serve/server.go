@@ -106,7 +106,6 @@ type Server struct {
 	created int64
 	seq     atomic.Int64
 	ok      atomic.Int64 // finished requests
-	aborted atomic.Int64
 	closing chan struct{}
 }
 
@@ -321,18 +320,37 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		prefix = "chatcmpl-"
 	}
 	id := prefix + strconv.FormatInt(s.created, 36) + strconv.FormatInt(n, 10)
-	st := &stream{id: id, notify: make(chan struct{}, 1)}
+	st := &stream{id: id, notify: make(chan struct{}, 1), whole: !req.Stream}
+	out := &output{s: s, st: st, chat: chat, id: id, model: req.Model, promptLen: promptLen, maxTokens: maxTokens}
+	out.setHead()
+	out.usage = req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	sub := msg{kind: msgSubmit, req: sim.Req{ID: id, PromptLen: promptLen, OutputLen: maxTokens}, st: st}
+	if req.Stream {
+		// The fast path: the loop writes the chunks to the socket itself.
+		if raw := hijackStream(w, r); raw != nil {
+			if raw.failed != nil {
+				return
+			}
+			st.out, st.raw = out, raw
+			select {
+			case s.loop.inbox <- sub:
+			case <-s.closing:
+				raw.finish()
+				return
+			}
+			go raw.watch(func() { s.cancel(id) })
+			return
+		}
+	}
 	select {
-	case s.loop.inbox <- msg{kind: msgSubmit, req: sim.Req{ID: id, PromptLen: promptLen, OutputLen: maxTokens}, st: st}:
+	case s.loop.inbox <- sub:
 	case <-r.Context().Done():
 		return
 	case <-s.closing:
 		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "server is shutting down")
 		return
 	}
-	out := &output{s: s, st: st, chat: chat, id: id, model: req.Model, promptLen: promptLen, maxTokens: maxTokens}
 	if req.Stream {
-		out.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 		out.streamResponse(w, r)
 	} else {
 		out.whole(w, r)
@@ -392,5 +410,4 @@ func (s *Server) cancel(id string) {
 	case s.loop.inbox <- msg{kind: msgCancel, req: sim.Req{ID: id}}:
 	case <-s.closing:
 	}
-	s.aborted.Add(1)
 }
