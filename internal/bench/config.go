@@ -117,8 +117,12 @@ type Config struct {
 	// OnRecord, when non-nil, is called (from one goroutine at a time) as
 	// each request finishes.
 	OnRecord func(metrics.Record)
-	// Client overrides the tuned HTTP client Run builds.
+	// Client overrides the tuned HTTP client Run builds (and implies the
+	// net/http transport).
 	Client *http.Client
+	// Transport picks the streaming client: TransportAuto (default, epoll
+	// for http:// on Linux), TransportEpoll or TransportNetHTTP.
+	Transport string
 	// Log, when non-nil, receives vLLM's informational lines ("Starting
 	// main benchmark run...", warm-up and ready-check notes).
 	Log io.Writer
@@ -187,6 +191,12 @@ func (c *Config) normalize() (string, error) {
 	}
 	if c.APIKey == "" {
 		c.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	if err := checkHeaders(c.Headers); err != nil {
+		return "", err
+	}
+	if c.Transport, err = c.resolveTransport(u); err != nil {
+		return "", err
 	}
 	if c.MaxErrorRate < 0 || c.MaxErrorRate > 1 {
 		return "", fmt.Errorf("bench: max error rate %v is not a fraction in [0,1]", c.MaxErrorRate)

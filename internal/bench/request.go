@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -78,13 +79,34 @@ func (c *Config) payload(r *dataset.Request) ([]byte, error) {
 
 // client holds what every request of a run shares.
 type client struct {
-	cfg   *Config
-	url   string
-	http  *http.Client
-	start time.Time
+	cfg  *Config
+	url  string
+	http *http.Client // the net/http transport's client
+	snd  sender
+	// base is the client's monotonic origin; the run clock reads seconds
+	// since start, kept as an offset from base so that the epoll loop can
+	// read it while Run moves t=0.
+	base    time.Time
+	start   time.Time
+	startNs atomic.Int64
 }
 
-func (cl *client) now() float64 { return time.Since(cl.start).Seconds() }
+func newClient(cfg *Config, url string) *client {
+	cl := &client{cfg: cfg, url: url, base: time.Now()}
+	cl.setStart(cl.base)
+	return cl
+}
+
+// setStart moves the run clock's origin to t.
+func (cl *client) setStart(t time.Time) {
+	cl.start = t
+	cl.startNs.Store(int64(t.Sub(cl.base)))
+}
+
+// now reads the run clock (monotonic), in seconds.
+func (cl *client) now() float64 {
+	return (time.Since(cl.base) - time.Duration(cl.startNs.Load())).Seconds()
+}
 
 // newTransport is tuned for many long-lived HTTP/1.1 streams to one host:
 // one idle connection kept per possible in-flight request, no compression
@@ -109,11 +131,20 @@ func newTransport(maxInFlight int) *http.Transport {
 	}
 }
 
-// do sends one request and fills rec. rec.Scheduled, ID and PromptLen are
-// set by the caller. Failures land in rec. It returns the text offsets that
-// end each choices chunk when the server gave no per-chunk usage (for
-// splitting the output tokens over chunks after the run), else nil.
-func (cl *client) do(ctx context.Context, r *dataset.Request, rec *metrics.Record) (ends []int32) {
+// do sends one request through the run's transport and waits for it; see
+// doHTTP for what it fills.
+func (cl *client) do(ctx context.Context, r *dataset.Request, rec *metrics.Record) []int32 {
+	ch := make(chan []int32, 1)
+	cl.snd.start(ctx, r, rec, func(ends []int32) { ch <- ends })
+	return <-ch
+}
+
+// doHTTP sends one request over net/http and fills rec. rec.Scheduled, ID
+// and PromptLen are set by the caller. Failures land in rec. It returns
+// the text offsets that end each choices chunk when the server gave no
+// per-chunk usage (for splitting the output tokens over chunks after the
+// run), else nil.
+func (cl *client) doHTTP(ctx context.Context, r *dataset.Request, rec *metrics.Record) (ends []int32) {
 	cfg := cl.cfg
 	body, err := cfg.payload(r)
 	if err != nil {
@@ -149,8 +180,8 @@ func (cl *client) do(ctx context.Context, r *dataset.Request, rec *metrics.Recor
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		head, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		fail(rec, ClassHTTPStatus, fmt.Sprintf("HTTP %s: %s", resp.Status, bytes.TrimSpace(head)))
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, errBodyMax))
+		failStatus(rec, resp.Status, head)
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return nil
 	}
@@ -159,7 +190,24 @@ func (cl *client) do(ctx context.Context, r *dataset.Request, rec *metrics.Recor
 		// Read the terminating chunk so the connection goes back to the pool.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	}
-	cl.finish(rec, &st)
+	return cl.settle(rec, &st, rerr, func(err error) { failErr(rec, ctx, rctx, err, "read stream") })
+}
+
+// errBodyMax is how much of a non-200 body the failure reason keeps.
+const errBodyMax = 1024
+
+// failStatus records a non-200 answer: the status ("500 Internal Server
+// Error") and the start of the body.
+func failStatus(rec *metrics.Record, status string, head []byte) {
+	fail(rec, ClassHTTPStatus, fmt.Sprintf("HTTP %s: %s", status, bytes.TrimSpace(head)))
+}
+
+// settle copies a finished stream into rec and classifies how it ended,
+// the same way for every transport; failRead classifies a transport error
+// met while reading the body. It returns the chunk text offsets (see
+// doHTTP).
+func (cl *client) settle(rec *metrics.Record, st *streamState, rerr error, failRead func(error)) (ends []int32) {
+	cl.finish(rec, st)
 	if !st.usagePerChunk && len(st.textEnds) > 1 {
 		ends = st.textEnds
 	}
@@ -167,7 +215,7 @@ func (cl *client) do(ctx context.Context, r *dataset.Request, rec *metrics.Recor
 	case rerr != nil && errors.Is(rerr, errSyntax):
 		fail(rec, ClassBadStream, fmt.Sprintf("request %s: bad stream event: %v", rec.ID, rerr))
 	case rerr != nil:
-		failErr(rec, ctx, rctx, rerr, "read stream")
+		failRead(rerr)
 	case st.serverErr != "" && st.first:
 		fail(rec, ClassServerError, "server error mid-stream: "+st.serverErr)
 	case !st.first:

@@ -71,15 +71,27 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			return nil, err
 		}
 	}
+	inflight := n + cfg.NumWarmups
+	if cfg.MaxConcurrency > 0 {
+		inflight = cfg.MaxConcurrency
+	}
+	cl := newClient(&cfg, apiURL)
 	hc := cfg.Client
-	if hc == nil {
-		inflight := n + cfg.NumWarmups
-		if cfg.MaxConcurrency > 0 {
-			inflight = cfg.MaxConcurrency
+	if cfg.Transport == TransportEpoll {
+		snd, err := newEpollSender(cl, inflight)
+		if err != nil {
+			return nil, err
 		}
-		tr := newTransport(inflight)
-		defer tr.CloseIdleConnections()
-		hc = &http.Client{Transport: tr}
+		defer snd.close()
+		cl.snd = snd
+	} else {
+		if hc == nil {
+			tr := newTransport(inflight)
+			defer tr.CloseIdleConnections()
+			hc = &http.Client{Transport: tr}
+		}
+		cl.http = hc
+		cl.snd = httpSender{cl}
 	}
 	logf := func(format string, a ...any) {
 		if cfg.Log != nil {
@@ -87,11 +99,12 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 	}
 	if cfg.Model == "" {
+		// The epoll transport streams completions only; the model list
+		// comes over net/http (hc is nil then, and FirstModel makes one).
 		if cfg.Model, err = FirstModel(ctx, hc, cfg.BaseURL, cfg.APIKey); err != nil {
 			return nil, err
 		}
 	}
-	cl := &client{cfg: &cfg, url: apiURL, http: hc}
 	if err := cl.prepare(ctx, logf); err != nil {
 		return nil, err
 	}
@@ -139,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	} else {
 		logf("Maximum request concurrency: None")
 	}
-	cl.start = time.Now()
+	cl.setStart(time.Now())
 	out.Start = cl.start
 	if cfg.MaxSeconds > 0 {
 		t := time.AfterFunc(time.Duration(cfg.MaxSeconds*float64(time.Second)), func() {
@@ -187,15 +200,15 @@ dispatch:
 		rec.Scheduled = target
 		sent++
 		wg.Add(1)
-		go func(i int, arrival float64) {
-			defer wg.Done()
-			ends[i] = cl.do(runCtx, &cfg.Requests[i], &recs[i])
+		cl.snd.start(runCtx, &cfg.Requests[i], rec, func(e []int32) {
+			ends[i] = e
 			recs[i].QueueTime = max(0, recs[i].Sent-arrival)
 			if sem != nil {
 				<-sem
 			}
 			doneCh <- i
-		}(i, arrival)
+			wg.Done()
+		})
 	}
 	wg.Wait()
 	out.Duration = cl.now()
@@ -389,7 +402,7 @@ func splitByTokenizer(text string, ends []int32, tok dataset.Tokenizer) []int {
 // prepare runs vLLM's optional ready check and the warm-up requests.
 func (cl *client) prepare(ctx context.Context, logf func(string, ...any)) error {
 	cfg := cl.cfg
-	cl.start = time.Now()
+	cl.setStart(time.Now())
 	first := cfg.Requests[0]
 	logf("Starting initial single prompt test run...")
 	if cfg.ReadyCheckTimeout <= 0 {

@@ -35,6 +35,7 @@ type streamState struct {
 	text    []byte
 	dataBuf []byte // multi-line data fields joined with '\n'
 	dataN   int    // data lines in the pending event
+	partial []byte // a line cut by a read boundary, awaiting its end
 
 	serverErr string
 	c         chunk
@@ -102,73 +103,89 @@ var (
 	dataPrefix = []byte("data:")
 )
 
-// bufPool recycles read buffers between requests; a buffer that had to
-// grow for a long line is dropped rather than pinned in the pool.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, initialBuf); return &b }}
+// bufPool recycles the net/http path's read buffers between requests.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
 
 const (
-	initialBuf = 1024
-	pooledMax  = 16 << 10
+	// readBufSize is the net/http path's read size; the epoll path reads
+	// into one buffer shared by all its connections.
+	readBufSize = 4 << 10
+	// partialKeep is the largest carry-over buffer kept between lines: one
+	// that grew for a long line is dropped once the line is done, so an
+	// idle stream holds at most this much.
+	partialKeep = 1 << 10
 )
 
 // readStream reads SSE from r until EOF or [DONE], feeding events to s.
-// now is the run clock. There is no line-length limit: the buffer doubles
-// while a line does not fit.
+// now is the run clock. There is no line-length limit: a line cut by a
+// read boundary is carried over in s.partial, which grows as needed.
 func readStream(r io.Reader, s *streamState, now func() float64) error {
 	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
 	buf := *bp
-	defer func() {
-		if cap(buf) <= pooledMax {
-			*bp = buf[:cap(buf)]
-			bufPool.Put(bp)
-		}
-	}()
-	start, end := 0, 0 // unconsumed bytes are buf[start:end]
 	for {
-		if end == len(buf) {
-			if start > 0 {
-				end = copy(buf, buf[start:end])
-				start = 0
-			} else {
-				nb := make([]byte, 2*len(buf))
-				copy(nb, buf[:end])
-				buf = nb
-			}
-		}
-		n, rerr := r.Read(buf[end:])
+		n, rerr := r.Read(buf)
 		if n > 0 {
-			ts := now()
-			end += n
-			for {
-				k := bytes.IndexByte(buf[start:end], '\n')
-				if k < 0 {
-					break
-				}
-				line := buf[start : start+k]
-				start += k + 1
-				if err := s.line(line, ts); err != nil {
-					return err
-				}
-				if s.done {
-					return nil
-				}
-			}
-			if start == end {
-				start, end = 0, 0
+			if err := s.feed(buf[:n], now()); err != nil || s.done {
+				return err
 			}
 		}
 		if rerr != nil {
 			if rerr == io.EOF {
-				// A last line without its newline, then the pending event.
-				if start < end {
-					if err := s.line(buf[start:end], now()); err != nil {
-						return err
-					}
-				}
-				return s.line(nil, now())
+				return s.eof(now())
 			}
 			return rerr
 		}
+	}
+}
+
+// feed handles the bytes of one network read, all stamped ts (the time
+// the read returned). Complete lines are handled in place; a trailing
+// partial line is copied to s.partial and completed by a later feed, so
+// it is stamped when its last byte arrives. feed stops at [DONE].
+func (s *streamState) feed(p []byte, ts float64) error {
+	for len(p) > 0 {
+		k := bytes.IndexByte(p, '\n')
+		if k < 0 {
+			s.partial = append(s.partial, p...)
+			return nil
+		}
+		line := p[:k]
+		p = p[k+1:]
+		carried := len(s.partial) > 0
+		if carried {
+			s.partial = append(s.partial, line...)
+			line = s.partial
+		}
+		err := s.line(line, ts)
+		if carried {
+			s.dropPartial()
+		}
+		if err != nil || s.done {
+			return err
+		}
+	}
+	return nil
+}
+
+// eof ends the stream at a clean end of body: a last line without its
+// newline, then the pending event.
+func (s *streamState) eof(ts float64) error {
+	if len(s.partial) > 0 {
+		err := s.line(s.partial, ts)
+		s.dropPartial()
+		if err != nil || s.done {
+			return err
+		}
+	}
+	return s.line(nil, ts)
+}
+
+func (s *streamState) dropPartial() {
+	if cap(s.partial) > partialKeep {
+		s.partial = nil
+	} else {
+		s.partial = s.partial[:0]
 	}
 }
 

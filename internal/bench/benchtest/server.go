@@ -86,12 +86,18 @@ type Server struct {
 
 // Log is what the server did for one request.
 type Log struct {
-	ID       string
-	Arrived  time.Duration // since Clock
+	ID      string
+	Arrived time.Duration // since Clock
+	// Began and Written hold, per write, when the write started and when
+	// it returned: a client cannot see the bytes before Began, and may see
+	// them before Written.
+	Began    []time.Duration
 	Written  []time.Duration
 	Body     map[string]any
 	Header   http.Header
 	Finished bool
+
+	done chan struct{} // closed when the handler returns
 }
 
 // New returns a server following planFor.
@@ -101,11 +107,20 @@ func New(planFor func(i int, body map[string]any) Plan) *Server {
 
 var idDigits = regexp.MustCompile(`(\d+)$`)
 
-// Logs returns the log of request i.
+// Logs returns the log of request i, once its handler has returned (a
+// client may finish at [DONE] while the handler is still recording), or
+// nil. It waits at most 10 s.
 func (s *Server) Logs(i int) *Log {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logs[i]
+	lg := s.logs[i]
+	s.mu.Unlock()
+	if lg != nil {
+		select {
+		case <-lg.done:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	return lg
 }
 
 // Requests returns how many requests reached the handler.
@@ -133,7 +148,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		idx, _ = strconv.Atoi(m)
 	}
 	plan := s.PlanFor(idx, body)
-	lg := &Log{ID: id, Arrived: arrived.Sub(s.Clock), Body: body, Header: r.Header.Clone()}
+	lg := &Log{ID: id, Arrived: arrived.Sub(s.Clock), Body: body, Header: r.Header.Clone(), done: make(chan struct{})}
+	defer close(lg.done)
 	s.mu.Lock()
 	s.seen++
 	if idx >= 0 && s.KeepLogs {
@@ -172,6 +188,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		buf = append(buf, "data: "...)
 		buf = append(buf, payload...)
 		buf = append(buf, "\n\n"...)
+		lg.Began = append(lg.Began, time.Since(s.Clock))
 		_, err := w.Write(buf)
 		if fl != nil {
 			fl.Flush()
