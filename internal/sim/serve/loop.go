@@ -136,6 +136,7 @@ type loop struct {
 	late     *latency // token written to the client's socket
 	handoff  *latency // token handed to its stream by the loop
 	aborted  atomic.Int64
+	slow     atomic.Int64 // streams whose socket filled (handed to a writer goroutine)
 }
 
 func newLoop(m Model, scale float64) *loop {
@@ -336,7 +337,7 @@ func (l *loop) writeRaw(st *stream) {
 	start := chunkHead - len(h)
 	copy(buf[start:], h)
 	l.frame = buf
-	if err := st.raw.send(buf[start:], st.batch, finished, l.late); err != nil {
+	if err := st.raw.send(buf[start:], st.batch, finished, l.late, &l.slow); err != nil {
 		l.drop(st)
 		return
 	}

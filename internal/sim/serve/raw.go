@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -94,8 +95,8 @@ func (c *rawConn) watch(gone func()) {
 // send writes wire (whole HTTP chunks, the terminating one included when
 // finished) and records the lateness of evs' tokens when the bytes reach the
 // socket; finished closes the connection after. An error means the client
-// is gone. wire is the caller's scratch: send copies what it keeps.
-func (c *rawConn) send(wire []byte, evs []tokenEvent, finished bool, late *latency) error {
+// is gone. slow counts streams handed to a writer goroutine. wire is the caller's scratch: send copies what it keeps.
+func (c *rawConn) send(wire []byte, evs []tokenEvent, finished bool, late *latency, slow *atomic.Int64) error {
 	c.mu.Lock()
 	if c.failed != nil || c.closed {
 		err := c.failed
@@ -136,6 +137,7 @@ func (c *rawConn) send(wire []byte, evs []tokenEvent, finished bool, late *laten
 	c.closing = finished
 	c.draining = true
 	c.mu.Unlock()
+	slow.Add(1)
 	go c.drain(late)
 	return nil
 }
