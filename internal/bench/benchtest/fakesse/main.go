@@ -1,6 +1,8 @@
 // Command fakesse serves benchtest's deterministic OpenAI-compatible stream
 // on a TCP address, for measuring benchmark clients (perflab bench, vLLM's
-// own) against the same server: every request gets the same plan.
+// own) against the same server: every request gets the same plan. -fast
+// serves benchtest.Fast instead of the net/http handler, so that one core
+// can feed 100k chunks/s.
 package main
 
 import (
@@ -21,7 +23,26 @@ func main() {
 	gap := flag.Duration("gap", 0, "gap between chunks")
 	chunks := flag.Int("chunks", 128, "choices chunks per request (0: the request's max_tokens)")
 	tpc := flag.Int("tokens-per-chunk", 1, "tokens per chunk")
+	fast := flag.Bool("fast", false, "serve with benchtest.Fast (pre-rendered chunks, -batch events per write at zero latency; one token per chunk)")
+	batch := flag.Int("batch", 16, "with -fast and no -ttft/-gap: SSE events per write")
+	logPath := flag.String("log", "", "with -fast: append each request's write times (Unix ns) to this file")
 	flag.Parse()
+	if *fast {
+		ln, err := net.Listen("tcp", *addr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Fprintf(os.Stderr, "fakesse: fast server listening on %s\n", ln.Addr())
+		f := &benchtest.Fast{Chunks: *chunks, Batch: *batch, TTFT: *ttft, Gap: *gap}
+		if *logPath != "" {
+			lf, err := os.OpenFile(*logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				log.Fatal(err)
+			}
+			f.LogTo = lf
+		}
+		log.Fatal(f.Serve(ln))
+	}
 	srv := benchtest.New(func(_ int, body map[string]any) benchtest.Plan {
 		n := *chunks
 		if n == 0 {

@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// rawServer answers request i (by the trailing digits of x-request-id)
+// with the bytes resp(i) and then closes the connection when closeAfter(i),
+// else keeps it for the next request. It counts accepted connections.
+type rawServer struct {
+	ln    net.Listener
+	conns atomic.Int32
+	wg    sync.WaitGroup
+}
+
+var trailingDigits = regexp.MustCompile(`(\d+)$`)
+
+func newRawServer(t *testing.T, resp func(i int) string, closeAfter func(i int) bool) *rawServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawServer{ln: ln}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.conns.Add(1)
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = bufio.NewReader(req.Body).WriteTo(discard{})
+					i, _ := strconv.Atoi(trailingDigits.FindString(req.Header.Get("X-Request-Id")))
+					if _, err := c.Write([]byte(resp(i))); err != nil || closeAfter(i) {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
+	return s
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func (s *rawServer) url() string { return "http://" + s.ln.Addr().String() }
+
+func chunked(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		fmt.Fprintf(&b, "%x\r\n%s\r\n", len(p), p)
+	}
+	return b.String() + "0\r\n\r\n"
+}
+
+const sseOK = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+// TestTransportsAgree: both transports turn the same raw answers (every
+// body framing, interim responses, long error bodies, broken framing, cut
+// connections) into the same records.
+func TestTransportsAgree(t *testing.T) {
+	long := strings.Repeat("e", 2000)
+	noDone := ev(cmplChunk) + ev(cmplChunk) + ev(usageOnly)
+	events := noDone + ev("[DONE]")
+	cases := []struct {
+		name  string
+		raw   string
+		class string
+		toks  int
+	}{
+		{"chunked", sseOK + chunked(ev(cmplChunk), ev(cmplChunk)+ev(usageOnly), ev("[DONE]")), "", 3},
+		{"content-length without [DONE]", fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(noDone), noDone), "", 3},
+		{"close-delimited", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + events, "", 3},
+		{"interim 100", "HTTP/1.1 100 Continue\r\n\r\n" + sseOK + chunked(events), "", 3},
+		{"503 with a long body", fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Length: %d\r\n\r\n%s", len(long)+2, " "+long+" "), ClassHTTPStatus, 0},
+		{"not HTTP", "HELLO\r\n\r\n", ClassReset, 0},
+		{"bad chunk length", sseOK + "7b\r\n" + ev(cmplChunk) + "\r\nzz\r\n", ClassReset, 0},
+		{"cut mid-stream", sseOK + fmt.Sprintf("%x\r\n", len(ev(cmplChunk))) + ev(cmplChunk) + "\r\n", ClassReset, 0},
+		{"no choices", sseOK + chunked(ev(usageOnly), ev("[DONE]")), ClassNoChoices, 0},
+		{"bad event", sseOK + chunked(ev(`{"choices": [ nope`)), ClassBadStream, 0},
+	}
+	srv := newRawServer(t, func(i int) string { return cases[i].raw }, func(i int) bool { return cases[i].class != "" || i == 2 })
+	recs := map[string][]string{}
+	for _, tr := range transports() {
+		t.Run(strings.ReplaceAll(tr, "/", ""), func(t *testing.T) {
+			out, err := Run(context.Background(), Config{Transport: tr, BaseURL: srv.url(), Model: "m",
+				Requests: requests(len(cases), 1, 3), MaxConcurrency: 1, RequestIDPrefix: "r-"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range out.Records {
+				c := cases[i]
+				if r.ErrorClass != c.class || r.Success != (c.class == "") {
+					t.Errorf("%s: class %q (%s), want %q", c.name, r.ErrorClass, r.Error, c.class)
+				}
+				if r.Success && (r.OutputLen != c.toks || len(r.ChunkTokens) != 2 || r.TTFT <= 0 || r.Latency < r.TTFT) {
+					t.Errorf("%s: output %d, chunks %v, ttft %v latency %v", c.name, r.OutputLen, r.ChunkTokens, r.TTFT, r.Latency)
+				}
+				if c.class == ClassHTTPStatus {
+					want := "HTTP 503 Service Unavailable: " + long[:errBodyMax-1]
+					if r.Error != want {
+						t.Errorf("%s: reason %.60q..., want the status and the first 1 KiB of the body", c.name, r.Error)
+					}
+				}
+				recs[c.name] = append(recs[c.name], fmt.Sprintf("%v %s %v %d", r.Success, r.ErrorClass, r.ChunkTokens, r.OutputLen))
+				if c.class == ClassHTTPStatus || c.class == ClassBadStream || c.class == ClassNoChoices {
+					recs[c.name] = append(recs[c.name], r.Error)
+				}
+			}
+		})
+	}
+	if len(transports()) == 2 {
+		for name, v := range recs {
+			if h := len(v) / 2; strings.Join(v[:h], "|") != strings.Join(v[h:], "|") {
+				t.Errorf("%s: net/http %q, epoll %q", name, v[:h], v[h:])
+			}
+		}
+	}
+}
+
+// TestKeepAlive: sequential requests share one connection, and (epoll
+// only) a request sent on a kept connection that the server has since
+// closed is retried on a fresh one rather than failed. net/http retries
+// only when it knows nothing was written, so it fails some of those.
+func TestKeepAlive(t *testing.T) {
+	resp := sseOK + chunked(ev(cmplChunk), ev("[DONE]"))
+	for _, tr := range transports() {
+		t.Run(strings.ReplaceAll(tr, "/", ""), func(t *testing.T) {
+			for _, tc := range []struct {
+				name      string
+				closeEach bool
+				maxConns  int32
+			}{{"reuse", false, 1}, {"server closes idle", true, 12}} {
+				if tc.closeEach && tr != TransportEpoll {
+					continue
+				}
+				srv := newRawServer(t, func(int) string { return resp }, func(int) bool { return tc.closeEach })
+				out, err := Run(context.Background(), Config{Transport: tr, BaseURL: srv.url(), Model: "m",
+					Requests: requests(12, 1, 1), MaxConcurrency: 1, RequestRate: math.Inf(1)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.Result.Completed != 12 {
+					for _, r := range out.Records {
+						t.Logf("%s: %s %s", r.ID, r.ErrorClass, r.Error)
+					}
+					t.Errorf("%s: %d of 12 completed", tc.name, out.Result.Completed)
+				}
+				if n := srv.conns.Load(); n > tc.maxConns {
+					t.Errorf("%s: %d connections for 12 sequential requests, want at most %d", tc.name, n, tc.maxConns)
+				}
+			}
+		})
+	}
+}
