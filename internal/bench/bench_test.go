@@ -30,7 +30,7 @@ func BenchmarkReadStream(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		r.Reset(data)
-		*s = streamState{itl: s.itl[:0], chunkTok: s.chunkTok[:0], textEnds: s.textEnds[:0], text: s.text[:0]}
+		*s = streamState{itl: s.itl[:0], chunkTok: s.chunkTok[:0], textEnds: s.textEnds[:0], text: s.text[:0], partial: s.partial[:0]}
 		if err := readStream(r, s, now); err != nil {
 			b.Fatal(err)
 		}

@@ -588,6 +588,17 @@ func (s *epollSender) connFail(c *econn, err error) {
 // release returns c to the idle list when the server allows it.
 func (s *epollSender) release(c *econn) {
 	c.req = nil
+	if len(s.idle) >= s.maxIdle {
+		// Drop connections the server closed while they sat idle.
+		live := s.idle[:0]
+		for _, ic := range s.idle {
+			if ic.fd >= 0 {
+				live = append(live, ic)
+			}
+		}
+		clear(s.idle[len(live):])
+		s.idle = live
+	}
 	if !c.p.keepAlive || len(s.idle) >= s.maxIdle {
 		s.closeConn(c)
 		return

@@ -75,9 +75,13 @@ func (c *Config) resolveTransport(u *url.URL) (string, error) {
 	return "", fmt.Errorf("bench: unknown transport %q (want auto, epoll or net/http)", c.Transport)
 }
 
+// proxyFor is the proxy rule newTransport uses (a variable so that tests
+// can stand in for the environment, which net/http reads only once).
+var proxyFor = http.ProxyFromEnvironment
+
 // proxied reports whether net/http would send u through a proxy.
 func proxied(u *url.URL) bool {
-	p, err := http.ProxyFromEnvironment(&http.Request{URL: u})
+	p, err := proxyFor(&http.Request{URL: u})
 	return err != nil || p != nil
 }
 

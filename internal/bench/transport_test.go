@@ -7,7 +7,9 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,5 +179,48 @@ func TestKeepAlive(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestResolveTransport(t *testing.T) {
+	epollOK := runtime.GOOS == "linux"
+	for _, tc := range []struct {
+		name, transport, base string
+		client, proxy         bool
+		want, err             string
+	}{
+		{name: "auto http", base: "http://127.0.0.1:8000", want: map[bool]string{true: TransportEpoll, false: TransportNetHTTP}[epollOK]},
+		{name: "auto https", transport: TransportAuto, base: "https://example.com", want: TransportNetHTTP},
+		{name: "auto with a client", base: "http://127.0.0.1:8000", client: true, want: TransportNetHTTP},
+		{name: "auto through a proxy", base: "http://10.1.2.3:8000", proxy: true, want: TransportNetHTTP},
+		{name: "explicit net/http", transport: TransportNetHTTP, base: "http://127.0.0.1:8000", want: TransportNetHTTP},
+		{name: "epoll over https", transport: TransportEpoll, base: "https://example.com", err: "plain http:// only"},
+		{name: "epoll with a client", transport: TransportEpoll, base: "http://127.0.0.1:8000", client: true, err: "Config.Client is set"},
+		{name: "unknown", transport: "quic", base: "http://127.0.0.1:8000", err: `unknown transport "quic"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.proxy {
+				proxyFor = func(*http.Request) (*url.URL, error) { return url.Parse("http://127.0.0.1:3128") }
+				defer func() { proxyFor = http.ProxyFromEnvironment }()
+			}
+			cfg := Config{BaseURL: tc.base, Transport: tc.transport, Requests: requests(1, 1, 1)}
+			if tc.client {
+				cfg.Client = &http.Client{}
+			}
+			_, err := cfg.normalize()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || cfg.Transport != tc.want {
+				t.Fatalf("transport %q, err %v; want %q", cfg.Transport, err, tc.want)
+			}
+		})
+	}
+	cfg := Config{BaseURL: "http://127.0.0.1:1", Requests: requests(1, 1, 1), Headers: map[string]string{"X-Evil": "a\r\nInjected: 1"}}
+	if _, err := cfg.normalize(); err == nil || !strings.Contains(err.Error(), "X-Evil") {
+		t.Errorf("header with CRLF: err = %v", err)
 	}
 }
