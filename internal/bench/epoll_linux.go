@@ -493,7 +493,11 @@ func (s *epollSender) data(c *econn, p []byte, ts float64) {
 		seg, rest, err := c.p.next(p)
 		p = rest
 		if err != nil {
-			s.connFail(c, err)
+			id := "(idle)"
+			if c.req != nil {
+				id = c.req.rec.ID
+			}
+			s.connFail(c, fmt.Errorf("request %s: bad HTTP response: %w", id, err))
 			return
 		}
 		q := c.req

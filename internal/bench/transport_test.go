@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // rawServer answers request i (by the trailing digits of x-request-id)
@@ -24,7 +25,13 @@ type rawServer struct {
 	ln    net.Listener
 	conns atomic.Int32
 	wg    sync.WaitGroup
+	// hold, when set, makes the server stop at holdMark in a response,
+	// count the stream in held, and go on once hold is closed.
+	hold chan struct{}
+	held atomic.Int32
 }
+
+const holdMark = "\x00hold\x00"
 
 var trailingDigits = regexp.MustCompile(`(\d+)$`)
 
@@ -34,7 +41,7 @@ func newRawServer(t *testing.T, resp func(i int) string, closeAfter func(i int) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &rawServer{ln: ln}
+	s := &rawServer{ln: ln, hold: make(chan struct{})}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -56,7 +63,18 @@ func newRawServer(t *testing.T, resp func(i int) string, closeAfter func(i int) 
 					}
 					_, _ = bufio.NewReader(req.Body).WriteTo(discard{})
 					i, _ := strconv.Atoi(trailingDigits.FindString(req.Header.Get("X-Request-Id")))
-					if _, err := c.Write([]byte(resp(i))); err != nil || closeAfter(i) {
+					first, rest, held := strings.Cut(resp(i), holdMark)
+					if _, err := c.Write([]byte(first)); err != nil {
+						return
+					}
+					if held {
+						s.held.Add(1)
+						<-s.hold
+						if _, err := c.Write([]byte(rest)); err != nil {
+							return
+						}
+					}
+					if closeAfter(i) {
 						return
 					}
 				}
@@ -222,5 +240,54 @@ func TestResolveTransport(t *testing.T) {
 	cfg := Config{BaseURL: "http://127.0.0.1:1", Requests: requests(1, 1, 1), Headers: map[string]string{"X-Evil": "a\r\nInjected: 1"}}
 	if _, err := cfg.normalize(); err == nil || !strings.Contains(err.Error(), "X-Evil") {
 		t.Errorf("header with CRLF: err = %v", err)
+	}
+}
+
+// TestNoGoroutinePerStream: with 200 streams held open mid-stream, the
+// epoll transport runs a fixed handful of goroutines, where net/http runs
+// a few per stream. Counted, not timed: the server holds every stream
+// until the count is taken.
+func TestNoGoroutinePerStream(t *testing.T) {
+	const streams = 200
+	resp := sseOK + fmt.Sprintf("%x\r\n%s\r\n", len(ev(cmplChunk)), ev(cmplChunk)) + holdMark + chunked(ev(cmplChunk), ev("[DONE]"))
+	for _, tr := range transports() {
+		t.Run(strings.ReplaceAll(tr, "/", ""), func(t *testing.T) {
+			srv := newRawServer(t, func(int) string { return resp }, func(int) bool { return false })
+			base := runtime.NumGoroutine()
+			extra := make(chan int, 1)
+			go func() {
+				for give := time.Now().Add(30 * time.Second); srv.held.Load() < streams; time.Sleep(5 * time.Millisecond) {
+					if time.Now().After(give) {
+						extra <- -1
+						close(srv.hold)
+						return
+					}
+				}
+				// Every stream is mid-stream: its first chunk written, the
+				// rest held back. Server goroutines: the accept loop and one
+				// per connection; this goroutine is one more.
+				extra <- runtime.NumGoroutine() - base - 1 - int(srv.conns.Load()) - 1
+				close(srv.hold)
+			}()
+			out, err := Run(context.Background(), Config{Transport: tr, BaseURL: srv.url(), Model: "m",
+				Requests: requests(streams, 1, 2), MaxConcurrency: streams})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := <-extra
+			if n < 0 {
+				t.Fatalf("the server never had all %d streams in flight (%d)", streams, srv.held.Load())
+			}
+			if out.Result.Completed != streams {
+				t.Fatalf("%d of %d completed", out.Result.Completed, streams)
+			}
+			t.Logf("%s: %d client goroutines for %d streams in flight", tr, n, streams)
+			switch {
+			case tr == TransportEpoll && n > 10:
+				t.Errorf("epoll: %d client goroutines for %d streams, want a fixed few", n, streams)
+			case tr == TransportNetHTTP && n < streams:
+				t.Errorf("net/http: %d client goroutines for %d streams; the count is broken", n, streams)
+			}
+		})
 	}
 }
