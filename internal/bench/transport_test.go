@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/perflab/perflab/internal/bench/benchtest"
 )
 
 // rawServer answers request i (by the trailing digits of x-request-id)
@@ -287,6 +289,53 @@ func TestNoGoroutinePerStream(t *testing.T) {
 				t.Errorf("epoll: %d client goroutines for %d streams, want a fixed few", n, streams)
 			case tr == TransportNetHTTP && n < streams:
 				t.Errorf("net/http: %d client goroutines for %d streams; the count is broken", n, streams)
+			}
+		})
+	}
+}
+
+// TestFastServer: benchtest.Fast, the measurement server, streams what it
+// is asked for over both transports, batched at zero latency and one
+// event per write on a schedule, with a write log for each request.
+func TestFastServer(t *testing.T) {
+	for _, tr := range transports() {
+		t.Run(strings.ReplaceAll(tr, "/", ""), func(t *testing.T) {
+			for _, f := range []*benchtest.Fast{
+				{Batch: 16},
+				{TTFT: 20 * time.Millisecond, Gap: 5 * time.Millisecond, KeepLogs: true},
+			} {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				go func() { _ = f.Serve(ln) }()
+				const n, chunks = 20, 37
+				out, err := Run(context.Background(), Config{Transport: tr, BaseURL: "http://" + ln.Addr().String(),
+					Requests: requests(n, 1, chunks), RequestIDPrefix: "f-"})
+				ln.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.Model != "fake-model" || out.Result.Completed != n {
+					t.Fatalf("model %q, %d of %d completed", out.Model, out.Result.Completed, n)
+				}
+				for i, r := range out.Records {
+					if len(r.ChunkTokens) != chunks || r.OutputLen != chunks {
+						t.Errorf("request %d: %d chunks, output %d, want %d", i, len(r.ChunkTokens), r.OutputLen, chunks)
+					}
+					if !f.KeepLogs {
+						continue
+					}
+					lg := f.Logs(i)
+					if lg == nil || len(lg.Written) != chunks || len(lg.Began) != chunks {
+						t.Fatalf("request %d: log %+v", i, lg)
+					}
+					// The first chunk cannot reach the client before the
+					// server began writing it.
+					if began := (lg.Began[0] - lg.Arrived).Seconds(); r.TTFT < began || began < 0.02 {
+						t.Errorf("request %d: TTFT %.4f, server began the first write %.4f after arrival (plan 0.020)", i, r.TTFT, began)
+					}
+				}
 			}
 		})
 	}

@@ -89,9 +89,16 @@ func (f *Fast) conn(c net.Conn) {
 	var body, out []byte
 	for {
 		arrived := time.Now()
-		id, err := readRequest(br, &body)
+		id, get, err := readRequest(br, &body)
 		if err != nil {
 			return
+		}
+		if get {
+			// GET /v1/models, for a client that asks for the model.
+			if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(modelsJSON), modelsJSON); err != nil {
+				return
+			}
+			continue
 		}
 		chunks := f.Chunks
 		if chunks == 0 {
@@ -178,16 +185,21 @@ func (f *Fast) writeLog(lg *Log) {
 	f.mu.Unlock()
 }
 
+const modelsJSON = `{"object":"list","data":[{"id":"fake-model","object":"model","root":"fake-model"}]}`
+
 // readRequest reads one request's head and body (into *body) and returns
-// its x-request-id.
-func readRequest(br *bufio.Reader, body *[]byte) (id string, err error) {
+// its x-request-id and whether it was a GET.
+func readRequest(br *bufio.Reader, body *[]byte) (id string, get bool, err error) {
 	clen := 0
 	for first := true; ; first = false {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		line = bytes.TrimRight(line, "\r\n")
+		if first {
+			get = bytes.HasPrefix(line, []byte("GET "))
+		}
 		if len(line) == 0 {
 			if first {
 				continue
@@ -211,9 +223,9 @@ func readRequest(br *bufio.Reader, body *[]byte) (id string, err error) {
 	}
 	*body = (*body)[:clen]
 	if _, err := io.ReadFull(br, *body); err != nil {
-		return "", err
+		return "", false, err
 	}
-	return id, nil
+	return id, get, nil
 }
 
 // maxTokens finds max_tokens or max_completion_tokens in a JSON body
