@@ -56,6 +56,7 @@ type benchFlags struct {
 	numWarmups       int
 	readyCheck       int
 	disableTqdm      bool
+	transport        string
 	requestIDPrefix  string
 	trustRemoteCode  bool
 
@@ -133,6 +134,7 @@ result block and writes vLLM's --save-result JSON (plus a "perflab" section).
 	fl.Float64Var(&f.maxSeconds, "max-seconds", 0, "perflab: stop after this many seconds")
 	fl.IntVar(&f.maxErrors, "max-errors", 0, "perflab: stop after this many failed requests")
 	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 0, "perflab: stop when failed/finished exceeds this fraction")
+	fl.StringVar(&f.transport, "transport", bench.TransportAuto, "perflab: streaming client: auto (epoll for http:// on Linux), epoll or net/http")
 	fl.StringVar(&f.output, "output", "text", "perflab: text (vLLM's block) or json (the result JSON on stdout)")
 	fl.BoolVar(&f.includeQueue, "include-queue-in-ttft", false, "perflab: count the wait for a --max-concurrency slot in TTFT")
 	fl.Float64Var(&f.requestTimeout, "request-timeout", bench.DefaultTimeout.Seconds(), "perflab: per-request timeout in seconds")
@@ -247,6 +249,11 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 	}
 	if f.output != "text" && f.output != "json" {
 		return fmt.Errorf("bench: --output %q: want text or json", f.output)
+	}
+	switch f.transport {
+	case bench.TransportAuto, bench.TransportEpoll, bench.TransportNetHTTP:
+	default:
+		return fmt.Errorf("bench: unknown transport %q for --transport (want auto, epoll or net/http)", f.transport)
 	}
 	// In json mode stdout carries only the result; the chatter goes to stderr.
 	info := stdout
@@ -394,6 +401,7 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 	if fl.Changed("min-p") {
 		cfg.MinP = &f.minP
 	}
+	cfg.Transport = f.transport
 	if !f.disableTqdm && isTerminal(os.Stderr) {
 		cfg.Progress = os.Stderr
 	}

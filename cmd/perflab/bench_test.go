@@ -156,6 +156,7 @@ func TestBenchCLIErrors(t *testing.T) {
 		{[]string{"--max-concurrency", "0", "--model", "m"}, "greater than 0"},
 		{[]string{"--profile", "no-such-profile", "--model", "m"}, "neither a built-in profile"},
 		{[]string{"--percentile-metrics", "ttft,bogus", "--model", "m"}, "unknown metric"},
+		{[]string{"--transport", "bogus", "--model", "m"}, "unknown transport"},
 	} {
 		_, _, err := runBenchCmd(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -137,8 +137,12 @@ func runLab(cmd *cobra.Command, args []string) error {
 	}
 	defer st.Close()
 
+	progress := lab.NewProgress(stderr)
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		progress = lab.NewTerminalProgress(stderr)
+	}
 	l := &lab.Lab{Spec: spec, Store: st, Runner: runner, Guide: predict, Fresh: labOpts.fresh, Grid: labOpts.grid,
-		Progress: lab.NewProgress(stderr)}
+		Progress: progress}
 	start := time.Now()
 	sum, runErr := l.Run(ctx)
 	if runErr != nil && sum == nil {

@@ -185,9 +185,11 @@ func (s *Spec) Plan() Plan {
 }
 
 // NewProgress returns the progress display for w: plain lines (one per
-// trial, with stage, best so far and ETA), which suit both terminals and
-// logs.
+// trial, with stage, best so far and ETA), for logs and pipes.
 func NewProgress(w io.Writer) Progress { return &LineProgress{W: w} }
+
+// NewTerminalProgress returns a live bar for a terminal (BarProgress).
+func NewTerminalProgress(w io.Writer) Progress { return &BarProgress{W: w} }
 
 // EstimateTrialSeconds estimates one trial's wall time for the ETA: for
 // sim-predict, the measured time of one prediction of the baseline; for the
