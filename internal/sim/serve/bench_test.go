@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -70,13 +71,14 @@ func (b *batchModel) Stats() sim.Stats {
 }
 
 // streamLoad runs n concurrent streaming completions of outLen tokens
-// against base and returns the tokens received and the wall time.
-func streamLoad(tb testing.TB, base string, n, outLen int) (int64, time.Duration) {
+// against base (serving model) and returns the tokens received and the
+// wall time.
+func streamLoad(tb testing.TB, base, model string, n, outLen int) (int64, time.Duration) {
 	tr := &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: 0, DisableCompression: true,
 		DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
-	body := fmt.Sprintf(`{"model":"Qwen/Qwen3-14B","prompt":"hello","max_tokens":%d,"stream":true}`, outLen)
+	body := fmt.Sprintf(`{"model":%q,"prompt":"hello","max_tokens":%d,"stream":true}`, model, outLen)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var total int64
@@ -96,7 +98,7 @@ func streamLoad(tb testing.TB, base string, n, outLen int) (int64, time.Duration
 			for {
 				line, err := br.ReadSlice('\n')
 				if len(line) > 6 && line[0] == 'd' && line[6] == '{' {
-					got++
+					got += chunkTokens(line)
 				}
 				if err != nil {
 					if err != io.EOF {
@@ -114,6 +116,20 @@ func streamLoad(tb testing.TB, base string, n, outLen int) (int64, time.Duration
 	return total, time.Since(start)
 }
 
+// chunkTokens counts the filler tokens in one SSE data line (each word of
+// the text is one token; a chunk may carry several).
+func chunkTokens(line []byte) int64 {
+	for _, key := range [][]byte{[]byte(`"text":"`), []byte(`"content":"`)} {
+		if i := bytes.Index(line, key); i >= 0 {
+			rest := line[i+len(key):]
+			if j := bytes.IndexByte(rest, '"'); j >= 0 {
+				return int64(bytes.Count(rest[:j], []byte(" ")))
+			}
+		}
+	}
+	return 0
+}
+
 // BenchmarkStreams1000 serves 1,000 concurrent streams at 20,000 tokens/s
 // (a 50 ms batch step producing one token for each of 1,000 requests) and
 // reports how late tokens reached the socket. Client and server share the
@@ -126,7 +142,7 @@ func BenchmarkStreams1000(b *testing.B) {
 			b.Fatal(err)
 		}
 		ts := httptest.NewServer(s.Handler())
-		tokens, wall := streamLoad(b, ts.URL, n, outLen)
+		tokens, wall := streamLoad(b, ts.URL, "Qwen/Qwen3-14B", n, outLen)
 		ts.Close()
 		s.Close()
 		late, hand := s.Lateness(), s.HandoffLateness()

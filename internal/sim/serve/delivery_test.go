@@ -201,20 +201,20 @@ func TestCancelWhileQueued(t *testing.T) {
 	}
 }
 
-// TestDueHeap checks the delivery queue pops by deadline, ties in push order.
-func TestDueHeap(t *testing.T) {
+// TestWakeupHeap checks the delivery queue pops by deadline, ties in push
+// order.
+func TestWakeupHeap(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	base := time.Now()
-	var h dueHeap
+	var h wakeupHeap
 	for i := 0; i < 2000; i++ {
-		h.push(delivery{at: base.Add(time.Duration(rng.Intn(50)) * time.Microsecond), seq: uint64(i)})
+		h.push(wakeup{at: int64(rng.Intn(50)), seq: uint64(i)})
 	}
 	prev := h.pop()
 	for len(h) > 0 {
-		d := h.pop()
-		if d.at.Before(prev.at) || (d.at.Equal(prev.at) && d.seq < prev.seq) {
-			t.Fatalf("popped (%v, %d) after (%v, %d)", d.at.Sub(base), d.seq, prev.at.Sub(base), prev.seq)
+		w := h.pop()
+		if w.at < prev.at || (w.at == prev.at && w.seq < prev.seq) {
+			t.Fatalf("popped (%d, %d) after (%d, %d)", w.at, w.seq, prev.at, prev.seq)
 		}
-		prev = d
+		prev = w
 	}
 }

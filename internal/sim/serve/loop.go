@@ -54,7 +54,8 @@ type stream struct {
 	raw *rawConn // the hijacked connection, written by the loop
 
 	// loop goroutine only
-	last   time.Time    // deadline of the newest event queued, to keep order
+	due    []tokenEvent // events waiting for their deadlines, in order
+	last   int64        // deadline of the newest event queued (ns after t0)
 	batch  []tokenEvent // events due in the current delivery pass
 	inPass bool
 	gone   bool // canceled or finished: drop what is still queued
@@ -102,9 +103,10 @@ type clock struct {
 }
 
 func (c clock) simNow(now time.Time) float64 { return now.Sub(c.t0).Seconds() * c.scale }
-func (c clock) wall(t float64) time.Time {
-	return c.t0.Add(time.Duration(t / c.scale * float64(time.Second)))
-}
+func (c clock) wall(t float64) time.Time     { return c.t0.Add(time.Duration(c.nanos(t))) }
+
+// nanos is model time t as wall nanoseconds after t0.
+func (c clock) nanos(t float64) int64 { return int64(t / c.scale * float64(time.Second)) }
 
 // spinWindow is how close to a deadline the loop stops sleeping on a timer
 // and polls the clock instead. The Go runtime sleeps in epoll_wait with
@@ -125,7 +127,7 @@ type loop struct {
 	quit    chan struct{}
 	done    chan struct{}
 	streams map[string]*stream // loop goroutine only
-	due     dueHeap            // loop goroutine only
+	wakeups wakeupHeap         // loop goroutine only
 	seq     uint64
 	touched []*stream
 	frame   []byte // scratch for one SSE frame
@@ -162,15 +164,18 @@ func (l *loop) run() {
 		l.publish()
 		l.deliver(time.Now())
 
-		next := time.Now().Add(time.Hour)
+		now = time.Now()
+		next := now.Add(time.Hour)
 		if te, ok := l.model.NextEventTime(); ok {
 			next = l.clk.wall(te)
 		}
-		modelDue := !next.After(time.Now())
-		if len(l.due) > 0 && l.due[0].at.Before(next) {
-			next = l.due[0].at
+		modelDue := !next.After(now)
+		if len(l.wakeups) > 0 {
+			if at := l.clk.t0.Add(time.Duration(l.wakeups[0].at)); at.Before(next) {
+				next = at
+			}
 		}
-		wait := time.Until(next)
+		wait := next.Sub(now)
 		if wait <= 0 {
 			// Due already: go round again, but never spin hot on a model
 			// that reports a due event without making progress.
@@ -256,7 +261,10 @@ func (l *loop) drop(st *stream) {
 	l.aborted.Add(1)
 }
 
-// dispatch queues model events until their wall deadlines.
+// dispatch queues model events until their wall deadlines: on the
+// stream, in order, with one wakeup in the delivery heap per distinct
+// deadline (the engine reports a lagging stream's merged outputs as many
+// events at one time, up to tens per stream at start-up).
 func (l *loop) dispatch(evs []sim.Event) {
 	for _, ev := range evs {
 		st, ok := l.streams[ev.ReqID]
@@ -266,37 +274,46 @@ func (l *loop) dispatch(evs []sim.Event) {
 		if ev.Done {
 			delete(l.streams, ev.ReqID)
 		}
-		deadline := l.clk.wall(ev.Time)
-		if deadline.Before(st.last) {
-			deadline = st.last // a stream's events stay in order
+		at := l.clk.nanos(ev.Time)
+		if at < st.last {
+			at = st.last // a stream's events stay in order
 		}
-		st.last = deadline
-		l.seq++
-		l.due.push(delivery{at: deadline, seq: l.seq, st: st, ev: tokenEvent{tokens: ev.Tokens, done: ev.Done, err: ev.Err, deadline: deadline}})
+		if len(st.due) == 0 || at != st.last {
+			l.seq++
+			l.wakeups.push(wakeup{at: at, seq: l.seq, st: st})
+		}
+		st.last = at
+		st.due = append(st.due, tokenEvent{tokens: ev.Tokens, done: ev.Done, err: ev.Err, deadline: l.clk.t0.Add(time.Duration(at))})
 	}
 }
 
 // deliver hands over every event due by now. Events of one stream that are
 // due together go out as one write.
 func (l *loop) deliver(now time.Time) {
-	for len(l.due) > 0 && !l.due[0].at.After(now) {
-		d := l.due.pop()
-		st := d.st
-		if st.gone {
+	cut := now.Sub(l.clk.t0).Nanoseconds()
+	for len(l.wakeups) > 0 && l.wakeups[0].at <= cut {
+		st := l.wakeups.pop().st
+		if st.gone || st.inPass {
 			continue
 		}
-		if d.ev.tokens > 0 {
-			l.handoff.add(now.Sub(d.at), d.ev.tokens)
-		}
-		if !st.inPass {
-			st.inPass = true
-			l.touched = append(l.touched, st)
-		}
-		st.batch = append(st.batch, d.ev)
+		st.inPass = true
+		l.touched = append(l.touched, st)
 	}
 	for i, st := range l.touched {
 		l.touched[i] = nil
 		st.inPass = false
+		if st.gone {
+			continue
+		}
+		k := 0
+		for k < len(st.due) && !st.due[k].deadline.After(now) {
+			if ev := st.due[k]; ev.tokens > 0 {
+				l.handoff.add(now.Sub(ev.deadline), ev.tokens)
+			}
+			k++
+		}
+		st.batch = append(st.batch[:0], st.due[:k]...)
+		st.due = st.due[:copy(st.due, st.due[k:])]
 		if st.raw == nil {
 			for _, ev := range st.batch {
 				if st.whole && !ev.done && ev.err == nil {
@@ -308,10 +325,9 @@ func (l *loop) deliver(now time.Time) {
 				st.held = 0
 				st.push(ev)
 			}
-		} else if !st.gone {
+		} else {
 			l.writeRaw(st)
 		}
-		st.batch = st.batch[:0]
 	}
 	l.touched = l.touched[:0]
 }
@@ -397,27 +413,23 @@ func (l *loop) stop() {
 	<-l.done
 }
 
-// delivery is one model event waiting for its wall deadline.
-type delivery struct {
-	at  time.Time
+// wakeup is a stream with events due at a deadline (ns after t0).
+type wakeup struct {
+	at  int64
 	seq uint64 // ties keep the model's order
 	st  *stream
-	ev  tokenEvent
 }
 
-func (a *delivery) before(b *delivery) bool {
-	if a.at.Equal(b.at) {
-		return a.seq < b.seq
-	}
-	return a.at.Before(b.at)
+func (a *wakeup) before(b *wakeup) bool {
+	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
 }
 
-// dueHeap is a binary min-heap of deliveries by deadline (container/heap
-// would box every element).
-type dueHeap []delivery
+// wakeupHeap is a binary min-heap by deadline (container/heap would box
+// every element).
+type wakeupHeap []wakeup
 
-func (h *dueHeap) push(d delivery) {
-	*h = append(*h, d)
+func (h *wakeupHeap) push(w wakeup) {
+	*h = append(*h, w)
 	s := *h
 	i := len(s) - 1
 	for i > 0 {
@@ -430,12 +442,12 @@ func (h *dueHeap) push(d delivery) {
 	}
 }
 
-func (h *dueHeap) pop() delivery {
+func (h *wakeupHeap) pop() wakeup {
 	s := *h
 	top := s[0]
 	n := len(s) - 1
 	s[0] = s[n]
-	s[n] = delivery{}
+	s[n] = wakeup{}
 	s = s[:n]
 	i := 0
 	for {

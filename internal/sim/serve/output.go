@@ -66,7 +66,17 @@ func (o *output) setHead() {
 func (o *output) appendEvents(buf []byte, evs []tokenEvent) ([]byte, bool) {
 	head := o.head
 	finished := false
-	for _, ev := range evs {
+	for i := 0; i < len(evs); i++ {
+		ev := evs[i]
+		// Outputs the model gives the same time are one output: the API
+		// server merged them (the engine's frontend coalescing a lagging
+		// stream), so they go out as one chunk, as vLLM sends them and as
+		// sim.Predict counts them.
+		for ev.err == nil && !ev.done && i+1 < len(evs) && evs[i+1].err == nil && evs[i+1].deadline.Equal(ev.deadline) {
+			i++
+			ev.tokens += evs[i].tokens
+			ev.done = evs[i].done
+		}
 		if ev.err != nil {
 			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": ev.err.Error(), "type": "BadRequestError", "param": nil, "code": 400}})
 			buf = append(buf, "data: "...)
