@@ -77,6 +77,26 @@ func TestTokensNotEarly(t *testing.T) {
 	}
 }
 
+// TestSameTimeOneChunk: outputs the model gives one time (the engine's API
+// server merging a lagging stream's outputs) reach the client as one chunk
+// carrying all their tokens, as vLLM sends them.
+func TestSameTimeOneChunk(t *testing.T) {
+	_, ts := newTestServer(t, Config{Model: &aheadModel{ttft: 0.01, gap: 0}})
+	resp := post(t, ts.URL+"/v1/completions", `{"model":"Qwen/Qwen3-14B","prompt":"x","max_tokens":4,"stream":true,"stream_options":{"include_usage":true}}`)
+	defer resp.Body.Close()
+	chunks, done := readSSE(t, resp.Body)
+	if !done || len(chunks) != 2 {
+		t.Fatalf("done %v, %d chunks, want one token chunk and the usage: %v", done, len(chunks), chunks)
+	}
+	ch := chunks[0]["choices"].([]any)[0].(map[string]any)
+	if ch["text"] != " the of and to" || ch["finish_reason"] != "length" {
+		t.Errorf("merged chunk = %v", ch)
+	}
+	if u := chunks[1]["usage"].(map[string]any); u["completion_tokens"] != 4.0 {
+		t.Errorf("usage %v", u)
+	}
+}
+
 // TestStreamWithoutHijack serves a stream through a ResponseWriter that
 // cannot be hijacked (HTTP/2 or a recorder): the handler-goroutine path.
 func TestStreamWithoutHijack(t *testing.T) {

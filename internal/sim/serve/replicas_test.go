@@ -210,7 +210,11 @@ func TestRunDataParallel(t *testing.T) {
 			errc := make(chan error, 1)
 			argv := append(append([]string(nil), tc.argv...), "--port", "0")
 			go func() {
-				errc <- Run(ctx, Options{Engine: engine, Argv: argv, GPU: "H100", TimeScale: 50, StartupDelay: 0,
+				// Requests last ~0.1 s of wall time at this scale, so all 16
+				// are in flight together even on a loaded machine and the
+				// load balancer sees them (vLLM's counts are published every
+				// 100 ms of model time).
+				errc <- Run(ctx, Options{Engine: engine, Argv: argv, GPU: "H100", TimeScale: 10, StartupDelay: 0,
 					Stderr: io.Discard, Ready: func(addr string) { ready <- addr }})
 			}()
 			var base string
@@ -234,7 +238,7 @@ func TestRunDataParallel(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"model":"Qwen/Qwen3-14B","prompt":"hello there","max_tokens":20,"stream":true}`))
+					resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"model":"Qwen/Qwen3-14B","prompt":"hello there","max_tokens":40,"stream":true}`))
 					if err != nil {
 						t.Error(err)
 						return
@@ -253,7 +257,7 @@ func TestRunDataParallel(t *testing.T) {
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				text = string(b)
-				if sumSeries(text, "vllm:generation_tokens_total") == n*20 || time.Now().After(deadline) {
+				if sumSeries(text, "vllm:generation_tokens_total") == n*40 || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(10 * time.Millisecond)
@@ -263,8 +267,8 @@ func TestRunDataParallel(t *testing.T) {
 			if len(gen) != tc.dp || len(ok) != tc.dp {
 				t.Fatalf("%d generation series and %d success series, want %d each:\n%s", len(gen), len(ok), tc.dp, text)
 			}
-			if sumSeries(text, "vllm:generation_tokens_total") != n*20 || sumSeries(text, "vllm:request_success_total") != n {
-				t.Errorf("totals: %v generated, %v succeeded; want %d and %d", gen, ok, n*20, n)
+			if sumSeries(text, "vllm:generation_tokens_total") != n*40 || sumSeries(text, "vllm:request_success_total") != n {
+				t.Errorf("totals: %v generated, %v succeeded; want %d and %d", gen, ok, n*40, n)
 			}
 			for k, v := range ok {
 				if tc.dp > 1 && (v < n/2-3 || v > n/2+3) {
