@@ -122,6 +122,10 @@ type Engine struct {
 	seen     map[int]int // prefix group -> cached tokens
 	newRatio float64     // SGLang new_token_ratio
 
+	fault     *knownFault
+	faultTime float64 // engine time spent exposed to the fault
+	crashed   error
+
 	stats   Stats
 	emit    func(s *seq, t float64, tokens int, done bool, err error)
 	pending []Event
@@ -144,7 +148,8 @@ func New(p Params, c *Coefficients) (*Engine, error) {
 	}
 	hw, _ := LookupGPU(p.GPU)
 	coef, _ := c.Lookup(hw.Name, p.Engine, p.Version)
-	e := &Engine{p: p, arch: arch, hw: hw, c: coef, seen: map[int]int{}, newRatio: 0.7, graphDQL: 1}
+	e := &Engine{p: p, arch: arch, hw: hw, c: coef, seen: map[int]int{}, newRatio: 0.7, graphDQL: 1,
+		fault: faultFor(p, arch)}
 	e.emit = e.queueEvent
 	if err := e.sizeMemory(); err != nil {
 		return nil, err
@@ -474,6 +479,11 @@ func (e *Engine) submit(r Req, user int) {
 		e.emit(s, t, 0, true, err)
 		return
 	}
+	if e.crashed != nil {
+		s.done = true
+		e.emit(s, t, 0, true, e.crashed)
+		return
+	}
 	fe := e.c.FrontendMs / 1000
 	e.feFree = math.Max(e.feFree, t) + fe
 	s.ready = e.feFree
@@ -556,10 +566,12 @@ func (e *Engine) advance(to float64) {
 		if e.inflight.end > to {
 			return
 		}
-		e.finish(e.inflight)
-		e.now = e.inflight.end
-		e.itemBuf = e.inflight.items[:0]
+		st := e.inflight
+		e.finish(st)
+		e.now = st.end
+		e.itemBuf = st.items[:0]
 		e.inflight = nil
+		e.exposeFault(len(st.items), st.end-st.start, st.end)
 	}
 }
 

@@ -90,6 +90,10 @@ type Params struct {
 	// PerformanceMode is vLLM's --performance-mode ("balanced",
 	// "interactivity", "throughput"; 0.17+); "" = default.
 	PerformanceMode string `json:"performance_mode,omitempty"`
+	// NoFaults turns off the known engine bugs the simulator reproduces
+	// (see faults.go): with it, a configuration the real engine crashes
+	// on runs to the end.
+	NoFaults bool `json:"no_faults,omitempty"`
 }
 
 // ErrBadParams is wrapped by every Params validation error.

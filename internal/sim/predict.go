@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -112,6 +113,14 @@ func (e *Engine) run(reqs []dataset.Request, load Load, lite bool) (*Prediction,
 			r.Success = false
 			r.Error = err.Error()
 			r.ErrorClass = "http_status"
+			if errors.Is(err, ErrCrashed) {
+				// The client sees its stream cut, or the connection
+				// refused once the engine is gone.
+				r.ErrorClass = "reset"
+				if r.OutputLen == 0 && t == r.Sent {
+					r.ErrorClass = "connect"
+				}
+			}
 			r.Latency = t - r.Sent
 			tr[i].finished = true
 			done++
