@@ -29,11 +29,13 @@ type knownFault struct {
 // knownFaults lists the reproduced bugs.
 var knownFaults = []knownFault{{
 	// MTP on the Gated-DeltaNet hybrids (Qwen3.5) hits an illegal memory
-	// access under high concurrency: a race in the draft loop, reported
-	// for Qwen3.5 on vLLM's 0.17 line and fixed after 0.20.2
-	// (vllm-project/vllm PR 42603). The Qwen3.5-9B report's MTP run died
-	// after 12 s at 512 concurrent requests with 514 of 1,000 done; the
-	// onset time is read from that one run, so treat it as an order of
+	// access under high concurrency: reported for Qwen3.5 with torch 2.10
+	// and flashinfer 0.6.4 (vLLM's 0.17 line) and still open there; a fix
+	// for a race in the MTP draft loop was proposed against 0.20.1/0.20.2
+	// (vllm-project/vllm PR 42603), so versions up to 0.20.2 are treated
+	// as affected. The Qwen3.5-9B report's MTP run died after 12 s at 512
+	// concurrent requests with 514 of 1,000 done; the onset time and the
+	// batch size are read from that one run, so treat them as an order of
 	// magnitude.
 	Issue: "vllm-project/vllm#36613",
 	Applies: func(p Params, a Arch) bool {
