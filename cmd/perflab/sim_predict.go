@@ -30,6 +30,7 @@ type simPredictFlags struct {
 	requestRate, burstiness                                           float64
 	maxConcurrency                                                    int
 	seed                                                              int64
+	noFaults                                                          bool
 }
 
 func newSimPredictCmd() *cobra.Command {
@@ -63,6 +64,7 @@ Prints vLLM's result block (--output json: the --save-result JSON).`,
 	fl.Int64Var(&f.seed, "seed", 0, "random seed (dataset and arrivals)")
 	fl.StringVar(&f.saveResult, "save-result", "", "also write the result JSON (vLLM's --save-result keys) to this file")
 	fl.StringVar(&f.output, "output", "text", "stdout format: text (vLLM's block) or json")
+	fl.BoolVar(&f.noFaults, "no-faults", false, "do not reproduce known engine bugs (a configuration the real engine crashes on runs to the end)")
 	return cmd
 }
 
@@ -99,6 +101,7 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	if f.gpus > 0 {
 		p.GPUs = f.gpus
 	}
+	p.NoFaults = f.noFaults
 	var coef *sim.Coefficients
 	if f.coefficients != "" {
 		if coef, err = sim.LoadCoefficients(f.coefficients); err != nil {
