@@ -127,8 +127,14 @@ func testRunMatchesVLLMFormulas(t *testing.T, tr string) {
 			}
 			check := func(name string, got, want float64) {
 				t.Helper()
-				if math.Abs(got-want) > tol {
-					t.Errorf("%s = %.3f ms, want %.3f ± %v", name, got, want, tol)
+				tl := tol
+				if strings.HasPrefix(name, "p99 ") {
+					// One late wake-up of the client on a starved CI
+					// machine is the whole p99 of a few hundred gaps.
+					tl = 3 * tol
+				}
+				if math.Abs(got-want) > tl {
+					t.Errorf("%s = %.3f ms, want %.3f ± %v", name, got, want, tl)
 				}
 			}
 			for _, m := range []struct {

@@ -88,6 +88,13 @@ func (f *Fast) conn(c net.Conn) {
 	br := bufio.NewReaderSize(c, 4<<10)
 	var body, out []byte
 	for {
+		// Stamp the arrival once the request's first byte is here, not
+		// while a kept-alive connection idles between requests: the
+		// timed plan runs from it, and a stamp taken early let a reused
+		// connection answer sooner than its TTFT after the client sent.
+		if _, err := br.Peek(1); err != nil {
+			return
+		}
 		arrived := time.Now()
 		id, get, err := readRequest(br, &body)
 		if err != nil {
