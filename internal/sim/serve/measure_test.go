@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,6 +125,80 @@ func measureServe(t *testing.T, model, gpu string, scale float64) {
 		metric("perflab:sim_token_handoff_lateness_p99_seconds")*1000, strings.TrimSpace(string(load)))
 	if tokens != n*outLen {
 		t.Errorf("received %d tokens, want %d", tokens, n*outLen)
+	}
+}
+
+// TestMeasureWriteFloor replays the engine's schedule for the two cases of
+// TestMeasureServeProcess through one ideal writer that costs c per write
+// (one write per stream per moment, in deadline order) and logs the token
+// lateness it would reach: the floor a single core can do at that cost.
+// Opt-in with PERFLAB_SIM_SERVE_MEASURE, like the measurement it explains.
+func TestMeasureWriteFloor(t *testing.T) {
+	if os.Getenv("PERFLAB_SIM_SERVE_MEASURE") == "" {
+		t.Skip("set PERFLAB_SIM_SERVE_MEASURE=1 to run the serve measurement")
+	}
+	for _, tc := range []struct {
+		name, model, gpu string
+		scale            float64
+	}{
+		{"compressed", "Qwen/Qwen3-14B", "H100", 0},
+		{"realtime", "Qwen/Qwen3-30B-A3B", "B200", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n, outLen = 1000, 200
+			eng, err := sim.New(sim.Params{Engine: "vllm", Version: "0.11.0", Model: tc.model, GPU: tc.gpu, MaxNumSeqs: 1024}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < n; i++ {
+				eng.Submit(sim.Req{ID: strconv.Itoa(i), PromptLen: 2, OutputLen: outLen})
+			}
+			type out struct {
+				t      float64
+				id     string
+				tokens int
+			}
+			var outs []out
+			for {
+				next, ok := eng.NextEventTime()
+				if !ok {
+					break
+				}
+				for _, ev := range eng.Advance(next) {
+					if ev.Tokens > 0 {
+						outs = append(outs, out{ev.Time, ev.ReqID, ev.Tokens})
+					}
+				}
+			}
+			sort.SliceStable(outs, func(i, j int) bool { return outs[i].t < outs[j].t })
+			scale := tc.scale
+			if scale == 0 {
+				scale = 20000 / (float64(n*outLen) / outs[len(outs)-1].t)
+			}
+			for _, us := range []float64{6, 7, 8, 9, 10, 12} {
+				c := us / 1e6
+				h := newLatency()
+				now := 0.0
+				for i := 0; i < len(outs); {
+					now = math.Max(now, outs[i].t/scale)
+					j := i
+					for j < len(outs) && outs[j].t/scale <= now {
+						j++
+					}
+					written := map[string]bool{}
+					for k := i; k < j; k++ {
+						if !written[outs[k].id] {
+							written[outs[k].id] = true
+							now += c
+						}
+						h.add(time.Duration((now-outs[k].t/scale)*1e9), outs[k].tokens)
+					}
+					i = j
+				}
+				l := h.summary()
+				t.Logf("scale %.3f, %2.0f µs a write: lateness p50 %v p99 %v", scale, us, l.P50, l.P99)
+			}
+		})
 	}
 }
 

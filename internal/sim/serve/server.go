@@ -7,6 +7,13 @@
 // with it, so thousands of concurrent streams cost one model and one timer.
 // Model time is wall time since start × TimeScale, and every token's wall
 // deadline is computed from that origin (absolute deadlines, no drift).
+// Tokens wait until their deadline (the engine reports its API server's
+// output times, which can lie ahead) and are never sent early. A streamed
+// response on HTTP/1.1 is written by the loop itself: the handler hijacks
+// the connection, and each token is one non-blocking write of a raw HTTP
+// chunk, the connection closing after the response (Connection: close).
+// Data-parallel deployments run one engine per replica behind a router
+// (Replicas), as the engines' own front ends do.
 //
 // Simplifications, on purpose:
 //   - Output length is max_tokens (max_completion_tokens) exactly, as with
