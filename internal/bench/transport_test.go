@@ -65,7 +65,14 @@ func newRawServer(t *testing.T, resp func(i int) string, closeAfter func(i int) 
 					}
 					_, _ = bufio.NewReader(req.Body).WriteTo(discard{})
 					i, _ := strconv.Atoi(trailingDigits.FindString(req.Header.Get("X-Request-Id")))
-					first, rest, held := strings.Cut(resp(i), holdMark)
+					raw := resp(i)
+					if closeAfter(i) && !strings.HasPrefix(raw, "HTTP/1.1 100") {
+						// Say so, as a real server does: otherwise a client
+						// may send its next request on this connection as
+						// the server closes it, and read a reset.
+						raw = strings.Replace(raw, "\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1)
+					}
+					first, rest, held := strings.Cut(raw, holdMark)
 					if _, err := c.Write([]byte(first)); err != nil {
 						return
 					}
