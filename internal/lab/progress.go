@@ -80,13 +80,16 @@ func (p *LineProgress) Trial(t TrialSpec, rec store.Trial, score float64, reused
 		p.n, max(p.planned, p.n), how, t.Name, t.Workload.Name, t.Repeat, res, p.best, p.eta())
 }
 
-func (p *LineProgress) eta() string {
-	if p.ran == 0 || p.planned <= p.n {
+func (p *LineProgress) eta() string { return eta(p.start, p.n, p.ran, p.planned) }
+
+// eta is the time left for planned trials at the mean time of the n done
+// since start ("-" before any trial ran here or once the plan is reached).
+func eta(start time.Time, n, ran, planned int) string {
+	if ran == 0 || planned <= n {
 		return "-"
 	}
-	elapsed := time.Since(p.start)
-	per := elapsed / time.Duration(p.n)
-	return (per * time.Duration(p.planned-p.n)).Round(time.Second).String()
+	per := time.Since(start) / time.Duration(n)
+	return (per * time.Duration(planned-n)).Round(time.Second).String()
 }
 
 // Best implements Progress.

@@ -80,13 +80,7 @@ func (b *BarProgress) Start(s *Spec, planned, stored int) {
 }
 
 // eta is the time left at the mean trial time so far; callers hold mu.
-func (b *BarProgress) eta() string {
-	if b.ran == 0 || b.planned <= b.n {
-		return "-"
-	}
-	per := time.Since(b.start) / time.Duration(b.n)
-	return (per * time.Duration(b.planned-b.n)).Round(time.Second).String()
-}
+func (b *BarProgress) eta() string { return eta(b.start, b.n, b.ran, b.planned) }
 
 // Stage implements Progress.
 func (b *BarProgress) Stage(name string, n int) {
