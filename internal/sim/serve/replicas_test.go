@@ -257,7 +257,9 @@ func TestRunDataParallel(t *testing.T) {
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				text = string(b)
-				if sumSeries(text, "vllm:generation_tokens_total") == n*40 || time.Now().After(deadline) {
+				// The success counter moves after the last write, which the
+				// client may see first: wait for both.
+				if (sumSeries(text, "vllm:generation_tokens_total") == n*40 && sumSeries(text, "vllm:request_success_total") == n) || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(10 * time.Millisecond)
