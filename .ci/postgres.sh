@@ -9,14 +9,29 @@ start_postgres() {
   bin=$(dirname "$(ls /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)")
   PG_DIR=$(mktemp -d /tmp/perflab-pg.XXXXXX)
   local port=${PERFLAB_PG_PORT:-55432}
+  # Another cluster (a CI run beside this one, or one still shutting down)
+  # may hold the port: take the next free one.
+  local tries=0
+  while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+    port=$((port + 1)); tries=$((tries + 1))
+    if [ "$tries" -ge 50 ]; then
+      echo "postgres: no free port from ${PERFLAB_PG_PORT:-55432} to $port" >&2
+      return 1
+    fi
+  done
   local runas=()
   if [ "$(id -u)" = 0 ]; then
     chown postgres "$PG_DIR"
     runas=(runuser -u postgres --)
   fi
   "${runas[@]}" "$bin/initdb" -D "$PG_DIR/data" -U postgres -A trust >/dev/null
-  "${runas[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w \
-    -o "-h 127.0.0.1 -p $port -k $PG_DIR" start >/dev/null
+  if ! "${runas[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w \
+    -o "-h 127.0.0.1 -p $port -k $PG_DIR" start >/dev/null; then
+    echo "postgres: the server did not start; its log ($PG_DIR/log) ends:" >&2
+    tail -n 20 "$PG_DIR/log" >&2 || true
+    rm -rf "$PG_DIR"
+    return 1
+  fi
   export PERFLAB_TEST_POSTGRES="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
   PG_STOP=("${runas[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -m fast stop)
   trap 'stop_postgres' EXIT
