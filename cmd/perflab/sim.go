@@ -25,6 +25,7 @@ var simServeOpts struct {
 	gpus                                         int
 	timeScale                                    float64
 	startupDelay                                 time.Duration
+	noFaults                                     bool
 }
 
 var simServeCmd = &cobra.Command{
@@ -65,6 +66,7 @@ the way the engine would reject it. The server listens on the argv's
 		err := serve.Run(cmd.Context(), serve.Options{
 			Engine: o.engine, Version: o.version, Argv: args, Env: env, GPU: o.gpu, GPUs: o.gpus,
 			ModelConfig: o.modelConfig, TimeScale: o.timeScale, StartupDelay: o.startupDelay, Counter: counter,
+			NoFaults: o.noFaults,
 		})
 		var ee *serve.ExitError
 		if errors.As(err, &ee) {
@@ -88,6 +90,7 @@ func init() {
 	f.StringVar(&simServeOpts.engine, "engine", "vllm", "engine to imitate: vllm, sglang or trtllm")
 	f.StringVar(&simServeOpts.version, "engine-version", "", "engine version (default: newest calibrated: vLLM 0.17.1, SGLang 0.5.9, TensorRT-LLM 1.2.0rc1)")
 	f.StringVar(&simServeOpts.gpu, "gpu", "H100", "GPU: H100, H200, A100, L40S or B200")
+	f.BoolVar(&simServeOpts.noFaults, "no-faults", false, "do not reproduce known engine bugs (the simulated engine never crashes)")
 	f.IntVar(&simServeOpts.gpus, "gpus", 0, "number of GPUs (default: TP×DP)")
 	f.Float64Var(&simServeOpts.timeScale, "time-scale", 1, "run K× faster than real time")
 	f.DurationVar(&simServeOpts.startupDelay, "startup-delay", serve.DefaultStartupDelay, "simulated model-load time (divided by --time-scale)")

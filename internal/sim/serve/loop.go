@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"errors"
 	"runtime"
 	"strconv"
 	"sync"
@@ -139,6 +140,11 @@ type loop struct {
 	handoff  *latency // token handed to its stream by the loop
 	aborted  atomic.Int64
 	slow     atomic.Int64 // streams whose socket filled (handed to a writer goroutine)
+
+	// onCrash, when set, hears once of the simulated engine crashing (an
+	// event error wrapping sim.ErrCrashed) with the wall time it happens.
+	onCrash   func(err error, at time.Time)
+	crashSeen bool // loop goroutine only
 }
 
 func newLoop(m Model, scale float64) *loop {
@@ -267,6 +273,12 @@ func (l *loop) drop(st *stream) {
 // events at one time, up to tens per stream at start-up).
 func (l *loop) dispatch(evs []sim.Event) {
 	for _, ev := range evs {
+		if ev.Err != nil && !l.crashSeen && errors.Is(ev.Err, sim.ErrCrashed) {
+			l.crashSeen = true
+			if l.onCrash != nil {
+				l.onCrash(ev.Err, l.clk.t0.Add(time.Duration(l.clk.nanos(ev.Time))))
+			}
+		}
 		st, ok := l.streams[ev.ReqID]
 		if !ok {
 			continue // canceled

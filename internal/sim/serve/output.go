@@ -173,6 +173,13 @@ func (o *output) whole(w http.ResponseWriter, r *http.Request) {
 	var evs []tokenEvent
 	for {
 		if !o.wait(r) {
+			if r.Context().Err() == nil {
+				// The server is going down (shutdown or a reproduced
+				// engine crash) with the answer unwritten: drop the
+				// connection, as a dying engine does, rather than let
+				// net/http send an empty 200.
+				panic(http.ErrAbortHandler)
+			}
 			return
 		}
 		evs = o.st.take(evs)

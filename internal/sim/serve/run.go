@@ -36,6 +36,8 @@ type Options struct {
 	StartupDelay time.Duration
 	// Counter counts prompt tokens (nil = estimate).
 	Counter Counter
+	// NoFaults turns off the known engine bugs the simulator reproduces.
+	NoFaults bool
 	// Coefficients is the calibration (nil = embedded).
 	Coefficients *sim.Coefficients
 	// Stderr receives the engine-like log (default os.Stderr).
@@ -84,6 +86,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	p := res.Params
 	p.GPU, p.GPUs, p.ModelConfig = o.GPU, o.GPUs, o.ModelConfig
+	p.NoFaults = o.NoFaults
 	lg := newStartupLog(o.Stderr, p, res)
 	for _, w := range res.Warnings {
 		lg.warn(string(w))
@@ -142,8 +145,19 @@ func Run(ctx context.Context, o Options) error {
 	}
 	lg.loaded(rp, eng.KVCapacityTokens())
 
+	type crash struct {
+		err error
+		at  time.Time
+	}
+	crashc := make(chan crash, 1)
 	srv, err := New(Config{Engine: rp.Engine, Model: model, Root: p.Model, ServedModelNames: res.Server.ServedModelNames,
-		MaxModelLen: rp.MaxModelLen, TimeScale: o.TimeScale, Counter: o.Counter, APIKey: res.Server.APIKey})
+		MaxModelLen: rp.MaxModelLen, TimeScale: o.TimeScale, Counter: o.Counter, APIKey: res.Server.APIKey,
+		OnCrash: func(err error, at time.Time) {
+			select {
+			case crashc <- crash{err, at}:
+			default:
+			}
+		}})
 	if err != nil {
 		return err
 	}
@@ -158,6 +172,18 @@ func Run(ctx context.Context, o Options) error {
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
+	case c := <-crashc:
+		// A reproduced engine bug: die as the engine does, at the
+		// simulated moment, dropping every connection (clients see
+		// resets), with the engine's last words in the log.
+		select {
+		case <-time.After(time.Until(c.at)):
+		case <-ctx.Done():
+		}
+		lg.fatal(c.err.Error())
+		srv.Close()
+		hs.Close()
+		return &ExitError{Code: 1, Err: c.err}
 	case <-ctx.Done():
 	}
 	lg.shutdown()

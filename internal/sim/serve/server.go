@@ -103,6 +103,11 @@ type Config struct {
 	// max_tokens (vLLM would generate up to the context or EOS; the
 	// simulator has no EOS). Default 256.
 	DefaultChatMaxTokens int
+	// OnCrash, when set, is called once (from the event loop; it must not
+	// block) when the simulated engine crashes, with the wall time of the
+	// crash: a reproduced engine bug (sim.ErrCrashed). Run exits then, as
+	// the engine process would.
+	OnCrash func(err error, at time.Time)
 }
 
 // Server is the OpenAI-compatible HTTP face of a simulated engine.
@@ -140,6 +145,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Engine = sim.EngineVLLM
 	}
 	s := &Server{cfg: cfg, loop: newLoop(cfg.Model, cfg.TimeScale), created: time.Now().Unix(), closing: make(chan struct{})}
+	s.loop.onCrash = cfg.OnCrash
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
 	s.mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
