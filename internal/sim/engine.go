@@ -240,13 +240,11 @@ func (e *Engine) sizeMemory() error {
 			e.graphMax = 512
 		}
 	case EngineTRTLLM:
-		if !*p.ChunkedPrefill {
-			// Without chunked prefill a whole context of up to
-			// max_seq_len tokens runs in one forward pass, and the
-			// profiling pass that sizes the KV cache reserves its
-			// activations; chunking bounds them by max_num_tokens.
-			act += float64(max(p.MaxModelLen-budget, 0)) * float64(2*inter/p.TP+4*a.HiddenSize) * 2
-		}
+		// The profiling pass that sizes the KV cache runs dummy prompts
+		// totalling max_num_tokens, with or without chunked prefill
+		// (KvCacheCreator): a context longer than max_num_tokens is
+		// refused without chunking, never run in one pass, so chunking
+		// does not change the cache size.
 		kv = (total - weights - act - nonTorch - 1.0*gib) * p.MemFraction
 		reason = "trtllm"
 		e.blockSize = 32

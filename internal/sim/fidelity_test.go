@@ -8,15 +8,16 @@ import (
 )
 
 // Achieved fidelity of the embedded calibration, asserted as regression
-// bounds a little above what it reaches (7.0%, 22.9%, 22.3%; the issue's
+// bounds a little above what it reaches (6.9%, 23.2%, 20.9%; the issue's
 // targets are 10% TPS MAPE and 25% TTFT/TPOT MAPE; see docs/sim-fidelity.md).
 const (
 	boundTPSMAPE  = 0.075 // target 0.10
 	boundTTFTMAPE = 0.240 // target 0.25
-	boundTPOTMAPE = 0.235 // target 0.25
+	boundTPOTMAPE = 0.220 // target 0.25
 	// Required orderings that may stay unreproduced: the 9B throughput
 	// profile (+15.6% measured, about 0 predicted) and the 32B TensorRT-LLM
-	// chunked prefill (+7.0% measured, +0.3% predicted, under the 1% margin).
+	// chunked prefill (+7.0% measured, +0.0% predicted: in TensorRT-LLM's
+	// source chunking changes only how prompts are packed into a step).
 	boundOrders = 2
 )
 
