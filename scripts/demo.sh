@@ -4,7 +4,9 @@
 #      which writes its report;
 #   2. the live loop with real processes: `perflab sim serve` imitating vLLM
 #      from vLLM's own command line, benchmarked over HTTP by `perflab bench`;
-#   3. the report rewritten from the store alone.
+#   3. the report rewritten from the store alone;
+#   4. a user's calibration: `perflab sim calibrate` on the result measured in
+#      step 2, then a lab that uses it (--coefficients).
 # Each step checks what it produced; any failure stops the demo non-zero.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,4 +47,16 @@ kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
 echo "--- 3. perflab report from the store"
 "$pl" report qwen3-14b-h100 --db "$db" --out "$work/report" --format md,html
 cmp <(grep -v '^$' "$work/lab/report.md") <(grep -v '^$' "$work/report/report.md")
+echo "--- 4. perflab sim calibrate on step 2's result, then a lab with that calibration"
+"$pl" sim calibrate "$work/bench.json" --engine vllm --engine-version 0.11.0 --gpu H100 --dataset-name sharegpt \
+  -o "$work/coef.json" -- vllm serve Qwen/Qwen3-14B 2>"$work/calibrate.log"
+grep -q '"H100/vllm/0.11.0"' "$work/coef.json"
+"$pl" lab examples/qwen3-14b-h100.yaml --db "sqlite:$work/own.db" --out "$work/own" --fresh \
+  --coefficients "$work/coef.json" 2>"$work/own.log" | tail -n 2
+grep -q '^## Conclusion' "$work/own/report.md"
+# The calibration changed the simulated vLLM: its baseline differs from step 1's
+# (step 2 ran the simulator 5x faster than real time, so this "GPU" is fast).
+base() { sed -n 's/^| \*\*ShareGPT\*\* | Total TPS: \([0-9.]*\).*/\1/p' "$1" | head -n 1; }
+echo "baseline ShareGPT TPS: embedded $(base "$work/lab/report.md"), own calibration $(base "$work/own/report.md")"
+[ "$(base "$work/lab/report.md")" != "$(base "$work/own/report.md")" ]
 echo "demo: ok"

@@ -14,12 +14,14 @@ import (
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/lab"
 	"github.com/perflab/perflab/internal/report"
+	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/store"
 	"github.com/perflab/perflab/internal/tokenizer"
 )
 
 var labOpts struct {
 	runtime, db, out string
+	coefficients     string
 	fresh, dryRun    bool
 	grid, analytic   bool
 	timeScale        float64
@@ -58,6 +60,7 @@ func init() {
 	f.BoolVar(&labOpts.analytic, "analytic", false, "sim-predict with the lab's closed-form stand-in model instead of the simulator (tests)")
 	f.Float64Var(&labOpts.timeScale, "time-scale", 0, "sim runtime: simulated-time speed-up (default: the spec's, else 20)")
 	f.IntVar(&labOpts.parallel, "parallel", 0, "trials at once (default: the spec's)")
+	f.StringVar(&labOpts.coefficients, "coefficients", "", "simulator calibration from perflab sim calibrate, for the guide, sim-predict and sim runtimes (default: the embedded one)")
 	rootCmd.AddCommand(labCmd)
 }
 
@@ -90,7 +93,15 @@ func runLab(cmd *cobra.Command, args []string) error {
 	}
 	stderr := cmd.ErrOrStderr()
 
-	var predictor lab.Predictor = lab.SimPredictor{SLO: spec.Objective.SLO}
+	var coef *sim.Coefficients
+	if labOpts.coefficients != "" {
+		c, err := sim.LoadCoefficients(labOpts.coefficients)
+		if err != nil {
+			return fmt.Errorf("lab: --coefficients: %w", err)
+		}
+		coef = c
+	}
+	var predictor lab.Predictor = lab.SimPredictor{SLO: spec.Objective.SLO, Coefficients: coef}
 	var requests lab.Requests
 	if labOpts.analytic {
 		predictor, requests = lab.AnalyticPredictor{}, lab.StandinRequests
@@ -116,7 +127,8 @@ func runLab(cmd *cobra.Command, args []string) error {
 			tokPath = ""
 		}
 		runner = &lab.LiveRunner{
-			Runtime:   &engine.Sim{GPU: spec.Hardware.GPU, GPUs: 0, TimeScale: spec.TimeScale, Tokenizer: tokPath},
+			Runtime: &engine.Sim{GPU: spec.Hardware.GPU, GPUs: 0, TimeScale: spec.TimeScale, Tokenizer: tokPath,
+				Coefficients: absPath(labOpts.coefficients)},
 			Requests:  requests,
 			TimeScale: spec.TimeScale,
 			SLO:       spec.Objective.SLO,
@@ -204,4 +216,16 @@ func printPlan(ctx context.Context, w io.Writer, spec *lab.Spec, predict *lab.Pr
 	eta := time.Duration(per * float64(plan.Trials) * float64(time.Second))
 	fmt.Fprintf(w, "about %d trials at ~%.1f s each: ETA %s (exhaustive grid: %d configs)\n", plan.Trials, per, eta.Round(time.Second), plan.Grid)
 	return nil
+}
+
+// absPath makes a path absolute, so that an engine process started in
+// another directory finds the file ("" stays "").
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/sim/serve"
 	"github.com/perflab/perflab/internal/tokenizer"
 )
@@ -22,6 +23,7 @@ var simCmd = &cobra.Command{
 
 var simServeOpts struct {
 	engine, version, gpu, tokenizer, modelConfig string
+	coefficients                                 string
 	gpus                                         int
 	timeScale                                    float64
 	startupDelay                                 time.Duration
@@ -57,6 +59,14 @@ the way the engine would reject it. The server listens on the argv's
 			}
 			counter = serve.TokenizerCounter{Tok: tok}
 		}
+		var coef *sim.Coefficients
+		if o.coefficients != "" {
+			c, err := sim.LoadCoefficients(o.coefficients)
+			if err != nil {
+				return fmt.Errorf("sim serve: --coefficients: %w", err)
+			}
+			coef = c
+		}
 		env := map[string]string{}
 		for _, kv := range os.Environ() {
 			if k, v, ok := strings.Cut(kv, "="); ok {
@@ -66,7 +76,7 @@ the way the engine would reject it. The server listens on the argv's
 		err := serve.Run(cmd.Context(), serve.Options{
 			Engine: o.engine, Version: o.version, Argv: args, Env: env, GPU: o.gpu, GPUs: o.gpus,
 			ModelConfig: o.modelConfig, TimeScale: o.timeScale, StartupDelay: o.startupDelay, Counter: counter,
-			NoFaults: o.noFaults,
+			NoFaults: o.noFaults, Coefficients: coef,
 		})
 		var ee *serve.ExitError
 		if errors.As(err, &ee) {
@@ -91,6 +101,7 @@ func init() {
 	f.StringVar(&simServeOpts.version, "engine-version", "", "engine version (default: newest calibrated: vLLM 0.17.1, SGLang 0.5.9, TensorRT-LLM 1.2.0rc1)")
 	f.StringVar(&simServeOpts.gpu, "gpu", "H100", "GPU: H100, H200, A100, L40S or B200")
 	f.BoolVar(&simServeOpts.noFaults, "no-faults", false, "do not reproduce known engine bugs (the simulated engine never crashes)")
+	f.StringVar(&simServeOpts.coefficients, "coefficients", "", "coefficients JSON from perflab sim calibrate (default: the embedded calibration)")
 	f.IntVar(&simServeOpts.gpus, "gpus", 0, "number of GPUs (default: TP×DP)")
 	f.Float64Var(&simServeOpts.timeScale, "time-scale", 1, "run K× faster than real time")
 	f.DurationVar(&simServeOpts.startupDelay, "startup-delay", serve.DefaultStartupDelay, "simulated model-load time (divided by --time-scale)")

@@ -358,9 +358,9 @@ func TestRing(t *testing.T) {
 }
 
 func TestSimPrefix(t *testing.T) {
-	s := &Sim{GPU: "H100", TimeScale: 50, StartupDelay: 2 * time.Second, Tokenizer: "/tok"}
+	s := &Sim{GPU: "H100", TimeScale: 50, StartupDelay: 2 * time.Second, Tokenizer: "/tok", Coefficients: "/c.json"}
 	got := strings.Join(s.prefix("/bin/perflab", Launch{Config: Config{Engine: SGLang, Model: "m", TensorParallel: 2}}), " ")
-	want := "/bin/perflab sim serve --engine sglang --engine-version 0.5.9 --gpu H100 --gpus 2 --time-scale 50 --startup-delay 2s --tokenizer /tok"
+	want := "/bin/perflab sim serve --engine sglang --engine-version 0.5.9 --gpu H100 --gpus 2 --time-scale 50 --startup-delay 2s --tokenizer /tok --coefficients /c.json"
 	if got != want {
 		t.Errorf("prefix = %s\nwant     %s", got, want)
 	}

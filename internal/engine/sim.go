@@ -11,7 +11,7 @@ import (
 // Sim runs the embedded simulator as a real server process:
 //
 //	<Binary> sim serve --engine E --engine-version V --gpu G --gpus N
-//	    --time-scale K --startup-delay D [--tokenizer P] -- <engine argv with --host/--port>
+//	    --time-scale K --startup-delay D [--tokenizer P] [--coefficients F] -- <engine argv with --host/--port>
 //
 // so the full pipeline (render, launch, readiness, benchmark, teardown) runs
 // on a CPU. The simulator reads the engine's own argv and env, exactly as the
@@ -30,6 +30,9 @@ type Sim struct {
 	StartupDelay time.Duration
 	// Tokenizer is a tokenizer directory or file for the simulator.
 	Tokenizer string
+	// Coefficients is a calibration file from `perflab sim calibrate`
+	// (empty: the embedded calibration).
+	Coefficients string
 	// LogLines and PollInterval as for Process.
 	LogLines     int
 	PollInterval time.Duration
@@ -79,6 +82,9 @@ func (s *Sim) prefix(bin string, l Launch) []string {
 	}
 	if s.Tokenizer != "" {
 		out = append(out, "--tokenizer", s.Tokenizer)
+	}
+	if s.Coefficients != "" {
+		out = append(out, "--coefficients", s.Coefficients)
 	}
 	return out
 }

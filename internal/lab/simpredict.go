@@ -23,6 +23,9 @@ import (
 type SimPredictor struct {
 	// SLO feeds goodput (tpot/ttft/e2el per request).
 	SLO SLO
+	// Coefficients is the calibration (nil: the embedded one), e.g. one
+	// `perflab sim calibrate` fitted to the user's own measurements.
+	Coefficients *sim.Coefficients
 }
 
 var _ Predictor = SimPredictor{}
@@ -44,7 +47,7 @@ func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardwa
 	}
 	p.GPU = simGPU(hw.GPU)
 	_, load := w.resolve()
-	pred, err := predictReplicas(p, reqs, sim.Load{RequestRate: load.rate, MaxConcurrency: load.maxConc, Seed: load.seed})
+	pred, err := predictReplicas(p, sp.Coefficients, reqs, sim.Load{RequestRate: load.rate, MaxConcurrency: load.maxConc, Seed: load.seed})
 	if err != nil {
 		switch {
 		case errors.Is(err, sim.ErrOOM):
@@ -80,10 +83,10 @@ func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardwa
 // Each replica keeps p as parsed (DP included), so memory, expert sharding
 // and the all-to-all cost under EP stay the simulator's; what is not
 // modelled is the step-lock of EP ranks in MoE layers.
-func predictReplicas(p sim.Params, reqs []dataset.Request, load sim.Load) (*sim.Prediction, error) {
+func predictReplicas(p sim.Params, coef *sim.Coefficients, reqs []dataset.Request, load sim.Load) (*sim.Prediction, error) {
 	dp := p.DP
 	if dp <= 1 || len(reqs) < 2 {
-		return sim.Predict(p, reqs, load)
+		return sim.PredictWith(p, coef, reqs, load)
 	}
 	dp = min(dp, len(reqs))
 	shards := make([][]dataset.Request, dp)
@@ -105,7 +108,7 @@ func predictReplicas(p sim.Params, reqs []dataset.Request, load sim.Load) (*sim.
 			}
 		}
 		l.Seed = load.Seed + int64(k)
-		pr, err := sim.Predict(p, shards[k], l)
+		pr, err := sim.PredictWith(p, coef, shards[k], l)
 		if err != nil {
 			return nil, fmt.Errorf("replica %d of %d: %w", k+1, dp, err)
 		}
