@@ -184,9 +184,27 @@ func scrapeMetrics(ctx context.Context, base string) map[string]float64 {
 	return parsePrometheus(bufio.NewScanner(resp.Body))
 }
 
-// parsePrometheus reads the text exposition format's samples.
+// parsePrometheus reads the text exposition format's samples. Each sample is
+// kept under its full series name (labels included, as exposed), and every
+// metric is also stored under its bare name, aggregated over its series:
+// vLLM (data-parallel engines, engine="0","1",…) and `perflab sim serve`
+// label every sample, while the report looks metrics up by bare name.
+// Counters and gauges are summed over the series (requests running, waiting,
+// preemptions are fleet totals); usage fractions (names ending in "_perc",
+// such as vllm:kv_cache_usage_perc) are averaged instead, because a sum of
+// fractions can exceed 1 and, with equal-sized engines, the mean is the
+// fleet's pooled KV-cache usage. Histogram buckets and summary quantiles
+// (series with an "le" or "quantile" label) get no bare name: summing over
+// their bounds means nothing. An unlabelled sample, when one is exposed,
+// is its own bare value and is not overwritten.
 func parsePrometheus(sc *bufio.Scanner) map[string]float64 {
 	out := map[string]float64{}
+	type agg struct {
+		sum float64
+		n   int
+	}
+	bare := map[string]*agg{}
+	var order []string
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -195,15 +213,15 @@ func parsePrometheus(sc *bufio.Scanner) map[string]float64 {
 		}
 		// name{labels} value [timestamp]; label values may hold spaces.
 		end := strings.LastIndexByte(line, '}')
-		var name, rest string
+		var series, rest string
 		if end >= 0 {
-			name, rest = line[:end+1], strings.TrimSpace(line[end+1:])
+			series, rest = line[:end+1], strings.TrimSpace(line[end+1:])
 		} else {
 			i := strings.IndexAny(line, " \t")
 			if i < 0 {
 				continue
 			}
-			name, rest = line[:i], strings.TrimSpace(line[i:])
+			series, rest = line[:i], strings.TrimSpace(line[i:])
 		}
 		f := strings.Fields(rest)
 		if len(f) == 0 {
@@ -213,12 +231,68 @@ func parsePrometheus(sc *bufio.Scanner) map[string]float64 {
 		if err != nil {
 			continue
 		}
-		out[name] = v
+		out[series] = v
+		name, labels, labelled := strings.Cut(series, "{")
+		if !labelled || name == "" {
+			continue
+		}
+		if keys := labelKeys(labels); keys["le"] || keys["quantile"] {
+			continue
+		}
+		a, ok := bare[name]
+		if !ok {
+			a = &agg{}
+			bare[name] = a
+			order = append(order, name)
+		}
+		a.sum += v
+		a.n++
+	}
+	for _, name := range order {
+		if _, ok := out[name]; ok {
+			continue // exposed unlabelled: that value stands
+		}
+		a := bare[name]
+		if strings.HasSuffix(name, "_perc") {
+			out[name] = a.sum / float64(a.n)
+		} else {
+			out[name] = a.sum
+		}
 	}
 	if len(out) == 0 {
 		return nil
 	}
 	return out
+}
+
+// labelKeys returns the label names of a `k="v",k2="v2"}` label set; the
+// values are skipped with their escapes, so a value holding `le=` is not
+// mistaken for a label.
+func labelKeys(s string) map[string]bool {
+	keys := map[string]bool{}
+	for {
+		s = strings.TrimLeft(s, " ,")
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 {
+			return keys
+		}
+		keys[strings.TrimSpace(s[:eq])] = true
+		s = strings.TrimLeft(s[eq+1:], " ")
+		if s == "" || s[0] != '"' {
+			return keys
+		}
+		i := 1
+		for i < len(s) && s[i] != '"' {
+			if s[i] == '\\' {
+				i++
+			}
+			i++
+		}
+		if i >= len(s) {
+			return keys
+		}
+		s = s[i+1:]
+	}
 }
 
 // NewGPUAllocator builds the allocator a live lab hands GPUs out from: for

@@ -1,9 +1,12 @@
 package lab
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +125,68 @@ func TestReportGoldenSimLab(t *testing.T) {
 				t.Fatalf("report differs from %s at line %d:\n got: %q\nwant: %q\n(regenerate with -update-report after a deliberate change)", path, i+1, g, w)
 			}
 		}
+	}
+}
+
+// TestEngineMetricsFromLabelledPrometheus feeds /metrics as vLLM with two
+// data-parallel engines (and `perflab sim serve`) expose it, every sample
+// labelled, through parsePrometheus into a report: the engine-metrics table
+// must show the fleet's figures, not the zeros a bare-name lookup of
+// labelled keys gives.
+func TestEngineMetricsFromLabelledPrometheus(t *testing.T) {
+	const exposition = `# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="Qwen/Qwen3-14B"} 100
+vllm:num_requests_running{engine="1",model_name="Qwen/Qwen3-14B"} 28
+vllm:num_requests_waiting{engine="0",model_name="Qwen/Qwen3-14B"} 3
+vllm:num_requests_waiting{engine="1",model_name="Qwen/Qwen3-14B"} 4
+vllm:kv_cache_usage_perc{engine="0",model_name="Qwen/Qwen3-14B"} 0.5
+vllm:kv_cache_usage_perc{engine="1",model_name="Qwen/Qwen3-14B"} 0.7
+vllm:num_preemptions_total{engine="0",model_name="Qwen/Qwen3-14B"} 5
+vllm:num_preemptions_total{engine="1",model_name="Qwen/Qwen3-14B"} 6
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="1.0",model_name="Qwen/Qwen3-14B"} 7
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="+Inf",model_name="Qwen/Qwen3-14B"} 9
+vllm:e2e_request_latency_seconds_count{engine="0",model_name="Qwen/Qwen3-14B"} 9
+process_open_fds 12
+`
+	m := parsePrometheus(bufio.NewScanner(strings.NewReader(exposition)))
+	for name, want := range map[string]float64{
+		`vllm:num_requests_running{engine="1",model_name="Qwen/Qwen3-14B"}`: 28, // the series stay as exposed
+		"vllm:num_requests_running":                                         128,
+		"vllm:num_requests_waiting":                                         7,
+		"vllm:num_preemptions_total":                                        11,
+		"vllm:kv_cache_usage_perc":                                          0.6, // mean over engines
+		"vllm:e2e_request_latency_seconds_count":                            9,
+		"process_open_fds":                                                  12,
+	} {
+		if got, ok := m[name]; !ok || math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	if v, ok := m["vllm:e2e_request_latency_seconds_bucket"]; ok {
+		t.Errorf("histogram buckets summed over their bounds into %v", v)
+	}
+
+	// The same map through the report: the row carries the fleet figures.
+	res, err := json.Marshal(map[string]any{"completed": 10, "num_prompts": 10, "duration": 1.0, "total_token_throughput": 1000.0, "output_throughput": 500.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary, err := json.Marshal(map[string]any{"name": "em", "gpu": "H100", "gpus": 2,
+		"stages": []any{map[string]any{"name": "engine", "candidates": []any{map[string]any{"name": "vLLM DP2", "trial_key": "k", "decision": "not kept"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := report.Build(store.Run{ID: 1, Name: "em", Summary: summary},
+		[]store.Trial{{RunID: 1, Key: "k", Name: "vLLM DP2", Status: "ok", Result: res, EngineMetrics: m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := report.WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| vLLM DP2 | 60.0% | 11 | 128 | 7 |"; !strings.Contains(md.String(), want) {
+		t.Errorf("engine metrics table lacks %q:\n%s", want, md.String())
 	}
 }
