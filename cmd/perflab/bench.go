@@ -57,6 +57,7 @@ type benchFlags struct {
 	readyCheck       int
 	disableTqdm      bool
 	transport        string
+	perflabMetrics   bool
 	requestIDPrefix  string
 	trustRemoteCode  bool
 
@@ -134,6 +135,7 @@ result block and writes vLLM's --save-result JSON (plus a "perflab" section).
 	fl.Float64Var(&f.maxSeconds, "max-seconds", 0, "perflab: stop after this many seconds")
 	fl.IntVar(&f.maxErrors, "max-errors", 0, "perflab: stop after this many failed requests")
 	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 0, "perflab: stop when failed/finished exceeds this fraction")
+	fl.BoolVar(&f.perflabMetrics, "perflab-metrics", false, "perflab: after vLLM's block, print perflab's additions (chunk-weighted peak, exact peak concurrency, offered vs achieved rate, dispatch lag, time to first content, failures by class)")
 	fl.StringVar(&f.transport, "transport", bench.TransportAuto, "perflab: streaming client: auto (epoll for http:// on Linux), epoll or net/http")
 	fl.StringVar(&f.output, "output", "text", "perflab: text (vLLM's block) or json (the result JSON on stdout)")
 	fl.BoolVar(&f.includeQueue, "include-queue-in-ttft", false, "perflab: count the wait for a --max-concurrency slot in TTFT")
@@ -423,7 +425,7 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 			return fmt.Errorf("bench: encode result: %w", err)
 		}
 		fmt.Fprintf(stdout, "%s\n", b)
-	} else if err := res.WriteText(stdout); err != nil {
+	} else if err := res.WriteTextWith(stdout, metrics.TextOptions{Perflab: f.perflabMetrics}); err != nil {
 		return err
 	}
 	if f.saveResult {

@@ -179,3 +179,34 @@ func TestResultFilename(t *testing.T) {
 		t.Errorf("pyFloat: %q %q", pyFloat(0.5), pyFloat(3))
 	}
 }
+
+// TestBenchCLIPerflabMetrics: --perflab-metrics appends perflab's section
+// after vLLM's lines; without it the block is vLLM's alone.
+func TestBenchCLIPerflabMetrics(t *testing.T) {
+	tok := sharedTokenizer(t)
+	srv := benchtest.New(func(i int, body map[string]any) benchtest.Plan {
+		return benchtest.Plan{TTFT: 2 * time.Millisecond, Chunks: 4, Gap: time.Millisecond}
+	})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	args := []string{"--base-url", hs.URL, "--model", "Qwen/Qwen3-8B", "--tokenizer", tok,
+		"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "4", "--num-prompts", "8",
+		"--request-rate", "100", "--disable-tqdm"}
+	for _, on := range []bool{false, true} {
+		a := args
+		if on {
+			a = append(append([]string(nil), args...), "--perflab-metrics")
+		}
+		stdout, stderr, err := runBenchCmd(t, a...)
+		if err != nil {
+			t.Fatalf("bench: %v\n%s", err, stderr)
+		}
+		has := strings.Contains(stdout, "perflab additions") && strings.Contains(stdout, "Achieved request rate (req/s):")
+		if has != on {
+			t.Errorf("--perflab-metrics=%v: perflab section printed %v:\n%s", on, has, stdout)
+		}
+		if !strings.Contains(stdout, "Total token throughput (tok/s):") {
+			t.Errorf("vLLM's lines missing:\n%s", stdout)
+		}
+	}
+}

@@ -274,6 +274,10 @@ func (cl *client) result(out *Outcome, n int) *metrics.Result {
 		res.RampUpStrategy = cfg.RampUpStrategy
 		res.RampUpStartRPS = int(cfg.RampUpStartRPS)
 		res.RampUpEndRPS = int(cfg.RampUpEndRPS)
+		if res.Extra == nil {
+			res.Extra = map[string]any{}
+		}
+		res.Extra["rps_change_events"] = rpsChangeEvents(*cfg, out, n)
 	}
 	if res.Date == "" {
 		res.Date = out.Start.Format("20060102-150405")
@@ -474,4 +478,24 @@ func Percentile(xs []float64, p float64) float64 {
 	lo := int(math.Floor(idx))
 	hi := min(lo+1, len(s)-1)
 	return s[lo] + (s[hi]-s[lo])*(idx-float64(lo))
+}
+
+// rpsChangeEvents is vLLM's ramp-up log: the start rate, then one event per
+// integer RPS the ramp passes, stamped (local time, ISO 8601 with
+// microseconds, as Python's datetime.isoformat) when the request that
+// reached it was due.
+func rpsChangeEvents(cfg Config, out *Outcome, n int) []map[string]any {
+	so := ScheduleOptions{N: n, RampUpStrategy: cfg.RampUpStrategy, RampUpStartRPS: cfg.RampUpStartRPS, RampUpEndRPS: cfg.RampUpEndRPS}
+	stamp := func(off float64) string {
+		return out.Start.Add(time.Duration(off * float64(time.Second))).Format("2006-01-02T15:04:05.000000")
+	}
+	last := int(cfg.RampUpStartRPS)
+	ev := []map[string]any{{"rps": last, "timestamp": stamp(0)}}
+	for i := 0; i < n && i < len(out.Schedule); i++ {
+		cur := int(so.RequestRate(i))
+		for ; last < cur; last++ {
+			ev = append(ev, map[string]any{"rps": last + 1, "timestamp": stamp(out.Schedule[i])})
+		}
+	}
+	return ev
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -469,5 +470,41 @@ func testOutputSourcesAndReasoning(t *testing.T, tr string) {
 	}
 	if r[0].GeneratedText != "" {
 		t.Error("generated text kept without KeepText")
+	}
+}
+
+// TestRampUpEvents: a linear ramp from 1 to 5 RPS logs vLLM's
+// rps_change_events: the start rate, then every integer rate once, in
+// order, at non-decreasing times.
+func TestRampUpEvents(t *testing.T) {
+	srv := benchtest.New(func(int, map[string]any) benchtest.Plan { return benchtest.Plan{Chunks: 1} })
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	out, err := Run(context.Background(), Config{BaseURL: hs.URL, Model: "m", Requests: requests(12, 1, 1),
+		RequestRate: math.Inf(1), RampUpStrategy: RampLinear, RampUpStartRPS: 1, RampUpEndRPS: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, ok := out.Result.Extra["rps_change_events"].([]map[string]any)
+	if !ok || len(ev) != 40 {
+		t.Fatalf("rps_change_events = %v, want 40 events (1 through 40)", out.Result.Extra["rps_change_events"])
+	}
+	prev := ""
+	for i, e := range ev {
+		if e["rps"] != i+1 {
+			t.Errorf("event %d: rps %v, want %d", i, e["rps"], i+1)
+		}
+		ts, _ := e["timestamp"].(string)
+		if _, err := time.Parse("2006-01-02T15:04:05.000000", ts); err != nil || ts < prev {
+			t.Errorf("event %d: timestamp %q (after %q): %v", i, ts, prev, err)
+		}
+		prev = ts
+	}
+	b, err := json.Marshal(out.Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"rps_change_events":[{"rps":1,"timestamp":"`) {
+		t.Errorf("saved JSON lacks rps_change_events: %.300s", b)
 	}
 }
