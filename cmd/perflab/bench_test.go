@@ -210,3 +210,62 @@ func TestBenchCLIPerflabMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchCLIOptions: --output json prints the result JSON, --num-warmups
+// sends its warm-up requests before (and outside) the measured run, and a
+// built-in --profile sets the dataset, with explicit flags overriding it.
+func TestBenchCLIOptions(t *testing.T) {
+	tok := sharedTokenizer(t)
+	base := []string{"--model", "Qwen/Qwen3-8B", "--tokenizer", tok, "--disable-tqdm"}
+	random := []string{"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "3", "--num-prompts", "8"}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, stdout string, srv *benchtest.Server)
+	}{
+		{"output json", append(append([]string(nil), random...), "--output", "json"), func(t *testing.T, stdout string, _ *benchtest.Server) {
+			var res map[string]any
+			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+				t.Fatalf("stdout is not the result JSON: %v\n%s", err, stdout)
+			}
+			if res["completed"] != 8.0 || res["total_output_tokens"] != 24.0 {
+				t.Errorf("completed %v, output tokens %v; want 8 and 24", res["completed"], res["total_output_tokens"])
+			}
+		}},
+		{"warmups", append(append([]string(nil), random...), "--num-warmups", "2"), func(t *testing.T, stdout string, srv *benchtest.Server) {
+			if n := srv.Requests(); n != 10 {
+				t.Errorf("server saw %d requests, want 8 measured + 2 warm-up", n)
+			}
+			if !strings.Contains(stdout, "Successful requests:                     8") {
+				t.Errorf("warm-ups counted in the result:\n%s", stdout)
+			}
+		}},
+		{"profile", []string{"--profile", "short", "--num-prompts", "10"}, func(t *testing.T, stdout string, srv *benchtest.Server) {
+			if !strings.Contains(stdout, "Successful requests:                     10") ||
+				!strings.Contains(stdout, "Total generated tokens:                  40") {
+				t.Errorf("profile short (128 in / 4 out) with --num-prompts 10:\n%s", stdout)
+			}
+			if lg := srv.Logs(0); lg == nil || lg.Body["max_tokens"] != 4.0 {
+				t.Errorf("profile's output length not sent: %v", lg)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := benchtest.New(func(i int, body map[string]any) benchtest.Plan {
+				n := 3
+				if m, ok := body["max_tokens"].(float64); ok {
+					n = int(m)
+				}
+				return benchtest.Plan{Chunks: n}
+			})
+			hs := httptest.NewServer(srv)
+			defer hs.Close()
+			args := append(append([]string{"--base-url", hs.URL}, base...), tc.args...)
+			stdout, stderr, err := runBenchCmd(t, args...)
+			if err != nil {
+				t.Fatalf("bench: %v\n%s", err, stderr)
+			}
+			tc.check(t, stdout, srv)
+		})
+	}
+}
