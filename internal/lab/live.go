@@ -126,29 +126,43 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	if ctx.Err() != nil {
 		return rec, ctx.Err()
 	}
+	if err != nil || lostConnections(out) {
+		// A server that dropped its clients may be dying: give its exit
+		// a moment to be seen, so the trial is classed as the crash it
+		// is rather than as a run with a low success rate.
+		select {
+		case <-h.Done():
+		case <-time.After(3 * time.Second):
+		}
+	}
 	rec.EngineMetrics = scrapeMetrics(ctx, h.BaseURL())
+	var b []byte
+	if out != nil && len(out.Records) > 0 {
+		// Kept even when the server failed: what was measured before the
+		// crash stays in the store next to the failure.
+		opt := metrics.DefaultOptions()
+		opt.RequestRate, opt.MaxConcurrency = load.rate, load.maxConc
+		if g := r.SLO.goodput(); len(g) > 0 {
+			opt.Goodput = g
+		}
+		res := metrics.Compute(out.Records, out.Duration, opt)
+		if b, err = res.MarshalJSON(); err != nil {
+			return rec, fmt.Errorf("lab: encode result: %w", err)
+		}
+		if k := r.TimeScale; k > 0 && k != 1 {
+			// The server ran K times faster than simulated time.
+			if b, err = scaleResult(b, 1/k); err != nil {
+				return rec, err
+			}
+			rec.Reason = joinReason(rec.Reason, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", k))
+		}
+	}
 	if f := h.Failure(); f != nil {
+		rec.Result = b
 		return fail(string(f.Class), f.Reason, h)
 	}
-	if err != nil && (out == nil || len(out.Records) == 0) {
+	if err != nil && b == nil {
 		return fail(FailCrashDuringBench, err.Error(), h)
-	}
-	opt := metrics.DefaultOptions()
-	opt.RequestRate, opt.MaxConcurrency = load.rate, load.maxConc
-	if g := r.SLO.goodput(); len(g) > 0 {
-		opt.Goodput = g
-	}
-	res := metrics.Compute(out.Records, out.Duration, opt)
-	b, err := res.MarshalJSON()
-	if err != nil {
-		return rec, fmt.Errorf("lab: encode result: %w", err)
-	}
-	if k := r.TimeScale; k > 0 && k != 1 {
-		// The server ran K times faster than simulated time.
-		if b, err = scaleResult(b, 1/k); err != nil {
-			return rec, err
-		}
-		rec.Reason = joinReason(rec.Reason, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", k))
 	}
 	rec.Result = b
 	rec.Status = "ok"
@@ -335,4 +349,18 @@ func joinReason(a, b string) string {
 		return b
 	}
 	return a + "; " + b
+}
+
+// lostConnections tells whether any request failed because the server
+// went away (connection reset or refused), the mark of a crash.
+func lostConnections(out *bench.Outcome) bool {
+	if out == nil {
+		return false
+	}
+	for _, r := range out.Records {
+		if !r.Success && (r.ErrorClass == bench.ClassReset || r.ErrorClass == bench.ClassConnect) {
+			return true
+		}
+	}
+	return false
 }
