@@ -10,15 +10,22 @@ import (
 
 // resultBlock renders a stored result as vLLM's printed result block, with
 // the metrics package's own printer, so the report shows exactly what
-// `perflab bench` printed.
-func resultBlock(raw json.RawMessage) (string, error) {
+// `perflab bench` printed. It also returns the result's warnings: those
+// stored with it (an import's findings, in perflab.warnings) and those the
+// metrics package's Validate raises on reading it again (decoding runs
+// Validate), so a result stored before a check existed is still checked.
+func resultBlock(raw json.RawMessage) (string, []string, error) {
 	var res metrics.Result
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return "", fmt.Errorf("decode result: %w", err)
+		return "", nil, fmt.Errorf("decode result: %w", err)
+	}
+	var warnings []string
+	if res.Perflab != nil {
+		warnings = res.Perflab.Warnings
 	}
 	var b strings.Builder
 	if err := res.WriteText(&b); err != nil {
-		return "", fmt.Errorf("print result: %w", err)
+		return "", nil, fmt.Errorf("print result: %w", err)
 	}
-	return b.String(), nil
+	return b.String(), warnings, nil
 }

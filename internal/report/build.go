@@ -84,13 +84,18 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 			return nil, fmt.Errorf("report: run %d summary: %w", run.ID, err)
 		}
 	}
+	// Per-GPU figures need a count; an unknown one (imported results carry
+	// none) divides by 1, while the report itself says it is unknown.
 	gpus := max(sum.GPUs, 1)
 	r := &Report{
-		RunName: nonEmpty(sum.Name, run.Name), Model: sum.Model, GPU: sum.GPU, GPUs: gpus,
+		RunName: nonEmpty(sum.Name, run.Name), Model: sum.Model, GPU: sum.GPU, GPUs: sum.GPUs,
 		Runtime: sum.Runtime, Objective: nonEmpty(sum.Objective, "total_throughput"), Engines: sum.Engines,
 		NoiseFloor: sum.NoiseFloor, Workloads: sum.Workloads,
 	}
-	r.Title = fmt.Sprintf("Optimizing %s Throughput on NVIDIA %s GPUs", nonEmpty(shortModel(r.Model), r.RunName), nonEmpty(r.GPU, "?"))
+	r.Title = fmt.Sprintf("Optimizing %s Throughput", nonEmpty(shortModel(r.Model), r.RunName))
+	if r.GPU != "" {
+		r.Title += fmt.Sprintf(" on NVIDIA %s GPUs", r.GPU)
+	}
 
 	ix := newTrialIndex(trials)
 	cands := map[string]*Candidate{}
@@ -110,6 +115,9 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 			r.Warnings = append(r.Warnings, err.Error())
 			return nil
 		}
+		if err := ix.averageRepeats(c, gpus); err != nil {
+			r.Warnings = append(r.Warnings, err.Error())
+		}
 		cands[key] = c
 		return c
 	}
@@ -125,7 +133,12 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 		} else {
 			c = Candidate{Key: sc.TrialKey, Command: sc.Command, GPUs: sc.GPUs, Status: "failed", Failure: sc.FailureClass}
 		}
-		c.Name, c.Stage, c.Gain, c.Repeats = nonEmpty(sc.Name, c.Name), stage, sc.Gain, sc.RepeatScores
+		c.Name, c.Stage, c.Gain = nonEmpty(sc.Name, c.Name), stage, sc.Gain
+		if len(c.Repeats) == 0 {
+			// The stored repeats were not found (a store trimmed by hand):
+			// the lab's own list still shows the spread behind the decision.
+			c.Repeats = sc.RepeatScores
+		}
 		c.Kept = sc.Decision == "kept"
 		c.Decision = sc.Decision
 		if sc.Reason != "" {
@@ -158,6 +171,7 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 			}
 		}
 		if st.Incumbent != nil && st.Winner != nil {
+			// Metrics are the mean of the repeats, as the decision's are.
 			st.Gain = rel(st.Incumbent.Metrics.TotalTPS, st.Winner.Metrics.TotalTPS)
 		}
 		all := st.Candidates
@@ -268,7 +282,7 @@ func candidateOf(t store.Trial, defaultGPUs int) (*Candidate, error) {
 	c := &Candidate{
 		Key: t.Key, Name: t.Name, Stage: t.Stage, Workload: t.Workload, Command: t.Command,
 		Engine: configEngine(t.Config), GPUs: gpus, Status: t.Status, Failure: t.FailureClass,
-		Reason: t.Reason, Metrics: m, EngineMetrics: t.EngineMetrics,
+		Reason: t.Reason, Metrics: m, EngineMetrics: t.EngineMetrics, Runs: 1,
 	}
 	if t.Status == "ok" && len(t.Result) > 0 && m.Completed == 0 && m.Failed > 0 {
 		// Every request failed: whatever the runner called it, there is no
@@ -277,7 +291,7 @@ func candidateOf(t store.Trial, defaultGPUs int) (*Candidate, error) {
 		c.Reason = nonEmpty(c.Reason, fmt.Sprintf("0 of %d requests succeeded", m.NumPrompts))
 	}
 	if t.Status == "ok" && len(t.Result) > 0 {
-		c.Block, err = resultBlock(t.Result)
+		c.Block, c.Warnings, err = resultBlock(t.Result)
 		if err != nil {
 			return nil, fmt.Errorf("trial %s: %w", t.Key, err)
 		}
@@ -379,6 +393,12 @@ func validate(c *Candidate) []string {
 	}
 	if m.NumPrompts > 0 && m.Completed > m.NumPrompts {
 		w = append(w, fmt.Sprintf("%s: %d completed of %d prompts", name, m.Completed, m.NumPrompts))
+	}
+	// The result's own warnings: stored with it on import and raised again
+	// by the metrics package on decoding (an implausible peak output rate
+	// among them), so a stored result is checked whoever stored it.
+	for _, x := range c.Warnings {
+		w = append(w, name+": "+x)
 	}
 	return w
 }

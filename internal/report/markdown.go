@@ -43,8 +43,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 
 	p("## Optimization Objective\n\n%s\n\n", objectiveSentence(r.Objective))
 
-	p("## Experimental Setup\n\n### Model\n\n%s\n\n### Hardware\n\n%s\n\n", r.Model, hardwareLine(r))
+	p("## Experimental Setup\n\n### Model\n\n%s\n\n### Hardware\n\n%s\n\n", nonEmpty(r.Model, notRecorded), hardwareLine(r))
 	p("### Engine Version\n\n")
+	if len(r.Engines) == 0 {
+		p("%s\n", notRecorded)
+	}
 	for _, e := range r.Engines {
 		p("- %s: v%s\n", engineTitle(e.Name), strings.TrimPrefix(e.Version, "v"))
 	}
@@ -52,6 +55,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		p("\nRuntime: `%s`%s\n", r.Runtime, runtimeNote(r.Runtime))
 	}
 	p("\n### Benchmark Dataset\n\n")
+	if len(r.Workloads) == 0 {
+		p("%s\n", notRecorded)
+	}
 	for i, wl := range r.Workloads {
 		p("%d. %s: %s\n", i+1, wl.Name, wl.Description)
 	}
@@ -72,15 +78,32 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 		for _, c := range shown {
 			p("#### %s\n\n", c.Name)
-			p("Serving script:\n\n```bash\n%s\n```\n\n", c.Command)
+			if c.Command != "" {
+				p("Serving script:\n\n```bash\n%s\n```\n\n", c.Command)
+			} else {
+				p("Serving script: not recorded.\n\n")
+			}
 			if c.Status != "ok" {
 				p("Failed: %s — %s\n\n", nonEmpty(c.Failure, "failed"), firstLine(c.Reason))
 				continue
 			}
 			if c.Block != "" {
-				p("Benchmark result:\n\n```\n%s```\n\n", ensureNL(c.Block))
+				label := "Benchmark result"
+				if c.Runs > 1 {
+					label += fmt.Sprintf(" (first of %d runs; the figures compared are their mean)", c.Runs)
+				}
+				p("%s:\n\n```\n%s```\n\n", label, ensureNL(c.Block))
 			}
-			if len(c.Repeats) > 1 {
+			if len(c.Warnings) > 0 {
+				p("Warnings on this result:\n\n")
+				for _, w := range c.Warnings {
+					p("- %s\n", w)
+				}
+				p("\n")
+			}
+			if c.Runs > 1 {
+				p("Repeats (Total TPS): %s; mean %s tok/s (± half the range)\n\n", floats(c.Repeats), tpsFigure(c))
+			} else if len(c.Repeats) > 1 {
 				p("Repeats (Total TPS): %s\n\n", floats(c.Repeats))
 			}
 			if c.Decision != "" {
@@ -140,7 +163,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		for _, c := range notKept {
 			tps, tpot := "-", "-"
 			if c.Status == "ok" {
-				tps, tpot = fmt.Sprintf("%.2f", c.Metrics.TotalTPS), fmt.Sprintf("%.2f", c.Metrics.MeanTPOTMs)
+				tps, tpot = tpsFigure(c), fmt.Sprintf("%.2f", c.Metrics.MeanTPOTMs)
 			}
 			p("| %s | %s | %s | %s | %s |\n", c.Stage, c.Name, tps, tpot, nonEmpty(c.Decision, nonEmpty(c.Failure, "not better")))
 		}
@@ -188,11 +211,15 @@ func caseCell(c *Candidate, tag string, noise float64) string {
 	if c.Status != "ok" {
 		return "failed: " + nonEmpty(c.Failure, "error")
 	}
-	band := ""
-	if noise > 0 {
-		band = fmt.Sprintf(" ±%.1f%%", 100*noise)
+	// A mean of repeats carries its own spread; a single run the measured
+	// noise floor as its band.
+	fig := fmt.Sprintf("%.2f", c.Metrics.TotalTPS)
+	if c.Runs > 1 {
+		fig = fmt.Sprintf("%s (mean of %d runs)", tpsFigure(*c), c.Runs)
+	} else if noise > 0 {
+		fig += fmt.Sprintf(" ±%.1f%%", 100*noise)
 	}
-	s := fmt.Sprintf("Total TPS: %.2f%s%s<br>Mean TPOT(ms): %.2f", c.Metrics.TotalTPS, band, tag, c.Metrics.MeanTPOTMs)
+	s := fmt.Sprintf("Total TPS: %s%s<br>Mean TPOT(ms): %.2f", fig, tag, c.Metrics.MeanTPOTMs)
 	if r := c.Metrics.SuccessRate; r > 0 && r < 1 {
 		s += fmt.Sprintf("<br>Success rate: %.1f%%", 100*r)
 	}
@@ -264,15 +291,30 @@ func objectiveSentence(obj string) string {
 	return "Achieve high throughput under high-concurrency request scenarios."
 }
 
+// notRecorded stands in for setup facts the results do not carry
+// (imported files name no model, GPU or engine).
+const notRecorded = "Not recorded."
+
 func hardwareLine(r *Report) string {
-	if r.GPUs <= 1 {
+	switch {
+	case r.GPU == "":
+		return notRecorded
+	case r.GPUs < 1:
+		return "NVIDIA " + r.GPU + " GPUs (count not recorded)."
+	case r.GPUs == 1:
 		return "A single NVIDIA " + r.GPU + " GPU."
 	}
 	return fmt.Sprintf("%d× NVIDIA %s GPUs.", r.GPUs, r.GPU)
 }
 
 func gpuPhrase(r *Report) string {
-	return fmt.Sprintf("%d× NVIDIA %s", max(r.GPUs, 1), r.GPU)
+	switch {
+	case r.GPU == "":
+		return "unrecorded hardware"
+	case r.GPUs < 1:
+		return "NVIDIA " + r.GPU
+	}
+	return fmt.Sprintf("%d× NVIDIA %s", r.GPUs, r.GPU)
 }
 
 func runtimeNote(rt string) string {

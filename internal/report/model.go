@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/perflab/perflab/internal/store"
@@ -68,8 +69,18 @@ type Candidate struct {
 	Decision string  `json:"decision,omitempty"` // why kept / not kept
 	Gain     float64 `json:"gain"`               // relative to the incumbent
 	Metrics  Metrics `json:"metrics"`
-	// Repeats holds the objective figure of every repeat (noise band).
+	// Repeats holds the Total TPS of every repeat, in run order (the lab's
+	// objective figures when the stored repeats are missing). Metrics are
+	// then the mean over the repeats, the figure the lab's decision used.
 	Repeats []float64 `json:"repeats,omitempty"`
+	// Runs is how many stored runs Metrics averages (1 without repeats).
+	Runs int `json:"runs,omitempty"`
+	// Spread is half the range of the repeats' Total TPS (tok/s): the mean
+	// is shown as mean ± Spread.
+	Spread float64 `json:"spread,omitempty"`
+	// Warnings lists what the result's checks found (stored on import and
+	// raised again on reading), shown beside its figures.
+	Warnings []string `json:"warnings,omitempty"`
 	// Block is the vLLM-format result block.
 	Block string `json:"block,omitempty"`
 	// EngineMetrics is the server's /metrics at the end of the run.
@@ -243,7 +254,7 @@ func ranking(cands []Candidate) string {
 	sort.SliceStable(ok, func(i, j int) bool { return ok[i].Metrics.TotalTPS > ok[j].Metrics.TotalTPS })
 	parts := make([]string, len(ok))
 	for i, c := range ok {
-		parts[i] = fmt.Sprintf("%s (%.2f tok/s)", c.Name, c.Metrics.TotalTPS)
+		parts[i] = fmt.Sprintf("%s (%s tok/s%s)", c.Name, tpsFigure(c), runsNote(c))
 	}
 	s := strings.Join(parts, " > ")
 	if len(failed) > 0 {
@@ -261,8 +272,8 @@ func summarySentence(a, b Candidate) string {
 		a, b = b, a
 	}
 	d := a.Metrics.TotalTPS - b.Metrics.TotalTPS
-	s := fmt.Sprintf("`%s` Total TPS = %.2f, `%s` Total TPS = %.2f. `%s` is faster by %.2f tok/s (%.2f%%)",
-		a.Name, a.Metrics.TotalTPS, b.Name, b.Metrics.TotalTPS, a.Name, d, 100*d/b.Metrics.TotalTPS)
+	s := fmt.Sprintf("`%s` Total TPS = %s, `%s` Total TPS = %s. `%s` is faster by %.2f tok/s (%.2f%%)",
+		a.Name, tpsFigure(a), b.Name, tpsFigure(b), a.Name, d, 100*d/b.Metrics.TotalTPS)
 	ta, tb := a.Metrics.MeanTPOTMs, b.Metrics.MeanTPOTMs
 	if ta > 0 && tb > 0 {
 		verb := "reduced"
@@ -275,6 +286,24 @@ func summarySentence(a, b Candidate) string {
 	return s + "."
 }
 
+// tpsFigure is a candidate's Total TPS as the report shows it everywhere a
+// decision rests on it: the mean of its repeats ± half their range when it
+// ran more than once, so the figure shown is the figure compared.
+func tpsFigure(c Candidate) string {
+	if c.Runs > 1 {
+		return fmt.Sprintf("%.2f ± %.2f", c.Metrics.TotalTPS, c.Spread)
+	}
+	return fmt.Sprintf("%.2f", c.Metrics.TotalTPS)
+}
+
+// runsNote says how many runs a figure averages, when more than one.
+func runsNote(c Candidate) string {
+	if c.Runs > 1 {
+		return fmt.Sprintf(", mean of %d runs", c.Runs)
+	}
+	return ""
+}
+
 func nonEmpty(s, def string) string {
 	if s == "" {
 		return def
@@ -285,12 +314,98 @@ func nonEmpty(s, def string) string {
 // trialIndex gives lookups over a run's trials.
 type trialIndex struct {
 	byKey map[string]store.Trial
+	// repeats lists the stored runs of one configuration on one workload,
+	// by repeat index, under repeatGroup's key.
+	repeats map[string][]store.Trial
 }
 
 func newTrialIndex(ts []store.Trial) trialIndex {
-	ix := trialIndex{byKey: make(map[string]store.Trial, len(ts))}
+	ix := trialIndex{byKey: make(map[string]store.Trial, len(ts)), repeats: map[string][]store.Trial{}}
 	for _, t := range ts {
 		ix.byKey[t.Key] = t
+		if g, _, ok := repeatGroup(t.Key); ok {
+			ix.repeats[g] = append(ix.repeats[g], t)
+		}
+	}
+	for _, g := range ix.repeats {
+		sort.SliceStable(g, func(i, j int) bool {
+			_, a, _ := repeatGroup(g[i].Key)
+			_, b, _ := repeatGroup(g[j].Key)
+			return a < b
+		})
 	}
 	return ix
+}
+
+// repeatGroup splits a lab trial key, "stage/confighash/workload/rN", into
+// the configuration-and-workload part and N. The stage is left out on
+// purpose: the lab reuses a stored (config, workload, repeat) whatever stage
+// asks for it, so the baseline's first run is "baseline/…/r0" and its
+// repeats "engine/…/r1", "engine/…/r2". Other keys (imports) are not grouped.
+func repeatGroup(key string) (string, int, bool) {
+	i := strings.IndexByte(key, '/')
+	j := strings.LastIndex(key, "/r")
+	if i < 0 || j <= i {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(key[j+2:])
+	if err != nil || n < 0 {
+		return "", 0, false
+	}
+	return key[i+1 : j], n, true
+}
+
+// averageRepeats replaces c's figures with their mean over the stored
+// repeats of its configuration and workload, the figure the lab's keep or
+// drop decision compared, and records each repeat's Total TPS and the
+// spread. The result block stays the first run's, as vLLM printed it.
+func (ix trialIndex) averageRepeats(c *Candidate, gpus int) error {
+	g, _, ok := repeatGroup(c.Key)
+	if !ok || c.Status != "ok" || len(ix.repeats[g]) < 2 {
+		return nil
+	}
+	var runs []Metrics
+	for _, t := range ix.repeats[g] {
+		if t.Status != "ok" || len(t.Result) == 0 {
+			continue
+		}
+		m, _, err := decodeMetrics(t.Result, configGPUs(t.Config, gpus))
+		if err != nil {
+			return fmt.Errorf("trial %s: %w", t.Key, err)
+		}
+		runs = append(runs, m)
+	}
+	if len(runs) < 2 {
+		return nil
+	}
+	mean := runs[0]
+	avg := func(f func(m *Metrics) *float64) {
+		var s float64
+		for i := range runs {
+			s += *f(&runs[i])
+		}
+		*f(&mean) = s / float64(len(runs))
+	}
+	for _, f := range []func(m *Metrics) *float64{
+		func(m *Metrics) *float64 { return &m.TotalTPS }, func(m *Metrics) *float64 { return &m.OutputTPS },
+		func(m *Metrics) *float64 { return &m.RequestTPS }, func(m *Metrics) *float64 { return &m.MeanTTFTMs },
+		func(m *Metrics) *float64 { return &m.MeanTPOTMs }, func(m *Metrics) *float64 { return &m.P99TPOTMs },
+		func(m *Metrics) *float64 { return &m.P99TTFTMs }, func(m *Metrics) *float64 { return &m.MeanITLMs },
+		func(m *Metrics) *float64 { return &m.DurationS }, func(m *Metrics) *float64 { return &m.TPSPerGPU },
+		func(m *Metrics) *float64 { return &m.SuccessRate },
+	} {
+		avg(f)
+	}
+	mean.TokensPerUser = 0
+	if mean.MeanTPOTMs > 0 {
+		mean.TokensPerUser = 1000 / mean.MeanTPOTMs
+	}
+	lo, hi := runs[0].TotalTPS, runs[0].TotalTPS
+	c.Repeats = make([]float64, len(runs))
+	for i, m := range runs {
+		c.Repeats[i] = m.TotalTPS
+		lo, hi = min(lo, m.TotalTPS), max(hi, m.TotalTPS)
+	}
+	c.Metrics, c.Runs, c.Spread = mean, len(runs), (hi-lo)/2
+	return nil
 }

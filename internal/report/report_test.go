@@ -7,6 +7,7 @@ import (
 	"fmt"
 	stdhtml "html"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -227,5 +228,70 @@ func TestAllFailedCaseIsAFailure(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "| **Long Prompt** |") || !strings.Contains(b.String(), "failed: low_success") || strings.Contains(b.String(), "-100.0%") {
 		t.Fatalf("markdown:\n%s", b.String())
+	}
+}
+
+// The figures shown beside a decision are the mean of the repeats the
+// decision compared, not the first run's: the Result line, the Summary
+// sentence and the stage's gain must agree with the lab's "+x%" reason.
+func TestRepeatsShowTheMean(t *testing.T) {
+	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	mk := func(key string, gap float64) store.Trial {
+		return store.Trial{RunID: 1, Key: key, Stage: strings.SplitN(key, "/", 2)[0], Name: "x", Workload: "W", Status: "ok",
+			Result: synthResult(t, 20, 1.0, gap, 100), Started: at, Ended: at}
+	}
+	// The baseline's first run is stored under the baseline stage and its
+	// repeats under the engine stage, as the lab reuses stored runs.
+	trials := []store.Trial{
+		mk("baseline/aaa/W/r0", 0.050), mk("engine/aaa/W/r1", 0.040), mk("engine/aaa/W/r2", 0.045),
+		mk("engine/bbb/W/r0", 0.030), mk("engine/bbb/W/r1", 0.036), mk("engine/bbb/W/r2", 0.033),
+	}
+	mean := func(keys ...string) float64 {
+		var s float64
+		for _, k := range keys {
+			for _, tr := range trials {
+				if tr.Key == k {
+					var v struct {
+						T float64 `json:"total_token_throughput"`
+					}
+					json.Unmarshal(tr.Result, &v)
+					s += v.T
+				}
+			}
+		}
+		return s / float64(len(keys))
+	}
+	ma, mb := mean("baseline/aaa/W/r0", "engine/aaa/W/r1", "engine/aaa/W/r2"), mean("engine/bbb/W/r0", "engine/bbb/W/r1", "engine/bbb/W/r2")
+	gain := mb/ma - 1
+	sum, _ := json.Marshal(map[string]any{"name": "rep", "gpu": "H100", "gpus": 1,
+		"baseline": map[string]any{"name": "A", "trial_key": "baseline/aaa/W/r0"},
+		"winner":   map[string]any{"name": "B", "trial_key": "engine/bbb/W/r0"},
+		"stages": []any{map[string]any{"name": "engine",
+			"incumbent":  map[string]any{"name": "A", "trial_key": "baseline/aaa/W/r0"},
+			"candidates": []any{map[string]any{"name": "B", "trial_key": "engine/bbb/W/r0", "decision": "kept", "reason": fmt.Sprintf("%+.2f%% > noise floor 1.00%%", 100*gain)}}}},
+	})
+	r, err := Build(store.Run{ID: 1, Name: "rep", Summary: sum}, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := r.Stages[0]
+	if math.Abs(st.Gain-gain) > 1e-12 || st.Winner.Runs != 3 || st.Incumbent.Runs != 3 {
+		t.Fatalf("stage gain %v over %d/%d runs, want %v over 3", st.Gain, st.Incumbent.Runs, st.Winner.Runs, gain)
+	}
+	if want := fmt.Sprintf("B (%.2f ± ", mb); !strings.HasPrefix(st.Ranking, want) || !strings.Contains(st.Ranking, fmt.Sprintf("A (%.2f ± ", ma)) {
+		t.Fatalf("ranking %q does not show the means %.2f and %.2f", st.Ranking, mb, ma)
+	}
+	if want := fmt.Sprintf("(%.2f%%)", 100*gain); !strings.Contains(st.Summary, want) {
+		t.Fatalf("summary %q lacks the decision's %s", st.Summary, want)
+	}
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{"Repeats (Total TPS): ", fmt.Sprintf("mean %.2f ± ", mb), "(first of 3 runs", pct(gain)} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
 	}
 }
