@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -86,6 +87,50 @@ func looksGuidellm(data []byte) bool {
 	return ok
 }
 
+// importedName names an imported result after the heading it sits under in
+// its source and its position there ("vLLM (block 1)"), so the blocks of
+// one file are told apart in the report; with no heading just before it,
+// the file and the position. A file holding one result keeps its own name.
+func importedName(it Imported) string {
+	src, pos, multi := strings.Cut(it.Source, "#")
+	base := filepath.Base(src)
+	base = strings.TrimSuffix(base, filepath.Ext(base))
+	heading := ""
+	if p := it.Result.Perflab; p != nil && p.Origin != nil {
+		heading = lastHeading(p.Origin.Preceding)
+	}
+	switch {
+	case !multi:
+		return nonEmpty(heading, base)
+	case heading != "":
+		return fmt.Sprintf("%s (block %s)", heading, pos)
+	}
+	return fmt.Sprintf("%s block %s", base, pos)
+}
+
+// headingRe finds Markdown headings in text whose line breaks were folded
+// into spaces (metrics keeps the text before a block that way): a run of
+// '#' after a space or the start, then the title up to the next list item,
+// fence, admonition, table cell or heading.
+var headingRe = regexp.MustCompile(`(?:^|\s)#{1,6} +(.+?)(?: +- | *` + "```" + `| *\?\?\?| *!!!| *\|| +#{1,6} |$)`)
+
+// lastHeading is the title of the last heading in s, or "" if none.
+func lastHeading(s string) string {
+	var title string
+	for rest := s; ; {
+		loc := headingRe.FindStringSubmatchIndex(rest)
+		if loc == nil {
+			break
+		}
+		title = strings.TrimSpace(rest[loc[2]:loc[3]])
+		rest = rest[loc[3]:]
+	}
+	if len(title) > 80 {
+		title = strings.TrimSpace(title[:80]) + "…"
+	}
+	return title
+}
+
 // ToTrials turns imported results into stored trials of run, so imported
 // and measured results sit side by side in reports and queries.
 func ToTrials(runID int64, items []Imported) ([]store.Trial, error) {
@@ -96,9 +141,8 @@ func ToTrials(runID int64, items []Imported) ([]store.Trial, error) {
 		if err != nil {
 			return nil, fmt.Errorf("report: encode %s: %w", it.Source, err)
 		}
-		base := filepath.Base(it.Source)
 		trials = append(trials, store.Trial{
-			RunID: runID, Key: "import/" + it.Source, Stage: "import", Name: strings.TrimSuffix(base, filepath.Ext(base)),
+			RunID: runID, Key: "import/" + it.Source, Stage: "import", Name: importedName(it),
 			Workload: it.Format, Status: "ok", Result: raw, Reason: strings.Join(it.Warnings, "; "),
 			Started: now, Ended: now,
 		})
