@@ -2,7 +2,10 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -213,15 +216,64 @@ func (l *Lab) evaluate(t TrialSpec, rec store.Trial) *result {
 		return r
 	}
 	r.obs = obs
-	r.score = l.Spec.Objective.Score(obs, GPUs(t.Config))
+	obj := l.Spec.Objective
+	r.score = obj.Score(obs, GPUs(t.Config))
 	if sr := obs.SuccessRate(); sr < l.Spec.MinSuccessRate {
 		r.why = fmt.Sprintf("success rate %.1f%% < %.1f%%", 100*sr, 100*l.Spec.MinSuccessRate)
 		return r
 	}
-	if v := l.Spec.Objective.sloViolation(obs); v != "" {
+	// A figure the objective or an SLO needs but the result lacks reads as
+	// 0 and would pass a P99 bound or score every trial 0; say so instead.
+	if k := missingKeys(rec.Result, obj.neededKeys()); k != "" {
+		r.why = "SLO: the result has no " + k + " to check it against"
+		return r
+	}
+	if v := obj.sloViolation(obs); v != "" {
 		r.why = "SLO: " + v
+		return r
+	}
+	// A score that is not a positive number cannot be compared (a gain
+	// over it is NaN or infinite): not eligible, with the reason.
+	if !(r.score > 0) || math.IsInf(r.score, 0) {
+		r.why = fmt.Sprintf("objective is %.4g %s", r.score, obj.Unit())
+		if obj.Metric == ObjectiveGoodput {
+			r.why += ": no request met the SLO"
+		}
 	}
 	return r
+}
+
+// neededKeys are the result keys the objective's score and SLO read.
+func (obj Objective) neededKeys() []string {
+	var ks []string
+	if obj.Metric == ObjectiveGoodput {
+		ks = append(ks, "request_goodput")
+	}
+	if obj.SLO.P99TPOTMs > 0 {
+		ks = append(ks, "p99_tpot_ms")
+	}
+	if obj.SLO.P99TTFTMs > 0 {
+		ks = append(ks, "p99_ttft_ms")
+	}
+	return ks
+}
+
+// missingKeys names the keys a result JSON lacks ("" when it has them all).
+func missingKeys(result []byte, keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(result, &m); err != nil {
+		return strings.Join(keys, ", ")
+	}
+	var out []string
+	for _, k := range keys {
+		if v, ok := m[k]; !ok || string(v) == "null" {
+			out = append(out, k)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func firstLine(s string) string {

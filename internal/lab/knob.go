@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -272,20 +273,26 @@ var knobs = map[string]knob{
 		},
 	},
 	KnobPerformanceMode: {
+		// vLLM's --performance-mode choices (engine.Config validates the
+		// same set); "latency" is not one of them.
 		check: func(v string) error {
 			switch v {
-			case "", "default", "throughput", "latency", "balanced":
+			case "", "default", "balanced", "interactivity", "throughput":
 				return nil
 			}
-			return fmt.Errorf("performance_mode %q: want throughput, latency or balanced", v)
+			return fmt.Errorf("performance_mode %q: want balanced, interactivity or throughput (vLLM's --performance-mode)", v)
 		},
 		apply: func(cfg *engine.Config, _ *Spec, v string) bool {
 			if isDefault(v) {
 				cfg.PerformanceMode = ""
 				return true
 			}
-			// --performance-mode exists in vLLM 0.17 and later only.
-			if cfg.Engine != "vllm" || versionLess(cfg.Version, "0.17.0") {
+			// A vLLM knob: another engine has no such setting, so the value
+			// does not apply there (and is dropped on an engine switch). The
+			// version gate is the engine package's (engine.Config.Validate):
+			// a vLLM too old for it is a candidate skipped as unsupported,
+			// with the engine's reason, before anything launches.
+			if cfg.Engine != "vllm" {
 				return false
 			}
 			cfg.PerformanceMode = v
@@ -354,44 +361,6 @@ func parseSpeculative(v string) (*engine.Speculative, error) {
 	return sp, nil
 }
 
-// versionLess compares dotted versions numerically ("0.11.0" < "0.17.1");
-// suffixes such as ".post1" or "rc1" are ignored.
-func versionLess(a, b string) bool {
-	pa, pb := versionParts(a), versionParts(b)
-	for i := 0; i < len(pa) || i < len(pb); i++ {
-		var x, y int
-		if i < len(pa) {
-			x = pa[i]
-		}
-		if i < len(pb) {
-			y = pb[i]
-		}
-		if x != y {
-			return x < y
-		}
-	}
-	return false
-}
-
-func versionParts(v string) []int {
-	var out []int
-	for _, p := range strings.Split(strings.TrimPrefix(v, "v"), ".") {
-		n := 0
-		digits := false
-		for _, c := range p {
-			if c < '0' || c > '9' {
-				break
-			}
-			n, digits = n*10+int(c-'0'), true
-		}
-		if !digits {
-			break
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
 // Point is one configuration in the search space: knob → value ("" is the
 // engine's default). It always names the engine.
 type Point map[string]string
@@ -456,6 +425,31 @@ func (s *Spec) Config(p Point) (engine.Config, bool) {
 		}
 	}
 	return cfg, true
+}
+
+// unsupported is the engine package's reason a config cannot run on its
+// engine/version ("" when it can): every engine.UnsupportedError that
+// engine.Config.Validate finds, which is what Render would refuse. Other
+// validation errors are left to the trial, which records them.
+func unsupported(cfg engine.Config) string {
+	err := cfg.Validate()
+	if err == nil {
+		return ""
+	}
+	var errs []error
+	if m, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = m.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	var out []string
+	for _, e := range errs {
+		var ue *engine.UnsupportedError
+		if errors.As(e, &ue) {
+			out = append(out, ue.Error())
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // ConfigHash is a short stable hash of a normalized config.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -105,6 +106,11 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: read trials of run %d: %w", run.ID, err)
 	}
+	if len(prev) == 0 && !l.Fresh {
+		if prev, err = l.adoptLegacy(ctx); err != nil {
+			return nil, err
+		}
+	}
 	for _, t := range prev {
 		l.done[measurementKey(t.Key)] = t
 		if !t.Ended.IsZero() && t.Ended.After(t.Started) {
@@ -151,6 +157,44 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		l.Progress.Done(l.sum)
 	}
 	return l.sum, err
+}
+
+// runFinder is the part of *store.Store that finds a run without creating
+// one; a Store without it has no legacy runs to adopt.
+type runFinder interface {
+	RunByKey(ctx context.Context, key string) (store.Run, error)
+}
+
+// adoptLegacy copies into the new run the trials of the run this spec was
+// stored under before Spec.Key left out the run-control options
+// (Spec.LegacyKey), so an old run resumes instead of starting over. The
+// old run is left as it was, still readable by its id or name.
+func (l *Lab) adoptLegacy(ctx context.Context) ([]store.Trial, error) {
+	f, ok := l.Store.(runFinder)
+	lk := l.Spec.LegacyKey()
+	if !ok || lk == l.run.Key {
+		return nil, nil
+	}
+	old, err := f.RunByKey(ctx, lk)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lab: look for the run stored under the legacy key %s: %w", lk, err)
+	}
+	trials, err := l.Store.Trials(ctx, old.ID)
+	if err != nil {
+		return nil, fmt.Errorf("lab: read trials of legacy run %d: %w", old.ID, err)
+	}
+	out := make([]store.Trial, 0, len(trials))
+	for _, t := range trials {
+		t.ID, t.RunID = 0, l.run.ID
+		if err := l.Store.SaveTrial(ctx, &t); err != nil {
+			return nil, fmt.Errorf("lab: copy trial %s from legacy run %d: %w", t.Key, old.ID, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // Run returns the stored run (valid after Run).
@@ -201,9 +245,19 @@ func (l *Lab) method(ctx context.Context) error {
 	// when they have some, so the gain compares like with like.
 	l.sum.Baseline = l.candidate(base, l.repeatScores(base))
 	l.sum.Baseline.Decision = "baseline"
-	if inc != nil && base.eligible() {
-		l.sum.Gain = incScore/l.incumbentScore(base) - 1
-		l.sum.Winner.Gain = l.sum.Gain
+	switch {
+	case inc == nil || !base.eligible():
+		// No comparison: the gain stays 0 and the winner says why.
+	case ConfigHash(inc.spec.Config) == ConfigHash(base.spec.Config):
+		// The winner is the baseline config: no gain, exactly, even when
+		// its repeats were averaged differently along the way.
+		l.sum.Winner.Gain, l.sum.Gain = 0, 0
+	default:
+		// The reported scores of both (the mean of their repeats), so the
+		// gain is the ratio of the two figures the report prints.
+		if g, ok := relGain(l.sum.Winner.Score, l.sum.Baseline.Score); ok {
+			l.sum.Gain, l.sum.Winner.Gain = g, g
+		}
 	}
 	if err := l.generalize(ctx, basePt, inc); err != nil {
 		return err
@@ -242,13 +296,25 @@ func (l *Lab) stage(ctx context.Context, st Stage, inc *result, incScore float64
 		if !ok {
 			continue
 		}
-		if h := ConfigHash(cfg); !seen[h] {
-			seen[h] = true
-			pts = append(pts, p)
+		h := ConfigHash(cfg)
+		if seen[h] {
+			continue
 		}
+		seen[h] = true
+		// What the engine package knows the engine/version cannot run is
+		// not worth a trial (it would only fail as invalid_config).
+		if why := unsupported(cfg); why != "" {
+			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, "unsupported: "+why))
+			continue
+		}
+		pts = append(pts, p)
 	}
 	if len(pts) == 0 {
-		ss.Skipped = fmt.Sprintf("no candidate applies to %s", eng)
+		if len(ss.Candidates) == 0 {
+			ss.Skipped = fmt.Sprintf("no candidate applies to %s", eng)
+		} else {
+			ss.Skipped = fmt.Sprintf("no candidate %s can run is left", eng)
+		}
 		return inc, incScore, nil
 	}
 	if l.Progress != nil {
@@ -256,6 +322,7 @@ func (l *Lab) stage(ctx context.Context, st Stage, inc *result, incScore float64
 	}
 	res, err := l.measureMany(ctx, st.Name, pts, *s.Tuning, 0)
 	if err != nil {
+		ss.Candidates = append(ss.Candidates, l.undecided(pts, res, err)...)
 		return inc, incScore, err
 	}
 	newInc, newScore, floor, err := l.decide(ctx, st.Name, inc, incScore, res, &ss.Candidates)
@@ -264,6 +331,52 @@ func (l *Lab) stage(ctx context.Context, st Stage, inc *result, incScore float64
 		ss.Kept = newInc.spec.Name
 	}
 	return newInc, newScore, err
+}
+
+// unrun is the summary entry of a candidate that was not run, with why.
+func (l *Lab) unrun(p Point, cfg engine.Config, why string) Candidate {
+	return Candidate{
+		Name: Label(p), Point: map[string]string(p.clone()), ConfigHash: ConfigHash(cfg), GPUs: GPUs(cfg),
+		Decision: "skipped", Reason: why,
+	}
+}
+
+// undecided records the candidates of a step the budget stopped before its
+// decision: the ones measured with their figures, the others as not run.
+// None is kept or compared: a decision needs the whole step's evidence.
+func (l *Lab) undecided(pts []Point, res []*result, err error) []Candidate {
+	if !errors.Is(err, ErrBudget) {
+		return nil
+	}
+	var out []Candidate
+	for i, p := range pts {
+		if i < len(res) && res[i] != nil {
+			c := l.candidate(res[i], nil)
+			c.Decision = "skipped"
+			if res[i].failed != "" {
+				c.Decision = "failed"
+			}
+			c.Reason = "stopped by budget before the stage's decision"
+			if res[i].why != "" {
+				c.Reason = res[i].why + "; " + c.Reason
+			}
+			out = append(out, *c)
+			continue
+		}
+		cfg, _ := l.Spec.Config(p)
+		out = append(out, l.unrun(p, cfg, "not run: budget spent"))
+	}
+	return out
+}
+
+// relGain is a/b - 1, and false when it is not a number a decision may
+// rest on (b not positive, either not finite): such a gain must never
+// reach a keep test, where NaN compares false with every threshold.
+func relGain(a, b float64) (float64, bool) {
+	if !(b > 0) || math.IsInf(b, 0) || math.IsNaN(a) || math.IsInf(a, 0) {
+		return 0, false
+	}
+	return a/b - 1, true
 }
 
 // switchEngine moves a point to another engine, dropping the knob values
@@ -297,8 +410,8 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 	cands := make([]Candidate, len(res))
 	for i, r := range res {
 		c := l.candidate(r, nil)
-		if inc != nil && incScore > 0 && r.eligible() {
-			c.Gain = r.score/incScore - 1
+		if g, ok := relGain(r.score, incScore); inc != nil && ok && r.eligible() {
+			c.Gain = g
 		}
 		switch {
 		case r.failed != "":
@@ -321,13 +434,26 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 		cands[bi].Decision, cands[bi].Reason = "kept", "first working configuration"
 		return best, l.incumbentScore(best), 0, nil
 	}
-	gain1 := best.score/incScore - 1
+	gain1, ok := relGain(best.score, incScore)
+	if !ok {
+		// The incumbent's score cannot be compared with (evaluate makes
+		// this unreachable for a measured incumbent; kept as the guard).
+		cands[bi].Decision = "skipped"
+		cands[bi].Reason = fmt.Sprintf("no comparable incumbent score (%.4g %s)", incScore, l.Spec.Objective.Unit())
+		return inc, incScore, 0, nil
+	}
 	if gain1 <= 0 {
 		cands[bi].Decision, cands[bi].Reason = "skipped", fmt.Sprintf("no gain (%+.2f%%)", 100*gain1)
 		return inc, incScore, 0, nil
 	}
 	incScores, bestScores, err := l.repeatPair(ctx, stage, inc, best)
 	if err != nil {
+		if errors.Is(err, ErrBudget) {
+			// Half-run repeats are no evidence either way: not kept, and
+			// its single-run gain is shown as such.
+			cands[bi].Decision = "skipped"
+			cands[bi].Reason = fmt.Sprintf("stopped by budget before its repeats (single run %+.2f%%)", 100*gain1)
+		}
 		return inc, incScore, 0, err
 	}
 	floor := NoiseFloor(incScores, bestScores)
@@ -335,13 +461,20 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 		l.sum.NoiseFloor = floor
 	}
 	thr := math.Max(floor, l.Spec.MinGain)
-	gain := mean(bestScores)/mean(incScores) - 1
-	cands[bi].RepeatScores, cands[bi].Score, cands[bi].Gain = bestScores, mean(bestScores), gain
 	if bestScores == nil {
 		// A repeat failed: a config that does not run reliably is not kept.
+		cands[bi].RepeatScores, cands[bi].Score, cands[bi].Gain = nil, 0, 0
 		cands[bi].Decision, cands[bi].Reason = "skipped", "a repeat failed"
 		return inc, incScore, floor, nil
 	}
+	gain, ok := relGain(mean(bestScores), mean(incScores))
+	cands[bi].RepeatScores, cands[bi].Score = bestScores, mean(bestScores)
+	if !ok {
+		cands[bi].Decision = "skipped"
+		cands[bi].Reason = fmt.Sprintf("no comparable incumbent score over its repeats (%.4g %s)", mean(incScores), l.Spec.Objective.Unit())
+		return inc, incScore, floor, nil
+	}
+	cands[bi].Gain = gain
 	if gain <= thr {
 		cands[bi].Decision = "skipped"
 		cands[bi].Reason = fmt.Sprintf("below noise floor (%+.2f%% <= %.2f%%)", 100*gain, 100*thr)
@@ -514,7 +647,7 @@ func (l *Lab) combinations(ctx context.Context, inc *result, incScore float64) (
 				p = p.with(h.k, h.v)
 			}
 		}
-		if _, ok := l.Spec.Config(p); ok {
+		if cfg, ok := l.Spec.Config(p); ok && unsupported(cfg) == "" {
 			pts = append(pts, p)
 		}
 	}
@@ -525,6 +658,7 @@ func (l *Lab) combinations(ctx context.Context, inc *result, incScore float64) (
 	}
 	res, err := l.measureMany(ctx, "combinations", pts, *l.Spec.Tuning, 0)
 	if err != nil {
+		ss.Candidates = append(ss.Candidates, l.undecided(pts, res, err)...)
 		return inc, incScore, err
 	}
 	newInc, newScore, floor, err := l.decide(ctx, "combinations", inc, incScore, res, &ss.Candidates)
@@ -571,9 +705,8 @@ func (l *Lab) generalize(ctx context.Context, basePt Point, win *result) error {
 	for i, w := range l.Spec.Generalization {
 		b, wn := res[2*i], res[2*i+1]
 		g := GeneralizationPair{Workload: w.Name, Baseline: l.candidate(b, nil), Winner: l.candidate(wn, nil)}
-		if b.eligible() && wn.eligible() && b.score > 0 {
-			g.Gain = wn.score/b.score - 1
-			g.Winner.Gain = g.Gain
+		if gain, ok := relGain(wn.score, b.score); ok && b.eligible() && wn.eligible() {
+			g.Gain, g.Winner.Gain = gain, gain
 		}
 		l.sum.Generalization = append(l.sum.Generalization, g)
 	}

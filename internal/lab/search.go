@@ -101,7 +101,7 @@ func (s *Spec) enumerate(from Point, axes map[string][]string, limit int) []Poin
 		}
 		if i == len(ks) {
 			cfg, ok := s.Config(p)
-			if !ok {
+			if !ok || unsupported(cfg) != "" {
 				return
 			}
 			if h := ConfigHash(cfg); !seen[h] {
@@ -277,7 +277,9 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 			js.StopReason = fmt.Sprintf("search budget spent (%d trials)", tried)
 			break
 		}
-		n := max(1, min(l.sem.slots, s.Search.MaxTrials-tried))
+		// The batch is the spec's, not the run's parallelism, so a rerun
+		// with another --parallel takes the same path (see Spec.Key).
+		n := max(1, min(s.searchBatch(), s.Search.MaxTrials-tried))
 		var batch []Point
 		preds := map[string]float64{}
 		for _, c := range cands {
@@ -292,6 +294,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		if err != nil {
 			if errors.Is(err, ErrBudget) {
 				js.StopReason = l.stopped
+				js.Tried = append(js.Tried, l.undecided(batch, res, err)...)
 			}
 			return inc, incScore, err
 		}
@@ -338,7 +341,8 @@ func (l *Lab) guessAll(ctx context.Context, pts []Point) (map[string]float64, er
 					continue
 				}
 				sc := s.Objective.Score(o, GPUs(cfg))
-				if o.SuccessRate() < s.MinSuccessRate || sc <= 0 {
+				// A config predicted to break a P99 bound is no lead either.
+				if o.SuccessRate() < s.MinSuccessRate || !(sc > 0) || math.IsInf(sc, 0) || s.Objective.sloViolation(o) != "" {
 					continue
 				}
 				mu.Lock()

@@ -124,11 +124,16 @@ type EngineSpec struct {
 type Objective struct {
 	// Metric is total_throughput (default), throughput_per_gpu or goodput.
 	Metric string `yaml:"metric,omitempty" json:"metric,omitempty"`
-	// SLO bounds used by goodput (a request counts only if it meets all),
-	// and, for the other metrics, as constraints on the run's percentiles
-	// when set: a trial whose P99 breaks them is not kept.
+	// SLO holds per-request bounds (tpot_ms, ttft_ms, e2el_ms), which
+	// goodput counts (requests/s meeting all of them, vLLM's --goodput),
+	// and P99 bounds, which are constraints under any metric: a trial
+	// whose P99 breaks one is not eligible. Goodput with only P99 bounds
+	// is normalized to total_throughput under those constraints.
 	SLO SLO `yaml:"slo,omitempty" json:"slo,omitempty"`
 }
+
+// perRequest says whether the SLO has per-request bounds (goodput's).
+func (s SLO) perRequest() bool { return s.TPOTMs > 0 || s.TTFTMs > 0 || s.E2ELMs > 0 }
 
 // SLO is a set of latency bounds in milliseconds (0 = none).
 type SLO struct {
@@ -264,6 +269,23 @@ type Search struct {
 	// ShareGPT prompts steered the search 8% below the grid's best), and a
 	// full prediction costs only tens of milliseconds.
 	GuidePrompts int `yaml:"guide_prompts,omitempty" json:"guide_prompts,omitempty"`
+	// Batch is how many configs the search runs per round before it
+	// decides and refits (default: the GPU count for sim and process, 2
+	// for sim-predict). It is not Parallel: the batch shapes the search's
+	// path, so it must not change when a rerun asks for another
+	// --parallel; Parallel only says how many of a batch run at once.
+	Batch int `yaml:"batch,omitempty" json:"batch,omitempty"`
+}
+
+// searchBatch is Search.Batch or its default.
+func (s *Spec) searchBatch() int {
+	switch {
+	case s.Search.Batch > 0:
+		return s.Search.Batch
+	case s.Runtime == RuntimeSimPredict:
+		return 2
+	}
+	return max(s.Hardware.Count, 1)
 }
 
 // Budget bounds the lab; zero means unbounded.
@@ -390,11 +412,17 @@ func (s *Spec) validate(line func(string) int) error {
 	default:
 		return bad("$.objective.metric", "objective %q: want total_throughput, throughput_per_gpu or goodput", s.Objective.Metric)
 	}
+	for name, v := range map[string]float64{"tpot_ms": s.Objective.SLO.TPOTMs, "ttft_ms": s.Objective.SLO.TTFTMs,
+		"e2el_ms": s.Objective.SLO.E2ELMs, "p99_tpot_ms": s.Objective.SLO.P99TPOTMs, "p99_ttft_ms": s.Objective.SLO.P99TTFTMs} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return bad("$.objective.slo."+name, "slo %s %v must be a non-negative number of milliseconds", name, v)
+		}
+	}
 	if s.MinSuccessRate < 0 || s.MinSuccessRate > 1 {
 		return bad("$.min_success_rate", "min_success_rate %v must be within [0, 1]", s.MinSuccessRate)
 	}
-	if s.Repeats < 0 || s.Parallel < 0 || s.Budget.MaxTrials < 0 || s.Budget.MaxHours < 0 {
-		return bad("$", "repeats, parallel and budget must not be negative")
+	if s.Repeats < 0 || s.Parallel < 0 || s.Budget.MaxTrials < 0 || s.Budget.MaxHours < 0 || s.Search.Batch < 0 {
+		return bad("$", "repeats, parallel, search.batch and budget must not be negative")
 	}
 	if s.Noise.Sigma < 0 || s.Noise.Sigma > 0.5 {
 		return bad("$.noise.sigma", "noise.sigma %v must be within [0, 0.5]", s.Noise.Sigma)
@@ -509,6 +537,14 @@ func (s *Spec) fillDefaults() {
 	if s.Objective.Metric == "" {
 		s.Objective.Metric = ObjectiveTotalThroughput
 	}
+	if s.Objective.Metric == ObjectiveGoodput && !s.Objective.SLO.perRequest() {
+		// Goodput is requests/s meeting per-request bounds; with only P99
+		// bounds there is nothing per request to count (vLLM's
+		// request_goodput is absent and every trial would score 0). The
+		// meaning is then "the most throughput whose P99 stays within the
+		// bounds": total throughput, with the P99 bounds as constraints.
+		s.Objective.Metric = ObjectiveTotalThroughput
+	}
 	if s.Tuning == nil {
 		t := DefaultTuning()
 		s.Tuning = &t
@@ -565,10 +601,35 @@ func fillWorkload(w *Workload) {
 // defaultVersions are the reports' engine versions (the 14B/32B reports).
 var defaultVersions = map[string]string{"vllm": "0.11.0", "sglang": "0.5.5.post1", "trtllm": "1.2.0rc1"}
 
-// Key identifies the spec's content: rerunning the same spec resumes the run
-// with the same key. The runtime is part of it (a sim-predict run and a
-// process run of one spec are different runs).
+// Key identifies what the spec measures and decides: rerunning a spec with
+// the same key resumes its run. It hashes the spec without the run-control
+// options, so a rerun with another --parallel, a larger budget or another
+// ETA start-up estimate reuses every stored trial instead of starting over:
+// none of them changes a measurement or a decision (the joint search's
+// batch is Search.Batch, not Parallel; the budget only decides where the
+// lab stops, and a resumed lab replays the same path up to there). The
+// noise applies to sim-predict only and the time scale to the sim runtime
+// only (a compressed clock shifts what the client measures), so each is
+// hashed only there. The runtime is part of the key (a sim-predict run and
+// a process run of one spec are different runs).
 func (s *Spec) Key() string {
+	k := *s
+	k.Parallel, k.Budget, k.StartupSeconds = 0, Budget{}, 0
+	if k.Runtime != RuntimeSimPredict {
+		k.Noise = Noise{}
+	}
+	if k.Runtime != RuntimeSim {
+		k.TimeScale = 0
+	}
+	b, _ := yaml.Marshal(&k)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// LegacyKey is the key runs were stored under before Key left out the
+// run-control options: a hash of the whole normalized spec. The lab adopts
+// a run stored under it (see Lab.Run), so an old run resumes.
+func (s *Spec) LegacyKey() string {
 	b, _ := yaml.Marshal(s)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
