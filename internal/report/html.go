@@ -1,19 +1,24 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
-	"html/template"
+	"html"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
-// WriteHTML writes a self-contained HTML version of the report: the charts
-// (written by WriteCharts into chartDir) are inlined as SVG, so the file can
-// be mailed or opened anywhere without its directory.
+// WriteHTML writes a self-contained HTML version of the report. It is the
+// Markdown report converted, not a second template, so both always carry
+// the same sections, tables, repeats, noise bands and warnings; the charts
+// (written by WriteCharts into chartDir) that the Markdown links as PNGs are
+// inlined as SVG, so the file can be mailed or opened anywhere without its
+// directory.
 func WriteHTML(w io.Writer, r *Report, chartDir string) error {
-	charts := make([]inlineChart, 0, len(r.Charts))
+	svgs := make(map[string]string, len(r.Charts))
 	for _, c := range r.Charts {
 		b, err := os.ReadFile(filepath.Join(chartDir, c.SVG))
 		if err != nil {
@@ -23,93 +28,230 @@ func WriteHTML(w io.Writer, r *Report, chartDir string) error {
 		if i := strings.Index(svg, "<svg"); i > 0 {
 			svg = svg[i:] // drop the XML prolog, invalid inside HTML
 		}
-		charts = append(charts, inlineChart{Title: c.Title, SVG: template.HTML(svg)})
+		svgs[c.PNG] = svg
 	}
-	data := struct {
-		R      *Report
-		Charts []inlineChart
-	}{r, charts}
-	if err := htmlTmpl.Execute(w, data); err != nil {
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, r); err != nil {
 		return fmt.Errorf("report: html: %w", err)
 	}
-	return nil
-}
-
-type inlineChart struct {
-	Title string
-	SVG   template.HTML
-}
-
-var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct":       pct,
-	"f2":        func(x float64) string { return fmt.Sprintf("%.2f", x) },
-	"engine":    engineTitle,
-	"hardware":  hardwareLine,
-	"gpus":      gpuPhrase,
-	"objective": objectiveSentence,
-	"runtime":   runtimeNote,
-	"first":     firstLine,
-	"notes":     stageNotes,
-	"changed": func(st Stage) bool {
-		return st.Winner != nil && st.Incumbent != nil && st.Winner.Key != st.Incumbent.Key
-	},
-	"up":     func(x float64) bool { return x > 0 },
-	"mul100": func(x float64) float64 { return 100 * x },
-}).Parse(`<!DOCTYPE html>
+	var b strings.Builder
+	b.WriteString(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.R.Title}}</title>
+<title>` + html.EscapeString(r.Title) + `</title>
 <style>
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
 h1{font-size:1.7em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:1em 0;width:100%}th,td{border:1px solid #ccc;padding:.35em .6em;text-align:left;vertical-align:top}
 th{background:#f4f6f8}pre{background:#f6f8fa;padding:.8em;overflow-x:auto;font-size:.85em}
 code{background:#f6f8fa;padding:0 .2em}.up{background:#c7f0c2}.down{background:#f6c8c8}
-.note{color:#555;font-size:.9em}.chart svg{max-width:100%;height:auto}details{margin:.4em 0}
-.failed{color:#a00}
+.chart svg{max-width:100%;height:auto}
 </style></head><body>
-<h1>{{.R.Title}}</h1>
-<h2 id="conclusion">Conclusion</h2>
-{{range .Charts}}{{if eq .Title "Baseline vs optimized"}}<div class="chart" title="{{.Title}}">{{.SVG}}</div>{{end}}{{end}}
-{{with .R.Recommended}}<p>Recommended configuration for {{$.R.Model}} on {{gpus $.R}}:</p>
-<pre><code>{{.Command}}</code></pre>{{else}}<p>No configuration finished successfully, so there is no recommendation.</p>{{end}}
-{{if .R.Cases}}<table><tr><th>Benchmark Case</th><th>baseline (vLLM without any optimizations)</th><th>Optimized</th></tr>
-{{range .R.Cases}}<tr><td><b>{{.Workload}}</b></td>
-<td>{{with .Baseline}}{{if eq .Status "ok"}}Total TPS: {{f2 .Metrics.TotalTPS}}<br>Mean TPOT(ms): {{f2 .Metrics.MeanTPOTMs}}{{else}}<span class="failed">failed: {{.Failure}}</span>{{end}}{{else}}-{{end}}</td>
-<td>{{with .Optimized}}{{if eq .Status "ok"}}Total TPS: {{f2 .Metrics.TotalTPS}}{{end}}{{end}}
-{{if and .Baseline .Optimized}}{{if and (eq .Baseline.Status "ok") (eq .Optimized.Status "ok")}} <span class="{{if up .Change}}up{{else}}down{{end}}">({{pct .Change}}{{if .PerGPU}} per GPU{{end}})</span>{{end}}{{end}}
-{{with .Optimized}}{{if eq .Status "ok"}}<br>Mean TPOT(ms): {{f2 .Metrics.MeanTPOTMs}}{{else}}<span class="failed">failed: {{.Failure}}</span>{{end}}{{end}}</td></tr>
-{{end}}</table>{{end}}
-{{if gt .R.NoiseFloor 0.0}}<p class="note">Gains had to exceed the measured run-to-run noise floor of ±{{f2 (mul100 .R.NoiseFloor)}}%.</p>{{end}}
+`)
+	if err := markdownToHTML(&b, md.String(), svgs); err != nil {
+		return fmt.Errorf("report: html: %w", err)
+	}
+	b.WriteString("</body></html>\n")
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("report: html: %w", err)
+	}
+	return nil
+}
 
-<h2>Optimization Objective</h2><p>{{objective .R.Objective}}</p>
+var (
+	imageRe   = regexp.MustCompile(`^!\[([^\]]*)\]\(([^)]*)\)$`)
+	orderedRe = regexp.MustCompile(`^\d+\. `)
+	bulletRe  = regexp.MustCompile(`^- `)
+	headingMD = regexp.MustCompile(`^(#{1,6}) (.*)$`)
+)
 
-<h2>Experimental Setup</h2>
-<h3>Model</h3><p>{{.R.Model}}</p><h3>Hardware</h3><p>{{hardware .R}}</p>
-<h3>Engine Version</h3><ul>{{range .R.Engines}}<li>{{engine .Name}}: v{{.Version}}</li>{{end}}</ul>
-{{if .R.Runtime}}<p class="note">Runtime: <code>{{.R.Runtime}}</code>{{runtime .R.Runtime}}</p>{{end}}
-<h3>Benchmark Dataset</h3><ol>{{range .R.Workloads}}<li>{{.Name}}: {{.Description}}</li>{{end}}</ol>
-<h3>Benchmark Script</h3>
-{{range .R.Workloads}}<pre><code># {{.Name}}
-{{.Perflab}}
-# vLLM equivalent
-{{.VLLM}}</code></pre>{{end}}
+// markdownToHTML converts the Markdown WriteMarkdown writes: ATX headings,
+// fenced code, pipe tables, "- " and "1. " lists, image lines (charts) and
+// paragraphs, with **bold**, `code` and <br> inline. It is not a general
+// Markdown renderer; an unknown construct falls through as a paragraph, so
+// nothing the Markdown says is dropped.
+func markdownToHTML(b *strings.Builder, md string, svgs map[string]string) error {
+	lines := strings.Split(md, "\n")
+	for i := 0; i < len(lines); {
+		line := lines[i]
+		switch {
+		case strings.TrimSpace(line) == "":
+			i++
+		case strings.HasPrefix(line, "```"):
+			lang := strings.TrimPrefix(line, "```")
+			j := i + 1
+			for j < len(lines) && !strings.HasPrefix(lines[j], "```") {
+				j++
+			}
+			if j == len(lines) {
+				return fmt.Errorf("unclosed code fence at line %d", i+1)
+			}
+			class := ""
+			if lang != "" {
+				class = ` class="language-` + html.EscapeString(lang) + `"`
+			}
+			fmt.Fprintf(b, "<pre><code%s>%s</code></pre>\n", class, html.EscapeString(strings.Join(lines[i+1:j], "\n")))
+			i = j + 1
+		case headingMD.MatchString(line):
+			m := headingMD.FindStringSubmatch(line)
+			n := len(m[1])
+			fmt.Fprintf(b, "<h%d id=\"%s\">%s</h%d>\n", n, anchor(m[2]), inline(m[2]), n)
+			i++
+		case strings.HasPrefix(line, "|"):
+			j := i
+			for j < len(lines) && strings.HasPrefix(lines[j], "|") {
+				j++
+			}
+			writeTable(b, lines[i:j])
+			i = j
+		case imageRe.MatchString(line):
+			m := imageRe.FindStringSubmatch(line)
+			if svg, ok := svgs[m[2]]; ok {
+				// The chart draws its own title; the attribute keeps the
+				// Markdown's alt text.
+				fmt.Fprintf(b, "<figure class=\"chart\" title=\"%s\">%s</figure>\n", html.EscapeString(m[1]), svg)
+			} else {
+				fmt.Fprintf(b, "<p><img alt=\"%s\" src=\"%s\"></p>\n", html.EscapeString(m[1]), html.EscapeString(m[2]))
+			}
+			i++
+		case strings.HasPrefix(line, "- ") || orderedRe.MatchString(line):
+			tag, re := "ul", bulletRe
+			if orderedRe.MatchString(line) {
+				tag, re = "ol", orderedRe
+			}
+			b.WriteString("<" + tag + ">\n")
+			for i < len(lines) && re.MatchString(lines[i]) {
+				b.WriteString("<li>" + inline(re.ReplaceAllString(lines[i], "")) + "</li>\n")
+				i++
+			}
+			b.WriteString("</" + tag + ">\n")
+		default:
+			j := i
+			for j < len(lines) && strings.TrimSpace(lines[j]) != "" && !startsBlock(lines[j]) {
+				j++
+			}
+			if j == i {
+				j++ // a line startsBlock claims but its case did not take
+			}
+			parts := make([]string, j-i)
+			for k := range parts {
+				parts[k] = inline(lines[i+k])
+			}
+			b.WriteString("<p>" + strings.Join(parts, "\n") + "</p>\n")
+			i = j
+		}
+	}
+	return nil
+}
 
-<h2>Experiment Results</h2>
-{{range .R.Stages}}<h3>{{.Index}}. {{.Title}}</h3>
-{{range .Candidates}}<h4>{{.Name}}</h4><pre><code>{{.Command}}</code></pre>
-{{if eq .Status "ok"}}<details><summary>Benchmark result</summary><pre>{{.Block}}</pre></details>{{else}}<p class="failed">Failed: {{.Failure}} — {{first .Reason}}</p>{{end}}
-{{if .Decision}}<p class="note">Decision: {{.Decision}}</p>{{end}}{{end}}
-{{if .Ranking}}<p>Result: {{.Ranking}}</p>{{end}}{{if .Summary}}<p>Summary: {{.Summary}}</p>{{end}}
-{{end}}
-<h3>Summary of Optimization Options</h3>
-<table><tr><th>Optimization Option</th><th>Throughput Improvement</th><th>Kept configuration</th><th>Notes</th></tr>
-{{range .R.Stages}}<tr><td>{{.Name}}</td>{{if changed .}}<td><span class="up">{{pct .Gain}}</span></td><td>{{.Winner.Name}}</td>{{else}}<td>-</td><td>-</td>{{end}}<td>{{notes .}}</td></tr>{{end}}
-</table>
+func startsBlock(line string) bool {
+	return strings.HasPrefix(line, "```") || strings.HasPrefix(line, "|") || headingMD.MatchString(line) ||
+		imageRe.MatchString(line) || strings.HasPrefix(line, "- ") || orderedRe.MatchString(line)
+}
 
-{{range .Charts}}{{if ne .Title "Baseline vs optimized"}}<h3>{{.Title}}</h3><div class="chart">{{.SVG}}</div>{{end}}{{end}}
-{{with .R.Search}}<h3>Search beyond the greedy pass</h3><p>Greedy pass: {{f2 .GreedyBest}} tok/s; after the joint search: {{f2 .FinalBest}} tok/s, {{.Trials}} trials in all.
-{{if .GridTrials}} Exhaustive grid ({{.GridTrials}} configurations): best {{f2 .GridBest}} tok/s ({{.GridBestConfig}}).{{end}} {{.Note}}</p>{{end}}
-{{if .R.Warnings}}<h3>Warnings</h3><ul>{{range .R.Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
-</body></html>
-`))
+// writeTable renders a pipe table: header, the |---| separator, rows.
+func writeTable(b *strings.Builder, rows []string) {
+	b.WriteString("<table>\n")
+	for k, row := range rows {
+		cells := tableCells(row)
+		if k == 1 && isSeparator(cells) {
+			continue
+		}
+		tag := "td"
+		if k == 0 {
+			tag = "th"
+		}
+		b.WriteString("<tr>")
+		for _, c := range cells {
+			b.WriteString("<" + tag + ">" + inline(c) + "</" + tag + ">")
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</table>\n")
+}
+
+// tableCells splits "| a | b \| c |" into its cells, unescaping "\|".
+func tableCells(row string) []string {
+	row = strings.TrimSpace(row)
+	row = strings.TrimPrefix(row, "|")
+	if strings.HasSuffix(row, "|") && !strings.HasSuffix(row, `\|`) {
+		row = row[:len(row)-1]
+	}
+	var cells []string
+	var cur strings.Builder
+	for i := 0; i < len(row); i++ {
+		switch {
+		case row[i] == '\\' && i+1 < len(row) && row[i+1] == '|':
+			cur.WriteByte('|')
+			i++
+		case row[i] == '|':
+			cells = append(cells, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteByte(row[i])
+		}
+	}
+	return append(cells, strings.TrimSpace(cur.String()))
+}
+
+func isSeparator(cells []string) bool {
+	for _, c := range cells {
+		if strings.Trim(c, "-: ") != "" || c == "" {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	boldRe   = regexp.MustCompile(`\*\*([^*]+)\*\*`)
+	codeRe   = regexp.MustCompile("`([^`]+)`")
+	changeRe = regexp.MustCompile(`\(([+-])(\d+(?:\.\d+)?%)((?: per GPU)?)\)`)
+)
+
+// inline escapes text and renders the inline Markdown the report uses:
+// `code`, **bold**, the <br> of table cells, and colours a "(+x%)" change.
+func inline(s string) string {
+	// Code spans first, so their content is left as written.
+	var out strings.Builder
+	for {
+		loc := codeRe.FindStringSubmatchIndex(s)
+		if loc == nil {
+			out.WriteString(inlineText(s))
+			break
+		}
+		out.WriteString(inlineText(s[:loc[0]]))
+		out.WriteString("<code>" + html.EscapeString(s[loc[2]:loc[3]]) + "</code>")
+		s = s[loc[1]:]
+	}
+	return out.String()
+}
+
+func inlineText(s string) string {
+	s = html.EscapeString(s)
+	s = strings.ReplaceAll(s, "&lt;br&gt;", "<br>")
+	s = boldRe.ReplaceAllString(s, "<b>$1</b>")
+	return changeRe.ReplaceAllStringFunc(s, func(m string) string {
+		class := "up"
+		if strings.HasPrefix(m, "(-") {
+			class = "down"
+		}
+		return `<span class="` + class + `">` + m + `</span>`
+	})
+}
+
+// anchor makes a heading's id: lower case, runs of other characters as "-".
+func anchor(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.TrimSuffix(b.String(), "-")
+}
