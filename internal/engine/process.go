@@ -21,7 +21,9 @@ import (
 )
 
 // Process runs the rendered command as a local process in its own process
-// group.
+// group. On Linux the group is led by a reaper (see reaper_linux.go) that
+// kills the whole group, workers included, if perflab dies; Pid is the
+// group id either way.
 type Process struct {
 	// LogLines is the size of the in-memory ring of recent log lines
 	// (0 = 2000).
@@ -108,24 +110,28 @@ func startProcess(ctx context.Context, l Launch, wrap wrapFunc, ringSize int, po
 		return nil, fmt.Errorf("engine: pipe: %w", err)
 	}
 
-	c := exec.Command(argv[0], argv[1:]...)
+	c, status, err := groupCommand(argv, l.WorkDir)
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		logf.Close()
+		return nil, err
+	}
 	c.Dir = l.WorkDir
 	c.Stdout, c.Stderr = pw, pw
-	c.Env = os.Environ()
+	env := os.Environ()
 	for k, v := range cmd.Env {
-		c.Env = append(c.Env, k+"="+v)
+		env = append(env, k+"="+v)
 	}
 	if l.GPUs != nil {
 		ids := make([]string, len(l.GPUs))
 		for i, g := range l.GPUs {
 			ids[i] = strconv.Itoa(g)
 		}
-		c.Env = append(c.Env, "CUDA_VISIBLE_DEVICES="+strings.Join(ids, ","))
+		env = append(env, "CUDA_VISIBLE_DEVICES="+strings.Join(ids, ","))
 	}
-	// Own group so one signal reaches every worker; Pdeathsig covers the
-	// case where perflab itself is SIGKILLed.
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-
+	// groupCommand's own variables last, so the engine's cannot override them.
+	c.Env = append(env, c.Env...)
 	if ringSize <= 0 {
 		ringSize = 2000
 	}
@@ -143,17 +149,26 @@ func startProcess(ctx context.Context, l Launch, wrap wrapFunc, ringSize int, po
 		started:    time.Now(),
 	}
 	h.progress.Store(time.Now().UnixNano())
-	if err := c.Start(); err != nil {
+	err = c.Start()
+	// The child has its copies; ours would keep the pipes from ever
+	// reaching EOF.
+	pw.Close()
+	for _, f := range c.ExtraFiles {
+		f.Close()
+	}
+	if err != nil {
 		pr.Close()
-		pw.Close()
 		logf.Close()
+		if status != nil {
+			status.Close()
+		}
 		return nil, fmt.Errorf("engine: start %s: %w", argv[0], err)
 	}
-	pw.Close()
+	// The group leader (the reaper on Linux): its pid is the group id.
 	h.pid = c.Process.Pid
 	register(h.pid)
 	go h.readLog(pr, logf)
-	go h.wait(c)
+	go h.wait(c, status)
 	return h, nil
 }
 
@@ -252,19 +267,27 @@ func (h *procHandle) readLog(r io.ReadCloser, logf *os.File) {
 	}
 }
 
-func (h *procHandle) wait(c *exec.Cmd) {
+// wait waits for the group leader and records how the engine ended. status
+// is the reaper's report of the engine's own wait status (nil without a
+// reaper); without a report the leader's status stands for the engine's.
+func (h *procHandle) wait(c *exec.Cmd, status *os.File) {
 	err := c.Wait()
 	// The leader is gone; take the rest of its group with it so no worker
-	// is orphaned, then let the log reader drain.
+	// is orphaned (and nothing holds the status pipe), then let the log
+	// reader drain.
 	_ = syscall.Kill(-h.pid, syscall.SIGKILL)
+	ws, known := readStatus(status)
+	if !known && c.ProcessState != nil {
+		ws, known = c.ProcessState.Sys().(syscall.WaitStatus)
+	}
 	select {
 	case <-h.readerDone:
 	case <-time.After(2 * time.Second):
 	}
 	unregister(h.pid)
 	code := -1
-	if c.ProcessState != nil {
-		code = c.ProcessState.ExitCode()
+	if known && ws.Exited() {
+		code = ws.ExitStatus()
 	}
 	h.mu.Lock()
 	h.exitErr, h.exitCode = err, code
@@ -272,7 +295,7 @@ func (h *procHandle) wait(c *exec.Cmd) {
 	h.mu.Unlock()
 	if !stopping && !shuttingDown.Load() {
 		tail := h.ring.tail(50)
-		reason := fmt.Sprintf("exited (%v)", describeExit(c.ProcessState, err))
+		reason := fmt.Sprintf("exited (%v)", describeExit(ws, known, err))
 		if l := lastLine(tail); l != "" {
 			reason += ": " + l
 		}
@@ -293,14 +316,35 @@ func (h *procHandle) wait(c *exec.Cmd) {
 	close(h.done)
 }
 
-func describeExit(ps *os.ProcessState, err error) string {
-	if ps == nil {
+// readStatus reads the wait status the reaper reported and closes f. It
+// reports false when there is no reaper or it died before reporting (it was
+// SIGKILLed itself).
+func readStatus(f *os.File) (syscall.WaitStatus, bool) {
+	if f == nil {
+		return 0, false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64))
+	if err != nil {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return syscall.WaitStatus(v), true
+}
+
+// describeExit says how the engine ended, for failure reasons.
+func describeExit(ws syscall.WaitStatus, known bool, err error) string {
+	switch {
+	case !known:
 		return fmt.Sprint(err)
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	case ws.Signaled():
 		return "killed by " + ws.Signal().String()
+	default:
+		return "status " + strconv.Itoa(ws.ExitStatus())
 	}
-	return "status " + strconv.Itoa(ps.ExitCode())
 }
 
 // Ready implements Handle.
