@@ -136,7 +136,7 @@ func TestImportedReportKeepsWarnings(t *testing.T) {
 		if na := `vLLM (block 1) (import, vllm-text): row "P95 TTFT (ms)" is N/A`; stored != strings.Contains(warnings, na) {
 			t.Errorf("stored importer note %q shown: %v, want %v", na, !stored, stored)
 		}
-		for _, bad := range []string{"NVIDIA ?", "NVIDIA  GPU", "```bash\n\n```"} {
+		for _, bad := range []string{"NVIDIA ?", "NVIDIA  GPU", "```bash\n\n```", "No configuration finished successfully"} {
 			if strings.Contains(md, bad) {
 				t.Errorf("report contains %q", bad)
 			}

@@ -25,6 +25,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if r.Recommended != nil {
 		p("Recommended configuration for optimizing %s of %s on %s:\n\n", objectiveNoun(r.Objective), r.Model, gpuPhrase(r))
 		p("```bash\n%s\n```\n\n", r.Recommended.Command)
+	} else if anyOK(r) {
+		// Imported results, or a lab that stopped before deciding: results
+		// exist, but no decision was recorded to recommend from.
+		p("No lab decision was recorded for these results, so there is no recommendation; every stored result is listed under Experiment Results.\n\n")
 	} else {
 		p("No configuration finished successfully, so there is no recommendation.\n\n")
 	}
@@ -61,7 +65,12 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	for i, wl := range r.Workloads {
 		p("%d. %s: %s\n", i+1, wl.Name, wl.Description)
 	}
-	p("\n### Benchmark Script\n\nEach case is run with `perflab bench`; the `vllm bench serve` command beside it measures the same thing.\n\n")
+	p("\n### Benchmark Script\n\n")
+	if len(r.Workloads) == 0 {
+		p("%s\n\n", notRecorded)
+	} else {
+		p("Each case is run with `perflab bench`; the `vllm bench serve` command beside it measures the same thing.\n\n")
+	}
 	for _, wl := range r.Workloads {
 		p("```bash\n# %s\n%s\n# vLLM equivalent\n%s\n```\n\n", wl.Name, wl.Perflab, wl.VLLM)
 	}
@@ -202,6 +211,17 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func anyOK(r *Report) bool {
+	for _, st := range r.Stages {
+		for _, c := range st.Candidates {
+			if c.Status == "ok" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func caseCell(c *Candidate, tag string, noise float64) string {
