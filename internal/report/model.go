@@ -14,10 +14,11 @@ import (
 // Report is everything the written report shows, computed from stored
 // results; the writers only format it.
 type Report struct {
-	Title     string `json:"title"`
-	RunName   string `json:"run_name"`
-	Model     string `json:"model"`
-	GPU       string `json:"gpu"`
+	Title   string `json:"title"`
+	RunName string `json:"run_name"`
+	Model   string `json:"model"`
+	GPU     string `json:"gpu"`
+	// GPUs is the GPU count the lab ran on; 0 when not recorded (imports).
 	GPUs      int    `json:"gpus"`
 	Runtime   string `json:"runtime,omitempty"`
 	Objective string `json:"objective"`
