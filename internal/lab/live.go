@@ -179,7 +179,8 @@ func (r *LiveRunner) logLines() int {
 }
 
 // scrapeMetrics reads the server's Prometheus /metrics into name → value
-// (labels folded into the name); nil when there is none.
+// (each series under its labelled name, each metric also under its bare
+// name; see parsePrometheus); nil when there is none.
 func scrapeMetrics(ctx context.Context, base string) map[string]float64 {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
