@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -163,34 +164,56 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 // one; a Store without it has no legacy runs to adopt.
 type runFinder interface {
 	RunByKey(ctx context.Context, key string) (store.Run, error)
+	Runs(ctx context.Context) ([]store.Run, error)
 }
 
-// adoptLegacy copies into the new run the trials of the run this spec was
-// stored under before Spec.Key left out the run-control options
-// (Spec.LegacyKey), so an old run resumes instead of starting over. The
-// old run is left as it was, still readable by its id or name.
+// The real store must keep offering it, or old runs silently start over.
+var _ runFinder = (*store.Store)(nil)
+
+// adoptLegacy copies into the new run the trials of a run this spec was
+// stored under before Spec.Key left out the run-control options, so an old
+// run resumes instead of starting over. It is the run under this spec's
+// LegacyKey (the spec rerun exactly as it was), else the latest run of the
+// same name whose stored spec has this Key (rerun with another --parallel
+// or budget). The old run is left as it was, readable by its id or name.
 func (l *Lab) adoptLegacy(ctx context.Context) ([]store.Trial, error) {
 	f, ok := l.Store.(runFinder)
-	lk := l.Spec.LegacyKey()
-	if !ok || lk == l.run.Key {
+	if !ok {
 		return nil, nil
 	}
-	old, err := f.RunByKey(ctx, lk)
+	old, err := f.RunByKey(ctx, l.Spec.LegacyKey())
 	if errors.Is(err, store.ErrNotFound) {
+		runs, lerr := f.Runs(ctx) // newest first
+		if lerr != nil {
+			return nil, fmt.Errorf("lab: look for an earlier run of %s: %w", l.Spec.Name, lerr)
+		}
+		for _, r := range runs {
+			if r.ID == l.run.ID || r.Name != l.Spec.Name {
+				continue
+			}
+			// Only a run whose spec measures what this one does.
+			prev, perr := ParseSpec("stored run "+strconv.FormatInt(r.ID, 10), []byte(r.Spec))
+			if perr == nil && prev.Key() == l.run.Key {
+				old, err = r, nil
+				break
+			}
+		}
+	}
+	if errors.Is(err, store.ErrNotFound) || (err == nil && old.ID == l.run.ID) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lab: look for the run stored under the legacy key %s: %w", lk, err)
+		return nil, fmt.Errorf("lab: look for an earlier run of %s: %w", l.Spec.Name, err)
 	}
 	trials, err := l.Store.Trials(ctx, old.ID)
 	if err != nil {
-		return nil, fmt.Errorf("lab: read trials of legacy run %d: %w", old.ID, err)
+		return nil, fmt.Errorf("lab: read trials of earlier run %d: %w", old.ID, err)
 	}
 	out := make([]store.Trial, 0, len(trials))
 	for _, t := range trials {
 		t.ID, t.RunID = 0, l.run.ID
 		if err := l.Store.SaveTrial(ctx, &t); err != nil {
-			return nil, fmt.Errorf("lab: copy trial %s from legacy run %d: %w", t.Key, old.ID, err)
+			return nil, fmt.Errorf("lab: copy trial %s from earlier run %d: %w", t.Key, old.ID, err)
 		}
 		out = append(out, t)
 	}

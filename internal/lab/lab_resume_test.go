@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"testing"
 
@@ -116,6 +117,8 @@ func TestResumeWithAnotherParallel(t *testing.T) {
 // as *store.Store can.
 type finderStore struct{ *memStore }
 
+var _ runFinder = finderStore{}
+
 func (f finderStore) RunByKey(_ context.Context, key string) (store.Run, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -125,40 +128,65 @@ func (f finderStore) RunByKey(_ context.Context, key string) (store.Run, error) 
 	return store.Run{}, store.ErrNotFound
 }
 
-// TestResumeLegacyRun: a run stored under the old whole-spec key is adopted:
-// its trials are reused (and copied into the new run, so its report is
-// whole), and the old run keeps its own.
-func TestResumeLegacyRun(t *testing.T) {
-	s := mustSpec(t, smallSpec+"parallel: 2\n")
-	if s.LegacyKey() == s.Key() {
-		t.Fatal("legacy key equals the new key: the test shows nothing")
+func (f finderStore) Runs(_ context.Context) ([]store.Run, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []store.Run
+	for _, r := range f.runs {
+		out = append(out, r)
 	}
-	ms := newMemStore()
-	first, err := analyticLab(s, ms).Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Move the run to the legacy key, as an older perflab stored it.
-	old := ms.runs[s.Key()]
-	delete(ms.runs, s.Key())
-	old.Key = s.LegacyKey()
-	ms.runs[old.Key] = old
-	oldTrials := len(ms.trials[old.ID])
+	// Newest first, as the store lists them (a later run has a larger id).
+	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
+	return out, nil
+}
 
-	// The legacy key hashed everything, parallel included: the spec is
-	// rerun as it was.
-	again, err := analyticLab(mustSpec(t, smallSpec+"parallel: 2\n"), finderStore{ms}).Run(context.Background())
+// TestResumeLegacyRun: a run stored under the old whole-spec key is adopted
+// when the spec is rerun as it was, or with another parallel (found by name
+// and the new key of its stored spec): its trials are reused and copied
+// into the new run, so its report is whole, and the old run keeps its own.
+func TestResumeLegacyRun(t *testing.T) {
+	for _, rerun := range []string{"parallel: 2\n", "parallel: 1\n"} {
+		s := mustSpec(t, smallSpec+"parallel: 2\n")
+		if s.LegacyKey() == s.Key() {
+			t.Fatal("legacy key equals the new key: the test shows nothing")
+		}
+		ms := newMemStore()
+		first, err := analyticLab(s, ms).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Move the run to the legacy key, as an older perflab stored it.
+		old := ms.runs[s.Key()]
+		delete(ms.runs, s.Key())
+		old.Key = s.LegacyKey()
+		ms.runs[old.Key] = old
+		oldTrials := len(ms.trials[old.ID])
+
+		again, err := analyticLab(mustSpec(t, smallSpec+rerun), finderStore{ms}).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.TrialsRun != 0 || again.TrialsReused < first.TrialsRun {
+			t.Errorf("rerun with %s adopting the legacy run ran %d trials and reused %d, want 0 and %d", rerun, again.TrialsRun, again.TrialsReused, first.TrialsRun)
+		}
+		nr, ok := ms.runs[s.Key()]
+		if !ok {
+			t.Fatal("no run under the new key")
+		}
+		if len(ms.trials[nr.ID]) != oldTrials || len(ms.trials[old.ID]) != oldTrials {
+			t.Errorf("rerun with %s: new run holds %d trials, legacy run %d; want %d each", rerun, len(ms.trials[nr.ID]), len(ms.trials[old.ID]), oldTrials)
+		}
+	}
+	// A run of the same name that measures something else is not adopted.
+	ms := newMemStore()
+	if _, err := analyticLab(mustSpec(t, smallSpec), ms).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	other, err := analyticLab(mustSpec(t, strings.Replace(smallSpec, "repeats: 3", "repeats: 2", 1)), finderStore{ms}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.TrialsRun != 0 || again.TrialsReused < first.TrialsRun {
-		t.Errorf("adopting the legacy run ran %d trials and reused %d, want 0 and %d", again.TrialsRun, again.TrialsReused, first.TrialsRun)
-	}
-	nr, ok := ms.runs[s.Key()]
-	if !ok {
-		t.Fatal("no run under the new key")
-	}
-	if len(ms.trials[nr.ID]) != oldTrials || len(ms.trials[old.ID]) != oldTrials {
-		t.Errorf("new run holds %d trials, legacy run %d; want %d each", len(ms.trials[nr.ID]), len(ms.trials[old.ID]), oldTrials)
+	if other.TrialsRun == 0 {
+		t.Error("a spec with other repeats adopted the earlier run of its name")
 	}
 }
