@@ -89,7 +89,10 @@ type Candidate struct {
 	Decision string `json:"decision"`
 	// Reason explains a skip: "crash: oom", "success rate 51.5% < 100%",
 	// "below noise floor (+0.05% <= 1.20%)", "no gain (-2.62%)",
-	// "not the best in stage", "predicted".
+	// "not the best in stage", "predicted", "SLO: P99 TPOT 88.7 ms > 80.0 ms",
+	// "objective is 0 req/s within SLO: no request met the SLO",
+	// "unsupported: <engine message>" (never launched), "not run: budget
+	// spent", "stopped by budget before its repeats (single run +1.71%)".
 	Reason       string `json:"reason,omitempty"`
 	FailureClass string `json:"failure_class,omitempty"`
 }
