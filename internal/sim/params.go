@@ -234,10 +234,10 @@ func (p Params) WithDefaults() (Params, error) {
 			p.PrefixCaching = boolPtr(!arch.Hybrid())
 		}
 		if p.PerformanceMode == "" {
-			if versionAtLeast(p.Version, "0.16.0") {
+			if versionAtLeast(p.Version, "0.17.0") {
 				p.PerformanceMode = "balanced"
 			}
-		} else if !versionAtLeast(p.Version, "0.16.0") {
+		} else if !versionAtLeast(p.Version, "0.17.0") {
 			return p, fmt.Errorf("%w: --performance-mode is not in vLLM %s", ErrBadParams, p.Version)
 		}
 		switch p.PerformanceMode {
