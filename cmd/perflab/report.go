@@ -92,6 +92,11 @@ func findRun(ctx context.Context, st *store.Store, args []string) (store.Run, er
 		}
 		run, err := st.RunByKey(ctx, spec.Key())
 		if errors.Is(err, store.ErrNotFound) {
+			// A run stored before the key left out run-control options
+			// (parallel, budget) and not rerun since.
+			run, err = st.RunByKey(ctx, spec.LegacyKey())
+		}
+		if errors.Is(err, store.ErrNotFound) {
 			return store.Run{}, fmt.Errorf("report: no stored run for spec %s (has `perflab lab %s` been run against this --db?)", arg, arg)
 		}
 		return run, err
