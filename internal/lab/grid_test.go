@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/tokenizer"
 )
 
@@ -16,6 +17,9 @@ func checkGrid(t *testing.T, name string, sum *Summary) {
 	g := sum.Grid
 	if g == nil || g.Best == nil {
 		t.Fatalf("%s: no grid in summary", name)
+	}
+	if sum.Joint != nil {
+		t.Logf("%s: joint search stopped: %s", name, sum.Joint.StopReason)
 	}
 	t.Logf("%s: grid %d configs, best %s %.1f; winner %s gap %.2f%%, greedy stages gap %.2f%%; lab %d trials (%.1f%%)",
 		name, g.Size, g.Best.Name, g.Best.Score, sum.Winner.Name, 100*g.WinnerGap, 100*g.StagedGap, g.LabTrials, 100*g.LabShare)
@@ -75,6 +79,45 @@ func TestGridExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkGrid(t, ex, sum)
+		})
+	}
+}
+
+// TestGridWrongGuide is TestGridExamples with a guide that is wrong: the
+// simulator's uncalibrated generic prior guides the search, while trials are
+// measured on the calibrated simulator (standing in for the real engines).
+// The joint search must recalibrate on what it measures and still reach the
+// grid's best. PERFLAB_LAB_GRID=1 as above.
+func TestGridWrongGuide(t *testing.T) {
+	if os.Getenv("PERFLAB_LAB_GRID") != "1" {
+		t.Skip("set PERFLAB_LAB_GRID=1 to compare the examples with their exhaustive grids")
+	}
+	chdirRoot(t)
+	prior, err := sim.ParseCoefficients([]byte(`{"entries":{"*":{"gemm_eff":0.6,"fp8_eff":0.45,"mem_eff":0.75,"attn_eff":0.4,"step_ms":4,"seq_us":20,"frontend_ms":1,"eager_ms":8}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range []string{"qwen3-14b-h100", "qwen3-32b-h100"} {
+		t.Run(ex, func(t *testing.T) {
+			s, err := LoadSpec(filepath.Join("examples", ex+".yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Generalization, s.NoGeneralization = nil, true
+			s.Noise = Noise{}
+			tok, err := tokenizer.Load(s.Tokenizer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs := CachedRequests(DatasetRequests(tok))
+			runner := &PredictRunner{Predictor: SimPredictor{SLO: s.Objective.SLO}, Hardware: s.Hardware, Requests: reqs}
+			guide := &PredictRunner{Predictor: SimPredictor{SLO: s.Objective.SLO, Coefficients: prior}, Hardware: s.Hardware, Requests: reqs}
+			l := &Lab{Spec: s, Store: newMemStore(), Runner: runner, Guide: guide, Grid: true}
+			sum, err := l.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGrid(t, ex+" (uncalibrated guide)", sum)
 		})
 	}
 }

@@ -134,6 +134,12 @@ func (s *Spec) enumerate(from Point, axes map[string][]string, limit int) []Poin
 	return out
 }
 
+// explorationBonus is the factor by which the joint search credits each
+// knob value a config has that no trial has measured (under its engine):
+// the guide's error there is unknown, and an uncalibrated simulator is off
+// by this much or more.
+const explorationBonus = 1.5
+
 // calibration is a multiplicative correction of the guide: log(measured /
 // predicted) ≈ a + Σ b[knob=value], fitted by ridge backfitting on the
 // trials already run, so a knob the simulator over- or under-rates is
@@ -148,10 +154,20 @@ type calObs struct {
 	logr  float64
 }
 
+// features are a point's calibration features: its engine, and each other
+// knob's value under that engine. A knob's error in the guide is engine
+// specific (FP8 or a batch limit does not gain the same on vLLM as on
+// TensorRT-LLM, and the guide's engines are wrong in different ways), so a
+// value measured on one engine says nothing of it on another.
 func features(p Point, ks []string) []string {
 	out := make([]string, 0, len(ks))
+	eng := p[KnobEngine]
 	for _, k := range ks {
-		out = append(out, k+"="+p[k])
+		if k == KnobEngine {
+			out = append(out, k+"="+eng)
+			continue
+		}
+		out = append(out, eng+"|"+k+"="+p[k])
 	}
 	return out
 }
@@ -245,9 +261,25 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		for f, b := range cal.b {
 			js.Calibration[f] = math.Exp(b)
 		}
+		// The calibration corrects only what it has seen measured: a knob
+		// value no trial has under an engine (vLLM with FP8 when the stages
+		// ran FP8 on another engine) keeps the guide's error, however
+		// wrong. So configs are ranked optimistically, each unmeasured
+		// value raising the prediction by explorationBonus, and the search
+		// stops only when even that optimistic figure cannot beat the
+		// incumbent: with a good guide this costs a few trials, with a
+		// wrong one it is what finds the optimum (TestGridWrongGuide).
+		seen := map[string]bool{}
+		for _, o := range obs {
+			for _, f := range o.feats {
+				seen[f] = true
+			}
+		}
 		type ranked struct {
-			p    Point
-			pred float64
+			p      Point
+			pred   float64 // calibrated prediction
+			opt    float64 // with the bonus for unmeasured values
+			unseen []string
 		}
 		var cands []ranked
 		for _, p := range pts {
@@ -259,18 +291,26 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 			if _, measured := l.used(measurementKey(TrialKey("", cfg, *s.Tuning, 0))); measured {
 				continue
 			}
-			cands = append(cands, ranked{p, g * cal.factor(features(p, ks))})
+			fs := features(p, ks)
+			var unseen []string
+			for _, f := range fs {
+				if !seen[f] {
+					unseen = append(unseen, f)
+				}
+			}
+			pred := g * cal.factor(fs)
+			cands = append(cands, ranked{p, pred, pred * math.Pow(explorationBonus, float64(len(unseen))), unseen})
 		}
-		sort.SliceStable(cands, func(i, j int) bool { return cands[i].pred > cands[j].pred })
+		sort.SliceStable(cands, func(i, j int) bool { return cands[i].opt > cands[j].opt })
 		thr := math.Max(l.sum.NoiseFloor, s.MinGain)
 		bar := incScore * (1 + thr)
 		if len(cands) == 0 {
 			js.StopReason = "every config of the joint space is measured"
 			break
 		}
-		if cands[0].pred <= bar {
-			js.StopReason = fmt.Sprintf("no untested config is predicted to beat the incumbent by more than the noise floor (best predicted %.1f vs %.1f %s)",
-				cands[0].pred, bar, s.Objective.Unit())
+		if cands[0].opt <= bar {
+			js.StopReason = fmt.Sprintf("no untested config is predicted to beat the incumbent by more than the noise floor, even crediting each unmeasured knob value with +%.0f%% (best %.1f vs %.1f %s)",
+				100*(explorationBonus-1), cands[0].opt, bar, s.Objective.Unit())
 			break
 		}
 		if tried >= s.Search.MaxTrials {
@@ -282,13 +322,18 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		n := max(1, min(s.searchBatch(), s.Search.MaxTrials-tried))
 		var batch []Point
 		preds := map[string]float64{}
+		why := map[string]string{}
 		for _, c := range cands {
-			if len(batch) >= n || c.pred <= bar {
+			if len(batch) >= n || c.opt <= bar {
 				break
 			}
 			batch = append(batch, c.p)
 			preds[c.p.String()] = c.pred
+			if len(c.unseen) > 0 {
+				why[c.p.String()] = "unmeasured: " + strings.Join(c.unseen, ", ")
+			}
 		}
+
 		tried += len(batch)
 		res, err := l.measureMany(ctx, "joint", batch, *s.Tuning, 0)
 		if err != nil {
@@ -302,7 +347,11 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		newInc, newScore, _, err := l.decide(ctx, "joint", inc, incScore, res, &cs)
 		for i := range cs {
 			pred := preds[Point(cs[i].Point).String()]
-			cs[i].Reason = strings.TrimSpace(fmt.Sprintf("predicted %.1f; %s", pred, cs[i].Reason))
+			note := ""
+			if w := why[Point(cs[i].Point).String()]; w != "" {
+				note = " (" + w + ")"
+			}
+			cs[i].Reason = strings.TrimSpace(fmt.Sprintf("predicted %.1f%s; %s", pred, note, cs[i].Reason))
 		}
 		js.Tried = append(js.Tried, cs...)
 		if err != nil {
