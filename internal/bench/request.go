@@ -51,6 +51,8 @@ func (c *Config) payload(r *dataset.Request) ([]byte, error) {
 		p["prompt"] = r.Prompt
 		p["repetition_penalty"] = 1.0
 		p["max_tokens"] = r.OutputLen
+		// vLLM's completions client always sends its --logprobs (None).
+		p["logprobs"] = nil
 	}
 	if c.IgnoreEOS || r.IgnoreEOS {
 		p["ignore_eos"] = true

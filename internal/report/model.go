@@ -277,12 +277,14 @@ func summarySentence(a, b Candidate) string {
 		a.Name, tpsFigure(a), b.Name, tpsFigure(b), a.Name, d, 100*d/b.Metrics.TotalTPS)
 	ta, tb := a.Metrics.MeanTPOTMs, b.Metrics.MeanTPOTMs
 	if ta > 0 && tb > 0 {
-		verb := "reduced"
+		// The reference reports' wording: "reduced by X ms (Y%)", or
+		// "increased by X ms (Y% slower)".
+		verb, slower := "reduced", ""
 		dt := tb - ta
 		if dt < 0 {
-			verb, dt = "increased", -dt
+			verb, dt, slower = "increased", -dt, " slower"
 		}
-		s += fmt.Sprintf("; Mean TPOT = %.2f ms vs %.2f ms, %s by %.2f ms (%.2f%%)", ta, tb, verb, dt, 100*dt/tb)
+		s += fmt.Sprintf("; Mean TPOT = %.2f ms vs %.2f ms, %s by %.2f ms (%.2f%%%s)", ta, tb, verb, dt, 100*dt/tb, slower)
 	}
 	return s + "."
 }
