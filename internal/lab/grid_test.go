@@ -46,6 +46,37 @@ func TestGridAnalytic(t *testing.T) {
 	checkGrid(t, "small (analytic)", sum)
 }
 
+// gridExample runs one example with --grid on the noise-free simulator,
+// measuring on the embedded calibration and guided by guide (nil: the same).
+// Search quality is judged without noise: with noise, the grid's best of
+// hundreds of configs is lifted by its luckiest draw, and the gap would
+// measure that, not the search. The noise-floor rule has its own tests.
+func gridExample(t *testing.T, ex string, guide *sim.Coefficients) *Summary {
+	t.Helper()
+	s, err := LoadSpec(filepath.Join("examples", ex+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Generalization, s.NoGeneralization = nil, true
+	s.Noise = Noise{}
+	tok, err := tokenizer.Load(s.Tokenizer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := CachedRequests(DatasetRequests(tok))
+	runner := &PredictRunner{Predictor: SimPredictor{SLO: s.Objective.SLO}, Hardware: s.Hardware, Requests: reqs}
+	g := runner
+	if guide != nil {
+		g = &PredictRunner{Predictor: SimPredictor{SLO: s.Objective.SLO, Coefficients: guide}, Hardware: s.Hardware, Requests: reqs}
+	}
+	l := &Lab{Spec: s, Store: newMemStore(), Runner: runner, Guide: g, Grid: true}
+	sum, err := l.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
 // TestGridExamples runs each example on the simulator with --grid. It takes
 // minutes on a 2-core machine, so it runs only with PERFLAB_LAB_GRID=1:
 //
@@ -56,30 +87,7 @@ func TestGridExamples(t *testing.T) {
 	}
 	chdirRoot(t)
 	for _, ex := range []string{"qwen3-14b-h100", "qwen3-32b-h100", "qwen3.5-9b-h100"} {
-		t.Run(ex, func(t *testing.T) {
-			s, err := LoadSpec(filepath.Join("examples", ex+".yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Generalization, s.NoGeneralization = nil, true
-			// Search quality is judged on the noise-free simulator: with
-			// noise, the grid's best of hundreds of configs is lifted by
-			// its luckiest draw, and the gap would measure that, not the
-			// search. The noise-floor rule has its own tests.
-			s.Noise = Noise{}
-			tok, err := tokenizer.Load(s.Tokenizer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &PredictRunner{Predictor: SimPredictor{SLO: s.Objective.SLO}, Hardware: s.Hardware,
-				Requests: CachedRequests(DatasetRequests(tok)), Noise: s.Noise}
-			l := &Lab{Spec: s, Store: newMemStore(), Runner: r, Guide: r, Grid: true}
-			sum, err := l.Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkGrid(t, ex, sum)
-		})
+		t.Run(ex, func(t *testing.T) { checkGrid(t, ex, gridExample(t, ex, nil)) })
 	}
 }
 
@@ -98,26 +106,6 @@ func TestGridWrongGuide(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ex := range []string{"qwen3-14b-h100", "qwen3-32b-h100"} {
-		t.Run(ex, func(t *testing.T) {
-			s, err := LoadSpec(filepath.Join("examples", ex+".yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Generalization, s.NoGeneralization = nil, true
-			s.Noise = Noise{}
-			tok, err := tokenizer.Load(s.Tokenizer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reqs := CachedRequests(DatasetRequests(tok))
-			runner := &PredictRunner{Predictor: SimPredictor{SLO: s.Objective.SLO}, Hardware: s.Hardware, Requests: reqs}
-			guide := &PredictRunner{Predictor: SimPredictor{SLO: s.Objective.SLO, Coefficients: prior}, Hardware: s.Hardware, Requests: reqs}
-			l := &Lab{Spec: s, Store: newMemStore(), Runner: runner, Guide: guide, Grid: true}
-			sum, err := l.Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkGrid(t, ex+" (uncalibrated guide)", sum)
-		})
+		t.Run(ex, func(t *testing.T) { checkGrid(t, ex+" (uncalibrated guide)", gridExample(t, ex, prior)) })
 	}
 }
