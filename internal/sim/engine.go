@@ -603,6 +603,21 @@ func (e *Engine) schedule(start float64) *step {
 	return &e.stepBuf
 }
 
+// peekWaiting looks at the head of the waiting queue for admission at
+// start: ok is false while the API server has not handed it over yet;
+// otherwise its prefix-cache hit is applied, rem is the prompt left to
+// prefill and n what a budget of budget tokens takes of it. Every engine's
+// scheduler admits in this FIFO order; what it checks next is its own.
+func (e *Engine) peekWaiting(start float64, budget int) (s *seq, rem, n int, ok bool) {
+	s = e.waiting[0]
+	if s.ready > start {
+		return nil, 0, 0, false
+	}
+	e.prefixHit(s)
+	rem = s.target - s.computed
+	return s, rem, min(rem, budget), true
+}
+
 // prefixHit applies the prefix cache to a sequence about to start prefill.
 func (e *Engine) prefixHit(s *seq) {
 	if s.cached > 0 && s.computed == 0 {
@@ -753,14 +768,8 @@ func (e *Engine) scheduleVLLM(start float64) []work {
 		return items
 	}
 	for len(e.waiting) > 0 && len(e.running) < e.maxSeqs && budget > 0 {
-		s := e.waiting[0]
-		if s.ready > start {
-			break
-		}
-		e.prefixHit(s)
-		rem := s.target - s.computed
-		n := min(rem, budget)
-		if !chunked && n < rem {
+		s, rem, n, ok := e.peekWaiting(start, budget)
+		if !ok || !chunked && n < rem {
 			break
 		}
 		if !e.grow(s, s.computed+n) {
@@ -800,13 +809,10 @@ func (e *Engine) scheduleSGLang(start float64) []work {
 		reserve += e.newRatio * float64(s.output-s.generated)
 	}
 	for len(e.waiting) > 0 && len(e.running) < e.maxSeqs && budget > 0 {
-		s := e.waiting[0]
-		if s.ready > start {
+		s, rem, n, ok := e.peekWaiting(start, budget)
+		if !ok {
 			break
 		}
-		e.prefixHit(s)
-		rem := s.target - s.computed
-		n := min(rem, budget)
 		want := float64(rem) + e.newRatio*float64(s.output-s.generated)
 		if float64(e.freeBlocks*e.blockSize)-reserve < want && len(e.running) > 0 {
 			s.computed = 0
@@ -889,14 +895,8 @@ func (e *Engine) scheduleTRT(start float64) []work {
 		}
 	}
 	for len(e.waiting) > 0 && len(e.running) < e.maxSeqs && budget > 0 {
-		s := e.waiting[0]
-		if s.ready > start {
-			break
-		}
-		e.prefixHit(s)
-		rem := s.target - s.computed
-		n := min(rem, budget)
-		if !chunked && n < rem {
+		s, rem, n, ok := e.peekWaiting(start, budget)
+		if !ok || !chunked && n < rem {
 			break
 		}
 		need := e.blocksFor(s.prompt+s.output) + e.stateBlocks
