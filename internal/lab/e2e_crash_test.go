@@ -35,7 +35,7 @@ func TestE2ECrashDuringBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rec.Status != "failed" || rec.FailureClass != string(engine.ClassCrashDuringBench) {
-		t.Fatalf("trial %s / %s (%s), want failed / crash_during_bench", rec.Status, rec.FailureClass, rec.Reason)
+		t.Fatalf("trial %s / %s (%s), want failed / crash_during_bench; result %.600s; log %.800s", rec.Status, rec.FailureClass, rec.Reason, rec.Result, rec.LogTail)
 	}
 	var res struct {
 		Completed int `json:"completed"`

@@ -352,14 +352,20 @@ func joinReason(a, b string) string {
 	return a + "; " + b
 }
 
-// lostConnections tells whether any request failed because the server
-// went away (connection reset or refused), the mark of a crash.
+// lostConnections tells whether any request failed the way requests fail
+// when the engine dies: the connection reset or refused, or an error event
+// mid-stream (vLLM tells its open streams EngineDeadError before the
+// process goes).
 func lostConnections(out *bench.Outcome) bool {
 	if out == nil {
 		return false
 	}
 	for _, r := range out.Records {
-		if !r.Success && (r.ErrorClass == bench.ClassReset || r.ErrorClass == bench.ClassConnect) {
+		if r.Success {
+			continue
+		}
+		switch r.ErrorClass {
+		case bench.ClassReset, bench.ClassConnect, bench.ClassServerError:
 			return true
 		}
 	}
