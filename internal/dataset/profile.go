@@ -35,7 +35,10 @@ var inf = math.Inf(1)
 // builtinProfiles are the reference reports' workloads (vLLM v0.11.0,
 // `vllm bench serve`, default request rate inf, no concurrency cap: ShareGPT
 // with vLLM's default seed 0, random with --seed 42) and GPUStack's four
-// benchmark profiles from the Qwen3.5-9B report.
+// benchmark profiles from the Qwen3.5-9B report. GPUStack runs those
+// through guidellm, whose scheduler caps in-flight requests at 512 by
+// default (GUIDELLM__MAX_CONCURRENCY); the report's blocks show that cap as
+// their peak concurrency at request rate 1000.
 var builtinProfiles = []Profile{
 	{Name: "sharegpt", Description: "reference reports: vllm bench serve --dataset-name sharegpt --num-prompts 1000",
 		Dataset: Options{Name: NameShareGPT, NumPrompts: 1000}, RequestRate: inf},
@@ -47,14 +50,14 @@ var builtinProfiles = []Profile{
 		Dataset: Options{Name: NameRandom, RandomInputLen: 4000, RandomOutputLen: 200, NumPrompts: 500, Seed: 42}, RequestRate: inf},
 	{Name: "very-long", Description: "reference reports: random 32000 in / 100 out, 100 prompts, seed 42",
 		Dataset: Options{Name: NameRandom, RandomInputLen: 32000, RandomOutputLen: 100, NumPrompts: 100, Seed: 42}, RequestRate: inf},
-	{Name: "gpustack-sharegpt", Description: "GPUStack ShareGPT profile: dataset_name ShareGPT, request_rate 1000, total_requests 1000",
-		Dataset: Options{Name: NameShareGPT, NumPrompts: 1000}, RequestRate: 1000},
-	{Name: "throughput", Description: "GPUStack Throughput profile: Random 1024/128, seed 42, request_rate 1000, total_requests 1000",
-		Dataset: Options{Name: NameRandom, RandomInputLen: 1024, RandomOutputLen: 128, NumPrompts: 1000, Seed: 42}, RequestRate: 1000},
-	{Name: "long-context", Description: "GPUStack Long Context profile: Random 32000/100, seed 42, request_rate 1, total_requests 100",
-		Dataset: Options{Name: NameRandom, RandomInputLen: 32000, RandomOutputLen: 100, NumPrompts: 100, Seed: 42}, RequestRate: 1},
-	{Name: "generation-heavy", Description: "GPUStack Generation Heavy profile: Random 1000/2000, seed 42, request_rate 1, total_requests 200",
-		Dataset: Options{Name: NameRandom, RandomInputLen: 1000, RandomOutputLen: 2000, NumPrompts: 200, Seed: 42}, RequestRate: 1},
+	{Name: "gpustack-sharegpt", Description: "GPUStack ShareGPT profile: dataset_name ShareGPT, request_rate 1000, total_requests 1000, guidellm max concurrency 512",
+		Dataset: Options{Name: NameShareGPT, NumPrompts: 1000}, RequestRate: 1000, MaxConcurrency: 512},
+	{Name: "throughput", Description: "GPUStack Throughput profile: Random 1024/128, seed 42, request_rate 1000, total_requests 1000, guidellm max concurrency 512",
+		Dataset: Options{Name: NameRandom, RandomInputLen: 1024, RandomOutputLen: 128, NumPrompts: 1000, Seed: 42}, RequestRate: 1000, MaxConcurrency: 512},
+	{Name: "long-context", Description: "GPUStack Long Context profile: Random 32000/100, seed 42, request_rate 1, total_requests 100, guidellm max concurrency 512",
+		Dataset: Options{Name: NameRandom, RandomInputLen: 32000, RandomOutputLen: 100, NumPrompts: 100, Seed: 42}, RequestRate: 1, MaxConcurrency: 512},
+	{Name: "generation-heavy", Description: "GPUStack Generation Heavy profile: Random 1000/2000, seed 42, request_rate 1, total_requests 200, guidellm max concurrency 512",
+		Dataset: Options{Name: NameRandom, RandomInputLen: 1000, RandomOutputLen: 2000, NumPrompts: 200, Seed: 42}, RequestRate: 1, MaxConcurrency: 512},
 }
 
 // Profiles lists the built-in profiles.
