@@ -102,9 +102,14 @@ func runLab(cmd *cobra.Command, args []string) error {
 		coef = c
 	}
 	var predictor lab.Predictor = lab.SimPredictor{SLO: spec.Objective.SLO, Coefficients: coef}
+	spec.Simulator = ""
+	if spec.Runtime == lab.RuntimeSimPredict || spec.Runtime == lab.RuntimeSim {
+		spec.Simulator = sim.Fingerprint(coef)
+	}
 	var requests lab.Requests
 	if labOpts.analytic {
 		predictor, requests = lab.AnalyticPredictor{}, lab.StandinRequests
+		spec.Simulator = "analytic"
 	} else {
 		tok, err := resolveLabTokenizer(ctx, spec)
 		if err != nil {

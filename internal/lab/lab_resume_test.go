@@ -27,6 +27,7 @@ func TestKeyIgnoresRunControl(t *testing.T) {
 		{"min gain", "min_gain: 0.02\n", false},
 		{"objective", "objective: {metric: throughput_per_gpu}\n", false},
 		{"search batch", "search:\n  batch: 4\n", false},
+		{"simulator fingerprint", "simulator: r2-000000000000\n", false},
 	}
 	for _, tc := range cases {
 		text := base + tc.extra
@@ -175,6 +176,29 @@ func TestResumeLegacyRun(t *testing.T) {
 		}
 		if len(ms.trials[nr.ID]) != oldTrials || len(ms.trials[old.ID]) != oldTrials {
 			t.Errorf("rerun with %s: new run holds %d trials, legacy run %d; want %d each", rerun, len(ms.trials[nr.ID]), len(ms.trials[old.ID]), oldTrials)
+		}
+	}
+	// A run on the simulator adopts nothing stored without its fingerprint:
+	// that may come from another model or calibration. (Both the legacy
+	// key and the new key of a stored spec hash the fingerprint, so no
+	// adoption path crosses simulators.)
+	{
+		s := mustSpec(t, smallSpec+"parallel: 2\n")
+		ms := newMemStore()
+		first, err := analyticLab(s, ms).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := ms.runs[s.Key()]
+		delete(ms.runs, s.Key())
+		old.Key = s.LegacyKey()
+		ms.runs[old.Key] = old
+		again, err := analyticLab(mustSpec(t, smallSpec+"parallel: 2\nsimulator: r2-000000000000\n"), finderStore{ms}).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.TrialsRun != first.TrialsRun {
+			t.Errorf("a fingerprinted simulator run adopted a legacy run: ran %d trials, a fresh run ran %d", again.TrialsRun, first.TrialsRun)
 		}
 	}
 	// A run of the same name that measures something else is not adopted.

@@ -98,6 +98,11 @@ type Spec struct {
 	// Noise adds seeded run-to-run noise to sim-predict trials, which are
 	// otherwise deterministic, so the noise-floor rule is exercised.
 	Noise Noise `yaml:"noise,omitempty" json:"noise,omitempty"`
+	// Simulator is set by perflab for the sim runtimes: the simulator's
+	// model revision and calibration hash (sim.Fingerprint). It is part of
+	// the run key, so a recalibrated simulator starts a new run rather
+	// than resuming on figures the old one produced.
+	Simulator string `yaml:"simulator,omitempty" json:"simulator,omitempty"`
 	// StartupSeconds is the expected engine start time per trial for
 	// the ETA (default: 0 for sim-predict, 5 for sim, 180 for process).
 	StartupSeconds float64 `yaml:"startup_seconds,omitempty" json:"startup_seconds,omitempty"`

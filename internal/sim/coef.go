@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -35,6 +37,10 @@ type Coef struct {
 	// The frontend is one FIFO server shared by admissions and outputs, so
 	// under a burst of arrivals the first tokens wait behind the admissions.
 	OutputUs float64 `json:"output_us,omitempty"`
+	// ScanEff is the share of the dense BF16 peak that the chunked scan of
+	// the linear-attention (Gated DeltaNet) layers reaches, per 64-token
+	// chunk. Zero means the prior (defaultScanEff).
+	ScanEff float64 `json:"scan_eff,omitempty"`
 	// EagerMs is the extra cost of a step that runs without a CUDA graph
 	// (batch above the captured sizes, or enforce-eager).
 	EagerMs float64 `json:"eager_ms"`
@@ -59,6 +65,20 @@ var embeddedCoefficients []byte
 
 // defaultCoef is the prior: typical Hopper serving efficiencies.
 var defaultCoef = Coef{GEMMEff: 0.6, FP8Eff: 0.45, MemEff: 0.75, AttnEff: 0.4, StepMs: 4, SeqUs: 20, FrontendMs: 1, EagerMs: 8}
+
+// defaultScanEff is the prior for Coef.ScanEff, from vllm#44700's kernel
+// timings: 953 one-token decodes plus 7,239 prompt tokens through the chunked
+// scan took 4,362 µs on B200 (Qwen3.5-397B, 64 value heads), about 4.1 µs per
+// chunk and layer: 738 MFLOP by scanChunkFlops, 8% of that GPU's dense BF16
+// peak.
+const defaultScanEff = 0.08
+
+func (c Coef) scanEff() float64 {
+	if c.ScanEff > 0 {
+		return c.ScanEff
+	}
+	return defaultScanEff
+}
 
 // DefaultCoefficients returns the embedded calibration, fitted to the
 // reference reports.
@@ -85,6 +105,9 @@ func ParseCoefficients(b []byte) (*Coefficients, error) {
 	for k, e := range c.Entries {
 		if e.GEMMEff <= 0 || e.GEMMEff > 1.5 || e.MemEff <= 0 || e.MemEff > 1.5 || e.AttnEff <= 0 || e.FP8Eff <= 0 {
 			return nil, fmt.Errorf("sim: coefficients: entry %q: efficiencies must be in (0, 1.5]", k)
+		}
+		if e.ScanEff < 0 || e.ScanEff > 1.5 {
+			return nil, fmt.Errorf("sim: coefficients: entry %q: scan_eff must be in [0, 1.5]", k)
 		}
 		if e.StepMs < 0 || e.SeqUs < 0 || e.FrontendMs < 0 || e.EagerMs < 0 || e.OutputUs < 0 {
 			return nil, fmt.Errorf("sim: coefficients: entry %q: negative overhead", k)
@@ -166,6 +189,23 @@ func versionLess(a, b string) bool {
 		return pa[i] < pb[i]
 	}
 	return len(pa) < len(pb)
+}
+
+// ModelRevision numbers the simulator's step model. Bump it when a change
+// moves predictions without a refit (a refit changes the coefficients, which
+// Fingerprint hashes anyway).
+const ModelRevision = 2
+
+// Fingerprint identifies the simulator that predictions come from: the
+// model revision and a hash of the calibration (nil: the embedded one). A
+// lab run keys its stored trials by it, so a recalibrated or remodelled
+// simulator starts a new run instead of mixing old and new figures.
+func Fingerprint(c *Coefficients) string {
+	if c == nil {
+		c = DefaultCoefficients()
+	}
+	h := sha256.Sum256(c.JSON())
+	return fmt.Sprintf("r%d-%s", ModelRevision, hex.EncodeToString(h[:6]))
 }
 
 // JSON encodes the coefficients, indented, keys sorted.

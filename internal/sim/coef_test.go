@@ -1,6 +1,10 @@
 package sim
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestLookupFallback(t *testing.T) {
 	c := &Coefficients{Entries: map[string]Coef{
@@ -31,5 +35,26 @@ func TestLookupFallback(t *testing.T) {
 	}
 	if _, got := (&Coefficients{Entries: map[string]Coef{}}).Lookup("H100", "vllm", "0.11.0"); got != "prior" {
 		t.Errorf("empty calibration: got %s, want prior", got)
+	}
+}
+
+// TestFingerprint: the fingerprint names the model revision and changes
+// with any coefficient, so a lab run keyed by it never mixes calibrations.
+func TestFingerprint(t *testing.T) {
+	def := Fingerprint(nil)
+	if def != Fingerprint(DefaultCoefficients()) {
+		t.Errorf("nil and the embedded calibration differ: %s", def)
+	}
+	if want := fmt.Sprintf("r%d-", ModelRevision); !strings.HasPrefix(def, want) {
+		t.Errorf("fingerprint %s does not start with %s", def, want)
+	}
+	c := DefaultCoefficients()
+	for k, e := range c.Entries {
+		e.StepMs *= 1.01
+		c.Entries[k] = e
+		break
+	}
+	if Fingerprint(c) == def {
+		t.Error("a changed coefficient kept the fingerprint")
 	}
 }

@@ -102,6 +102,8 @@ type Engine struct {
 	headFlops     float64 // 2 * LM head params / TP, per sequence with logits
 	kvBytesTok    float64 // per GPU
 	stateBytesSeq float64
+	scanChunk     float64 // seconds of one 64-token chunk of the linear-attention scan, all layers
+	scanDecodes   bool    // decodes in a step with a prefill go through the chunked scan
 	attnFlopsCoef float64 // 4 * fullLayers * heads*headDim / TP
 	peak          float64 // FLOP/s for GEMMs (FP8 or BF16)
 	gemmEff       float64
@@ -346,6 +348,17 @@ func (e *Engine) setupRoofline() {
 		e.commPerTok += 2 * float64(a.NumLayers) * float64(a.HiddenSize) * 2 * float64(a.TopK) / (0.5 * bw)
 		e.commFixed += 2 * float64(a.NumLayers) * 15e-6
 	}
+	if a.Hybrid() {
+		e.scanChunk = scanChunkFlops(a) / tp * float64(a.linearLayers()) / (e.hw.BF16TFLOPS * 1e12 * e.c.scanEff())
+		// vLLM before #44700 (merged 2026-06-06, after 0.22.1) ran every
+		// non-speculative sequence of a step that holds a prefill through
+		// the chunked kernel, each one-token decode as a padded 64-token
+		// chunk with its state gathered and scattered around it; only
+		// decode-only steps used the recurrent kernel. SGLang keeps
+		// prefill and decode batches apart unless --enable-mixed-chunk,
+		// which this simulator does not model.
+		e.scanDecodes = p.Engine == EngineVLLM && !versionAtLeast(p.Version, "0.23.0")
+	}
 	e.bePrefill = e.c.backend(p.AttentionBackend)
 	e.beDecode = e.c.backendDecode(p.AttentionBackend)
 	e.specAccepted = 1
@@ -366,13 +379,27 @@ func (e *Engine) setupRoofline() {
 	}
 }
 
+// scanChunk is the chunk length of the gated-delta-rule scan kernels.
+const scanChunk = 64
+
+// scanChunkFlops is the work of one 64-token chunk of the chunked
+// gated-delta-rule scan in one linear-attention layer (all value heads, no
+// TP split): per head, the K·Kᵀ, Q·Kᵀ and WY products (C²·dk each), the w
+// and u recomputation and the intra-chunk output (C²·dv, twice in all), and
+// the state's read-out, correction and update (C·dk·dv, three times). The
+// kernels do this work for a chunk whether it holds 64 tokens or one.
+func scanChunkFlops(a Arch) float64 {
+	c, dk, dv := float64(scanChunk), float64(a.LinearKeyHeadDim), float64(a.LinearValueHeadDim)
+	return 2 * float64(a.LinearValueHeads) * (3*c*c*dk + 2*c*c*dv + 3*c*dk*dv)
+}
+
 // blocksFor is how many blocks n tokens of KV occupy.
 func (e *Engine) blocksFor(n int) int { return (n + e.blockSize - 1) / e.blockSize }
 
 // stepTime is the roofline time of one step (per replica).
 func (e *Engine) stepTime(items []work) float64 {
 	var tokens, decodeSeqs, seqs, prefills, logits float64
-	var ctxSum, attnWork float64
+	var ctxSum, attnWork, chunks float64
 	spec := e.p.SpecMethod != "" && e.p.SpecTokens > 0
 	for _, w := range items {
 		seqs++
@@ -389,6 +416,7 @@ func (e *Engine) stepTime(items []work) float64 {
 			}
 			c0 := float64(w.s.computed)
 			attnWork += n * (c0 + n/2)
+			chunks += float64((w.n + scanChunk - 1) / scanChunk)
 		}
 	}
 	if seqs == 0 {
@@ -413,7 +441,22 @@ func (e *Engine) stepTime(items []work) float64 {
 	// nothing until the batch reaches the ridge.
 	tGemm := smoothMax(flops/(e.peak*e.gemmEff), wb/bw)
 	tAttn := attnWork * e.attnFlopsCoef / (e.hw.BF16TFLOPS * 1e12 * e.c.AttnEff * e.bePrefill)
-	tAttn += (ctxSum*e.kvBytesTok + decodeSeqs*e.stateBytesSeq*2) / (bw * e.beDecode)
+	// The recurrent kernel reads and writes each decode's state in place.
+	stateIO := decodeSeqs * 2
+	if prefills > 0 && e.scanChunk > 0 {
+		// The chunked scan gathers the states of the sequences it runs
+		// into a contiguous copy and scatters the results back: six
+		// passes over each one's state.
+		scanSeqs := prefills
+		if e.scanDecodes && !spec {
+			chunks += decodeSeqs
+			scanSeqs += decodeSeqs
+			stateIO -= decodeSeqs * 2
+		}
+		stateIO += scanSeqs * 6
+	}
+	tAttn += (ctxSum*e.kvBytesTok + stateIO*e.stateBytesSeq) / (bw * e.beDecode)
+	tAttn += chunks * e.scanChunk
 	tComm := 0.0
 	if e.commPerTok > 0 {
 		tComm = e.commFixed + e.commPerTok*tokens

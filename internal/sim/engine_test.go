@@ -247,3 +247,67 @@ func TestVLLMGraphCap(t *testing.T) {
 		})
 	}
 }
+
+// TestLinearAttentionScan: on the Gated-DeltaNet hybrid, vLLM before #44700
+// runs every decode of a step that holds a prefill through the chunked scan
+// as a padded 64-token chunk, so a bigger token budget (fewer such steps)
+// serves a prefill-heavy burst faster; from the fix on, decodes take the
+// recurrent kernel and the budget is worth little. A dense model has no
+// scan at all.
+func TestLinearAttentionScan(t *testing.T) {
+	step := func(version, model string, decodes, prefill int) float64 {
+		t.Helper()
+		e, err := New(Params{Engine: "vllm", Version: version, Model: model, GPU: "H100", MaxModelLen: 32768}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var items []work
+		for range decodes {
+			items = append(items, work{s: &seq{computed: 1000, target: 1200}, n: 1, decode: true})
+		}
+		if prefill > 0 {
+			items = append(items, work{s: &seq{target: prefill}, n: prefill})
+		}
+		return e.stepTime(items)
+	}
+	for _, v := range []string{"0.17.1", "0.23.0"} {
+		mixed := step(v, "Qwen3.5-9B", 512, 4096)
+		sum := step(v, "Qwen3.5-9B", 512, 0) + step(v, "Qwen3.5-9B", 0, 4096)
+		t.Logf("vLLM %s: mixed step %.1f ms, decode-only + prefill-only %.1f ms", v, mixed*1e3, sum*1e3)
+		if v == "0.17.1" && mixed < 1.3*sum {
+			t.Errorf("vLLM %s: a mixed step (%.1f ms) should pay the 512 decodes' padded chunks on top of the two halves (%.1f ms)", v, mixed*1e3, sum*1e3)
+		}
+		if v == "0.23.0" && mixed > sum {
+			t.Errorf("vLLM %s: a mixed step (%.1f ms) costs more than its halves (%.1f ms), but decodes take the recurrent kernel", v, mixed*1e3, sum*1e3)
+		}
+	}
+	if d, m := step("0.17.1", "Qwen3-8B", 512, 4096), step("0.17.1", "Qwen3-8B", 512, 0)+step("0.17.1", "Qwen3-8B", 0, 4096); d > m {
+		t.Errorf("dense model: mixed step %.1f ms > halves %.1f ms", d*1e3, m*1e3)
+	}
+
+	// The 9B report's throughput profile: throughput mode doubles the
+	// budget (8,192 -> 16,384) and was measured 15.6% faster on 0.17.1.
+	reqs := fixedReqs(1000, 1024, 128)
+	tps := func(version, budget string) float64 {
+		t.Helper()
+		p := Params{Engine: "vllm", Version: version, Model: "Qwen3.5-9B", GPU: "H100", MaxModelLen: 32768, MaxNumSeqs: 512}
+		if budget == "throughput" {
+			p.PerformanceMode = "throughput"
+		}
+		pr, err := Predict(p, reqs, Load{MaxConcurrency: 512})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr.Result.TotalTokenThroughput
+	}
+	for _, tc := range []struct {
+		version  string
+		min, max float64
+	}{{"0.17.1", 0.05, 0.30}, {"0.23.0", -0.03, 0.03}} {
+		gain := tps(tc.version, "throughput")/tps(tc.version, "") - 1
+		t.Logf("vLLM %s: throughput mode %+.1f%% on random 1024/128 at concurrency 512", tc.version, 100*gain)
+		if gain < tc.min || gain > tc.max {
+			t.Errorf("vLLM %s: throughput mode %+.1f%%, want %+.0f%% .. %+.0f%%", tc.version, 100*gain, 100*tc.min, 100*tc.max)
+		}
+	}
+}

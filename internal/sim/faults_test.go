@@ -14,7 +14,12 @@ import (
 func TestKnownFaultMTPHybrid(t *testing.T) {
 	mtp := Params{Engine: "vllm", Version: "0.17.1", Model: "Qwen3.5-9B", GPU: "H100", MaxModelLen: 32768,
 		SpecMethod: "mtp", SpecTokens: 4}
-	reqs := fixedReqs(1000, 340, 280)
+	// ShareGPT-like spread of output lengths (mean ~280), so that requests
+	// finish throughout the run and not all at once.
+	reqs := fixedReqs(1000, 340, 0)
+	for i := range reqs {
+		reqs[i].OutputLen = 20 + (i*137)%520
+	}
 	burst := Load{MaxConcurrency: 512}
 
 	pr, err := Predict(mtp, reqs, burst)
@@ -33,7 +38,7 @@ func TestKnownFaultMTPHybrid(t *testing.T) {
 		}
 	}
 	t.Logf("crash run: %d of 1000 succeeded, failures %v", ok, classes)
-	if ok < 100 || ok > 900 || classes["reset"] == 0 || classes["connect"] == 0 {
+	if ok < 50 || ok > 900 || classes["reset"] == 0 || classes["connect"] == 0 {
 		t.Errorf("crash run: %d of 1000 succeeded, failures %v; want some done before, some cut, some refused", ok, classes)
 	}
 

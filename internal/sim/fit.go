@@ -60,15 +60,16 @@ func mapParam(name string, m func(*Coef) *map[string]float64, key string) coefPa
 }
 
 var fitParams = []coefParam{
-	scalarParam("gemm_eff", func(c *Coef) *float64 { return &c.GEMMEff }, 0.05, 1.2),
-	scalarParam("fp8_eff", func(c *Coef) *float64 { return &c.FP8Eff }, 0.05, 1.2),
-	scalarParam("mem_eff", func(c *Coef) *float64 { return &c.MemEff }, 0.1, 1.2),
-	scalarParam("attn_eff", func(c *Coef) *float64 { return &c.AttnEff }, 0.05, 1.2),
+	scalarParam("gemm_eff", func(c *Coef) *float64 { return &c.GEMMEff }, 0.05, 1.0),
+	scalarParam("fp8_eff", func(c *Coef) *float64 { return &c.FP8Eff }, 0.05, 1.0),
+	scalarParam("mem_eff", func(c *Coef) *float64 { return &c.MemEff }, 0.1, 1.0),
+	scalarParam("attn_eff", func(c *Coef) *float64 { return &c.AttnEff }, 0.05, 1.0),
 	scalarParam("step_ms", func(c *Coef) *float64 { return &c.StepMs }, 0.05, 60),
 	scalarParam("seq_us", func(c *Coef) *float64 { return &c.SeqUs }, 0.5, 2000),
 	scalarParam("frontend_ms", func(c *Coef) *float64 { return &c.FrontendMs }, 0.01, 100),
 	scalarParam("output_us", func(c *Coef) *float64 { return &c.OutputUs }, 0.5, 5000),
 	scalarParam("eager_ms", func(c *Coef) *float64 { return &c.EagerMs }, 0.1, 100),
+	scalarParam("scan_eff", func(c *Coef) *float64 { return &c.ScanEff }, 0.005, 1.0),
 }
 
 // caseKey is the coefficient key a case is fitted under.
@@ -253,6 +254,8 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) (Coef, float64) {
 			switch p.name {
 			case "output_us":
 				p.set(&init, 20)
+			case "scan_eff":
+				p.set(&init, defaultScanEff)
 			default:
 				p.set(&init, 1)
 			}
@@ -426,10 +429,11 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) (Coef, float64) {
 }
 
 // groupParams lists the coefficients a group of cases can inform: FP8
-// efficiency only with FP8 cases, and a prefill and a decode speed for each
+// efficiency only with FP8 cases, the linear-attention scan only with
+// hybrid models, and a prefill and a decode speed for each
 // attention backend other than the engine's default.
 func groupParams(cases []Case) []coefParam {
-	fp8 := false
+	fp8, hybrid := false, false
 	backends := map[string]bool{}
 	for _, c := range cases {
 		p, err := c.Params.WithDefaults()
@@ -440,6 +444,9 @@ func groupParams(cases []Case) []coefParam {
 		if err == nil && a.FP8Weights {
 			fp8 = true
 		}
+		if err == nil && a.Hybrid() {
+			hybrid = true
+		}
 		def, err := (Params{Engine: p.Engine, Version: p.Version, Model: p.Model, GPU: p.GPU}).WithDefaults()
 		if err == nil && p.AttentionBackend != def.AttentionBackend {
 			backends[p.AttentionBackend] = true
@@ -447,7 +454,7 @@ func groupParams(cases []Case) []coefParam {
 	}
 	var ps []coefParam
 	for _, p := range fitParams {
-		if p.name == "fp8_eff" && !fp8 {
+		if p.name == "fp8_eff" && !fp8 || p.name == "scan_eff" && !hybrid {
 			continue
 		}
 		ps = append(ps, p)
