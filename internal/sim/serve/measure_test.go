@@ -86,6 +86,15 @@ func measureServe(t *testing.T, model, gpu string, scale float64) {
 		"--time-scale", fmt.Sprint(scale), "--startup-delay", "0s", "--", "vllm", "serve", model, "--port", fmt.Sprint(port), "--max-num-seqs", "1024")...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	cmd.Stderr = io.Discard
+	if path := os.Getenv("PERFLAB_SIM_SERVE_STDERR"); path != "" {
+		// For diagnosis, e.g. with GODEBUG=schedtrace=5 in the environment.
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stderr = f
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
