@@ -148,17 +148,22 @@ type loop struct {
 }
 
 func newLoop(m Model, scale float64) *loop {
-	return &loop{
+	l := &loop{
 		model: m, clk: clock{t0: time.Now(), scale: scale},
 		inbox: make(chan msg, 4096), quit: make(chan struct{}), done: make(chan struct{}),
 		streams: map[string]*stream{}, late: newLatency(), handoff: newLatency(),
 		frame: make([]byte, chunkHead, 4096),
 	}
+	l.late.trace = newLateTrace(l.clk.t0)
+	return l
 }
 
 func (l *loop) run() {
 	defer close(l.done)
 	defer l.closeAll()
+	if tr := l.late.trace; tr != nil {
+		defer tr.flush()
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	spins := 0
@@ -486,6 +491,7 @@ type latency struct {
 	buckets [fineBuckets + coarseBuckets]atomic.Int64
 	count   atomic.Int64
 	maxNs   atomic.Int64
+	trace   *lateTrace // nil unless diagnosing
 }
 
 const (
@@ -516,6 +522,9 @@ func (h *latency) add(d time.Duration, n int) {
 	}
 	h.buckets[bucketOf(d)].Add(int64(n))
 	h.count.Add(int64(n))
+	if h.trace != nil {
+		h.trace.add(d, n)
+	}
 	for {
 		m := h.maxNs.Load()
 		if int64(d) <= m || h.maxNs.CompareAndSwap(m, int64(d)) {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,7 +99,18 @@ func measureServe(t *testing.T, model, gpu string, scale float64) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	defer func() {
+		// SIGTERM first: a server asked for a late trace writes it when it
+		// stops.
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+		}
+	}()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	for i := 0; ; i++ {
 		if resp, err := http.Get(base + "/health"); err == nil {
