@@ -141,6 +141,22 @@ func (f finderStore) Runs(_ context.Context) ([]store.Run, error) {
 	return out, nil
 }
 
+// legacyRun runs s into a new store and moves the run to s's legacy key, as
+// an older perflab stored it.
+func legacyRun(t *testing.T, s *Spec) (*memStore, store.Run, *Summary) {
+	t.Helper()
+	ms := newMemStore()
+	first, err := analyticLab(s, ms).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := ms.runs[s.Key()]
+	delete(ms.runs, s.Key())
+	old.Key = s.LegacyKey()
+	ms.runs[old.Key] = old
+	return ms, old, first
+}
+
 // TestResumeLegacyRun: a run stored under the old whole-spec key is adopted
 // when the spec is rerun as it was, or with another parallel (found by name
 // and the new key of its stored spec): its trials are reused and copied
@@ -151,16 +167,7 @@ func TestResumeLegacyRun(t *testing.T) {
 		if s.LegacyKey() == s.Key() {
 			t.Fatal("legacy key equals the new key: the test shows nothing")
 		}
-		ms := newMemStore()
-		first, err := analyticLab(s, ms).Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Move the run to the legacy key, as an older perflab stored it.
-		old := ms.runs[s.Key()]
-		delete(ms.runs, s.Key())
-		old.Key = s.LegacyKey()
-		ms.runs[old.Key] = old
+		ms, old, first := legacyRun(t, s)
 		oldTrials := len(ms.trials[old.ID])
 
 		again, err := analyticLab(mustSpec(t, smallSpec+rerun), finderStore{ms}).Run(context.Background())
@@ -183,16 +190,7 @@ func TestResumeLegacyRun(t *testing.T) {
 	// key and the new key of a stored spec hash the fingerprint, so no
 	// adoption path crosses simulators.)
 	{
-		s := mustSpec(t, smallSpec+"parallel: 2\n")
-		ms := newMemStore()
-		first, err := analyticLab(s, ms).Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		old := ms.runs[s.Key()]
-		delete(ms.runs, s.Key())
-		old.Key = s.LegacyKey()
-		ms.runs[old.Key] = old
+		ms, _, first := legacyRun(t, mustSpec(t, smallSpec+"parallel: 2\n"))
 		again, err := analyticLab(mustSpec(t, smallSpec+"parallel: 2\nsimulator: r2-000000000000\n"), finderStore{ms}).Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
