@@ -356,8 +356,10 @@ func (e *Engine) setupRoofline() {
 		// chunk with its state gathered and scattered around it; only
 		// decode-only steps used the recurrent kernel. SGLang keeps
 		// prefill and decode batches apart unless --enable-mixed-chunk,
-		// which this simulator does not model.
-		e.scanDecodes = p.Engine == EngineVLLM && !versionAtLeast(p.Version, "0.23.0")
+		// and a mixed batch runs its decodes through the extend (chunked)
+		// kernels too (sglang#36065, still open in 2026-08).
+		e.scanDecodes = p.Engine == EngineVLLM && !versionAtLeast(p.Version, "0.23.0") ||
+			p.Engine == EngineSGLang && e.mixedChunk()
 	}
 	e.bePrefill = e.c.backend(p.AttentionBackend)
 	e.beDecode = e.c.backendDecode(p.AttentionBackend)
@@ -831,11 +833,29 @@ func (e *Engine) scheduleVLLM(start float64) []work {
 // to the chunked-prefill size, admitted only if the pool can hold their
 // prompt plus new_token_ratio of the outputs still to come) and decode
 // batches of every running request; on a full pool it retracts requests.
+// mixedChunk reports whether SGLang mixes running decodes into prefill
+// batches: --enable-mixed-chunk, with chunked prefill on and no
+// speculative decoding.
+func (e *Engine) mixedChunk() bool {
+	return e.p.MixedChunk && *e.p.ChunkedPrefill && e.p.SpecMethod == ""
+}
+
 func (e *Engine) scheduleSGLang(start float64) []work {
 	items := e.itemBuf[:0]
 	budget := e.budget
 	if !*e.p.ChunkedPrefill {
 		budget = math.MaxInt32
+	}
+	mixed := e.mixedChunk()
+	if mixed {
+		// The running decodes ride in the prefill batch, and their
+		// tokens come out of its chunk budget (PrefillAdder's
+		// mixed_with_decode_tokens).
+		for _, s := range e.running {
+			if s.prefillDone {
+				budget--
+			}
+		}
 	}
 	// A chunked request in progress continues first.
 	for _, s := range e.running {
@@ -872,6 +892,15 @@ func (e *Engine) scheduleSGLang(start float64) []work {
 		budget -= n
 	}
 	if len(items) > 0 {
+		if mixed {
+			// mix_with_running: one decode step of every running request
+			// that has room for it (a mixed batch retracts nobody).
+			for _, s := range e.running {
+				if s.prefillDone && e.grow(s, s.computed+1) {
+					items = append(items, work{s: s, n: 1, decode: true})
+				}
+			}
+		}
 		return items
 	}
 	// Decode batch.

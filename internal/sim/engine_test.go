@@ -311,3 +311,52 @@ func TestLinearAttentionScan(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangMixedChunk: --enable-mixed-chunk lets running requests decode
+// in the prefill batches that would otherwise stall them, so under a
+// stream of long prompts their TPOT drops; it needs chunked prefill, and on
+// the Gated-DeltaNet hybrid the decodes of a mixed batch take the chunked
+// scan (sglang#36065).
+func TestSGLangMixedChunk(t *testing.T) {
+	reqs := fixedReqs(300, 3000, 200)
+	load := Load{RequestRate: 4, Seed: 1}
+	run := func(p Params) (tpot, ttft float64) {
+		t.Helper()
+		pr, err := Predict(p, reqs, load)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr.Result.MeanTPOTMs, pr.Result.MeanTTFTMs
+	}
+	base := Params{Engine: "sglang", Version: "0.5.9", Model: "Qwen3-8B", GPU: "H100"}
+	mixed := base
+	mixed.MixedChunk = true
+	tp0, tt0 := run(base)
+	tp1, tt1 := run(mixed)
+	t.Logf("Qwen3-8B: TPOT %.1f -> %.1f ms, TTFT %.1f -> %.1f ms with mixed chunk", tp0, tp1, tt0, tt1)
+	if tp1 > 0.9*tp0 {
+		t.Errorf("mixed chunk: mean TPOT %.1f ms, want well below %.1f ms", tp1, tp0)
+	}
+	noChunk := mixed
+	noChunk.ChunkedPrefill = boolPtr(false)
+	off := base
+	off.ChunkedPrefill = boolPtr(false)
+	if a, _ := run(noChunk); a != func() float64 { b, _ := run(off); return b }() {
+		t.Error("mixed chunk changed a run without chunked prefill")
+	}
+
+	step := func(model string, mixed bool) float64 {
+		e, err := New(Params{Engine: "sglang", Version: "0.5.9", Model: model, GPU: "H100", MixedChunk: mixed}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := []work{{s: &seq{target: 4096}, n: 4096}}
+		for range 256 {
+			items = append(items, work{s: &seq{computed: 1000, target: 1200}, n: 1, decode: true})
+		}
+		return e.stepTime(items)
+	}
+	if plain, mix := step("Qwen3.5-9B", false), step("Qwen3.5-9B", true); mix < plain*1.2 {
+		t.Errorf("Qwen3.5-9B mixed batch %.1f ms vs %.1f ms: its 256 decodes should pay the chunked scan", mix*1e3, plain*1e3)
+	}
+}

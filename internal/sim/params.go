@@ -90,6 +90,11 @@ type Params struct {
 	// PerformanceMode is vLLM's --performance-mode ("balanced",
 	// "interactivity", "throughput"; 0.17+); "" = default.
 	PerformanceMode string `json:"performance_mode,omitempty"`
+	// MixedChunk is SGLang's --enable-mixed-chunk: a prefill batch also
+	// carries one decode step of every running request, whose tokens come
+	// out of the chunk budget (only with chunked prefill, as SGLang's
+	// scheduler sets is_mixed_chunk; not with speculative decoding).
+	MixedChunk bool `json:"mixed_chunk,omitempty"`
 	// NoFaults turns off the known engine bugs the simulator reproduces
 	// (see faults.go): with it, a configuration the real engine crashes
 	// on runs to the end.
@@ -426,6 +431,9 @@ func (p Params) String() string {
 	}
 	if p.PerformanceMode != "" {
 		add("perf", p.PerformanceMode)
+	}
+	if p.MixedChunk {
+		add("mixed_chunk", "true")
 	}
 	if p.SpecMethod != "" {
 		add("spec", fmt.Sprintf("%s/%d", p.SpecMethod, p.SpecTokens))

@@ -68,6 +68,7 @@ func parseSGLang(version string, argv []string, env map[string]string) (*Result,
 	if p.vals["--disable-radix-cache"].on {
 		pr.PrefixCaching = boolp(false)
 	}
+	pr.MixedChunk = p.vals["--enable-mixed-chunk"].on
 	if p.vals["--disable-overlap-schedule"].on {
 		pr.AsyncScheduling = boolp(false)
 	}

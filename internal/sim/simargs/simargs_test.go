@@ -149,6 +149,11 @@ func TestAccept(t *testing.T) {
 				t.Errorf("chunked = %v", r.Params.ChunkedPrefill)
 			}
 		}},
+		{"sglang mixed chunk", "sglang", "0.5.9", "python3 -m sglang.launch_server --model-path M --enable-mixed-chunk", nil, func(t *testing.T, r *Result) {
+			if !r.Params.MixedChunk {
+				t.Error("--enable-mixed-chunk did not set MixedChunk")
+			}
+		}},
 		{"trtllm plain", "trtllm", "1.2.0rc1", "trtllm-serve Qwen/Qwen3-14B", nil, func(t *testing.T, r *Result) {
 			want := sim.Params{Engine: "trtllm", Version: "1.2.0rc1", Model: "Qwen/Qwen3-14B"}
 			if !equalParams(r.Params, want) || r.Server.Port != 8000 {
