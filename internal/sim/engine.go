@@ -829,10 +829,6 @@ func (e *Engine) scheduleVLLM(start float64) []work {
 	return items
 }
 
-// scheduleSGLang alternates prefill batches (new requests, prioritized, up
-// to the chunked-prefill size, admitted only if the pool can hold their
-// prompt plus new_token_ratio of the outputs still to come) and decode
-// batches of every running request; on a full pool it retracts requests.
 // mixedChunk reports whether SGLang mixes running decodes into prefill
 // batches: --enable-mixed-chunk, with chunked prefill on and no
 // speculative decoding.
@@ -840,6 +836,10 @@ func (e *Engine) mixedChunk() bool {
 	return e.p.MixedChunk && *e.p.ChunkedPrefill && e.p.SpecMethod == ""
 }
 
+// scheduleSGLang alternates prefill batches (new requests, prioritized, up
+// to the chunked-prefill size, admitted only if the pool can hold their
+// prompt plus new_token_ratio of the outputs still to come) and decode
+// batches of every running request; on a full pool it retracts requests.
 func (e *Engine) scheduleSGLang(start float64) []work {
 	items := e.itemBuf[:0]
 	budget := e.budget
