@@ -34,8 +34,11 @@ func newLateTrace(t0 time.Time) *lateTrace {
 	return &lateTrace{t0: t0, path: path}
 }
 
-func (t *lateTrace) add(d time.Duration, n int) {
-	i := int(time.Since(t.t0) / traceBin)
+func (t *lateTrace) add(d time.Duration, n int) { t.addAt(time.Now(), d, n) }
+
+// addAt counts n tokens written at now, d late.
+func (t *lateTrace) addAt(now time.Time, d time.Duration, n int) {
+	i := int(now.Sub(t.t0) / traceBin)
 	if i < 0 || i >= traceBins {
 		return
 	}
