@@ -248,10 +248,45 @@ func parseModelConfig(b []byte) (Arch, error) {
 	case a.NumExperts > 0 && a.TopK <= 0:
 		return Arch{}, fmt.Errorf("num_experts_per_tok missing for an MoE model")
 	}
+	if err := a.checkCounts(); err != nil {
+		return Arch{}, err
+	}
 	if a.NumExperts > 0 && a.MoEIntermediateSize == 0 {
 		a.MoEIntermediateSize = a.IntermediateSize
 	}
 	return a, nil
+}
+
+// checkCounts rejects what no model has: a negative size or count, more
+// experts per token than experts, and linear-attention layers without
+// heads.
+func (a Arch) checkCounts() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"num_key_value_heads", a.NumKVHeads}, {"head_dim", a.HeadDim},
+		{"intermediate_size", a.IntermediateSize}, {"num_experts", a.NumExperts},
+		{"num_experts_per_tok", a.TopK}, {"moe_intermediate_size", a.MoEIntermediateSize},
+		{"full_attention_interval", a.FullAttentionInterval}, {"linear_num_key_heads", a.LinearKeyHeads},
+		{"linear_num_value_heads", a.LinearValueHeads}, {"linear_key_head_dim", a.LinearKeyHeadDim},
+		{"linear_value_head_dim", a.LinearValueHeadDim}, {"linear_conv_kernel_dim", a.LinearConvKernel},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("%s is %d; it cannot be negative", f.name, f.v)
+		}
+	}
+	switch {
+	case a.NumKVHeads == 0 || a.HeadDim == 0:
+		return fmt.Errorf("num_key_value_heads and head_dim must be positive")
+	case a.NumExperts > 0 && a.TopK > a.NumExperts:
+		return fmt.Errorf("num_experts_per_tok %d exceeds num_experts %d", a.TopK, a.NumExperts)
+	case a.Hybrid() && (a.LinearKeyHeads == 0 || a.LinearValueHeads == 0 || a.LinearKeyHeadDim == 0 || a.LinearValueHeadDim == 0):
+		return fmt.Errorf("linear-attention layers (full_attention_interval %d) need linear_num_key_heads, linear_num_value_heads, linear_key_head_dim and linear_value_head_dim", a.FullAttentionInterval)
+	case a.ExtraParams < 0:
+		return fmt.Errorf("extra_params cannot be negative")
+	}
+	return nil
 }
 
 // Hybrid reports whether the model mixes linear-attention layers (fixed

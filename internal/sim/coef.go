@@ -103,17 +103,44 @@ func ParseCoefficients(b []byte) (*Coefficients, error) {
 		c.Entries = map[string]Coef{}
 	}
 	for k, e := range c.Entries {
-		if e.GEMMEff <= 0 || e.GEMMEff > 1.5 || e.MemEff <= 0 || e.MemEff > 1.5 || e.AttnEff <= 0 || e.FP8Eff <= 0 {
-			return nil, fmt.Errorf("sim: coefficients: entry %q: efficiencies must be in (0, 1.5]", k)
-		}
-		if e.ScanEff < 0 || e.ScanEff > 1.5 {
-			return nil, fmt.Errorf("sim: coefficients: entry %q: scan_eff must be in [0, 1.5]", k)
-		}
-		if e.StepMs < 0 || e.SeqUs < 0 || e.FrontendMs < 0 || e.EagerMs < 0 || e.OutputUs < 0 {
-			return nil, fmt.Errorf("sim: coefficients: entry %q: negative overhead", k)
+		if err := e.check(); err != nil {
+			return nil, fmt.Errorf("sim: coefficients: entry %q: %w", k, err)
 		}
 	}
 	return &c, nil
+}
+
+// check rejects figures no engine has: an efficiency outside [0.001, 1.5]
+// (scan_eff may be 0, the prior), an overhead that is negative or above
+// 100 s, and a backend speed outside (0, 100].
+func (e Coef) check() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"gemm_eff", e.GEMMEff}, {"fp8_eff", e.FP8Eff}, {"mem_eff", e.MemEff}, {"attn_eff", e.AttnEff}, {"scan_eff", e.ScanEff}} {
+		if f.name == "scan_eff" && f.v == 0 {
+			continue
+		}
+		if !(f.v >= 0.001 && f.v <= 1.5) {
+			return fmt.Errorf("%s %g: efficiencies must be in [0.001, 1.5]", f.name, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"step_ms", e.StepMs}, {"seq_us", e.SeqUs}, {"frontend_ms", e.FrontendMs}, {"output_us", e.OutputUs}, {"eager_ms", e.EagerMs}} {
+		if !(f.v >= 0 && f.v <= 1e5) {
+			return fmt.Errorf("%s %g: overheads must be in [0, 100000]", f.name, f.v)
+		}
+	}
+	for name, m := range map[string]map[string]float64{"backend": e.Backend, "backend_decode": e.BackendDecode} {
+		for b, v := range m {
+			if !(v > 0 && v <= 100) {
+				return fmt.Errorf("%s %q %g: a backend's speed must be in (0, 100]", name, b, v)
+			}
+		}
+	}
+	return nil
 }
 
 // LoadCoefficients reads a coefficients JSON file (as `perflab sim

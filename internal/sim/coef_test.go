@@ -58,3 +58,27 @@ func TestFingerprint(t *testing.T) {
 		t.Error("a changed coefficient kept the fingerprint")
 	}
 }
+
+// TestParseCoefficientsRejects: figures no engine has are refused with the
+// entry and the field named, not simulated into infinite or NaN timings.
+func TestParseCoefficientsRejects(t *testing.T) {
+	good := `"gemm_eff":0.6,"fp8_eff":0.45,"mem_eff":0.75,"attn_eff":0.4,"step_ms":4,"seq_us":20,"frontend_ms":1,"eager_ms":8`
+	if _, err := ParseCoefficients([]byte(`{"entries":{"*":{` + good + `}}}`)); err != nil {
+		t.Fatalf("good entry: %v", err)
+	}
+	for _, tc := range []struct{ extra, want string }{
+		{`,"gemm_eff":1e-300`, "gemm_eff"},
+		{`,"mem_eff":2`, "mem_eff"},
+		{`,"scan_eff":-0.1`, "scan_eff"},
+		{`,"step_ms":-1`, "step_ms"},
+		{`,"output_us":1e300`, "output_us"},
+		{`,"backend":{"fa3":-1}`, "fa3"},
+		{`,"backend_decode":{"triton":0}`, "triton"},
+		{`,"no_such_field":1`, "unknown field"},
+	} {
+		_, err := ParseCoefficients([]byte(`{"entries":{"H100/vllm/0.11.0":{` + good + tc.extra + `}}}`))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "H100/vllm/0.11.0") && tc.want != "unknown field" {
+			t.Errorf("%s: error %v, want one naming the entry and %q", tc.extra, err, tc.want)
+		}
+	}
+}
