@@ -75,15 +75,8 @@ func (h *respParser) next(p []byte) (body, rest []byte, err error) {
 			if h.closeDelim {
 				return p, nil, nil
 			}
-			n := int64(len(p))
-			if n > h.remain {
-				n = h.remain
-			}
-			h.remain -= n
-			if h.remain == 0 {
-				h.state = rpDone
-			}
-			return p[:n], p[n:], nil
+			data, rest := h.take(p, rpDone)
+			return data, rest, nil
 		case rpChunkSize:
 			c := p[0]
 			switch {
@@ -123,15 +116,8 @@ func (h *respParser) next(p []byte) (body, rest []byte, err error) {
 				return nil, p, err
 			}
 		case rpChunkData:
-			n := int64(len(p))
-			if n > h.remain {
-				n = h.remain
-			}
-			h.remain -= n
-			if h.remain == 0 {
-				h.state = rpChunkDataCR
-			}
-			return p[:n], p[n:], nil
+			data, rest := h.take(p, rpChunkDataCR)
+			return data, rest, nil
 		case rpChunkDataCR, rpChunkDataLF:
 			want := byte('\r')
 			if h.state == rpChunkDataLF {
@@ -183,6 +169,18 @@ func unhex(c byte) byte {
 
 // sizeLineDone ends a chunk-size line: data follows, or the trailer after
 // the last (zero) chunk.
+// take returns the part of p that belongs to the current body or chunk
+// (up to remain bytes) and what follows it, moving to then when it is all
+// in.
+func (h *respParser) take(p []byte, then uint8) (data, rest []byte) {
+	n := min(int64(len(p)), h.remain)
+	h.remain -= n
+	if h.remain == 0 {
+		h.state = then
+	}
+	return p[:n], p[n:]
+}
+
 func (h *respParser) sizeLineDone() error {
 	if h.digits == 0 {
 		return fmt.Errorf("%w: empty chunk length", errChunked)

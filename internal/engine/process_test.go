@@ -229,6 +229,16 @@ func TestProcessStallReset(t *testing.T) {
 	}
 }
 
+// waitDone fails the test unless h's Done closes within d.
+func waitDone(t *testing.T, h Handle, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-h.Done():
+	case <-time.After(d):
+		t.Fatal("Done not closed " + what)
+	}
+}
+
 func TestProcessCrashDuringBench(t *testing.T) {
 	l := fakeLaunch(t, map[string]string{"FAKE_MODE": "serve"})
 	h := start(t, &Process{PollInterval: 20 * time.Millisecond}, l)
@@ -239,11 +249,7 @@ func TestProcessCrashDuringBench(t *testing.T) {
 	if err := syscall.Kill(h.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-h.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("Done not closed after kill -9")
-	}
+	waitDone(t, h, 5*time.Second, "after kill -9")
 	f := h.Failure()
 	if f == nil || f.Class != ClassCrashDuringBench || !strings.Contains(f.Reason, "killed") {
 		t.Fatalf("failure = %+v, want crash_during_bench", f)
@@ -305,11 +311,7 @@ func TestKillAll(t *testing.T) {
 	}
 	defer shuttingDown.Store(false)
 	KillAll(time.Second)
-	select {
-	case <-h.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("KillAll left the group running")
-	}
+	waitDone(t, h, 5*time.Second, "after KillAll: the group is still running")
 	if f := h.Failure(); f != nil {
 		t.Errorf("KillAll death recorded as failure %v", f)
 	}

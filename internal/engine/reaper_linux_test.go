@@ -207,11 +207,7 @@ func TestReaperReportsEngineStatus(t *testing.T) {
 		if err := syscall.Kill(engine, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case <-h.Done():
-		case <-time.After(10 * time.Second):
-			t.Fatal("Done not closed after the engine was killed")
-		}
+		waitDone(t, h, 10*time.Second, "after the engine was killed")
 		f := h.Failure()
 		if f == nil || f.Class != ClassCrashDuringBench || !strings.Contains(f.Reason, "killed by killed") || f.ExitCode != -1 {
 			t.Fatalf("failure = %+v, want crash_during_bench killed by SIGKILL", f)
