@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Process runs the rendered command as a local process in its own process
@@ -341,7 +343,9 @@ func describeExit(ws syscall.WaitStatus, known bool, err error) string {
 	case !known:
 		return fmt.Sprint(err)
 	case ws.Signaled():
-		return "killed by " + ws.Signal().String()
+		// Signal.String is "killed" for SIGKILL, which read as "killed by
+		// killed"; the signal's own name says which it was.
+		return "killed by " + unix.SignalName(ws.Signal())
 	default:
 		return "status " + strconv.Itoa(ws.ExitStatus())
 	}

@@ -209,7 +209,7 @@ func TestReaperReportsEngineStatus(t *testing.T) {
 		}
 		waitDone(t, h, 10*time.Second, "after the engine was killed")
 		f := h.Failure()
-		if f == nil || f.Class != ClassCrashDuringBench || !strings.Contains(f.Reason, "killed by killed") || f.ExitCode != -1 {
+		if f == nil || f.Class != ClassCrashDuringBench || !strings.Contains(f.Reason, "killed by SIGKILL") || f.ExitCode != -1 {
 			t.Fatalf("failure = %+v, want crash_during_bench killed by SIGKILL", f)
 		}
 		waitGone(t, worker)

@@ -93,7 +93,24 @@ const (
 	// ClassUnhealthy: it answers HTTP but is not healthy, or died after
 	// being ready outside a benchmark.
 	ClassUnhealthy FailureClass = "unhealthy"
+	// ClassLowSuccess: the server stayed up but too few requests of the
+	// benchmark succeeded.
+	ClassLowSuccess FailureClass = "low_success"
+	// ClassInvalidConfig: the config cannot be rendered or launched as
+	// written (no process was started).
+	ClassInvalidConfig FailureClass = "invalid_config"
 )
+
+// Transient says whether a failure of this class may not happen again on
+// a second try (a crash mid-benchmark, a hang, a server that went
+// unhealthy), as opposed to one the config itself causes every time.
+func (c FailureClass) Transient() bool {
+	switch c {
+	case ClassCrashDuringBench, ClassHung, ClassUnhealthy:
+		return true
+	}
+	return false
+}
 
 // Failure records a failed server: its class, a one-line reason and the
 // tail of its log. It is an error.

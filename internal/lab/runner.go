@@ -18,15 +18,16 @@ import (
 	"github.com/perflab/perflab/internal/store"
 )
 
-// Failure classes stored in store.Trial.FailureClass.
+// Failure classes stored in store.Trial.FailureClass: the engine package's
+// classes (defined there once), as the strings the store keeps.
 const (
-	FailStartupCrash     = "startup_crash"
-	FailOOM              = "oom"
-	FailHung             = "hung"
-	FailCrashDuringBench = "crash_during_bench"
-	FailUnhealthy        = "unhealthy"
-	FailLowSuccess       = "low_success"
-	FailInvalidConfig    = "invalid_config"
+	FailStartupCrash     = string(engine.ClassStartupCrash)
+	FailOOM              = string(engine.ClassOOM)
+	FailHung             = string(engine.ClassHung)
+	FailCrashDuringBench = string(engine.ClassCrashDuringBench)
+	FailUnhealthy        = string(engine.ClassUnhealthy)
+	FailLowSuccess       = string(engine.ClassLowSuccess)
+	FailInvalidConfig    = string(engine.ClassInvalidConfig)
 )
 
 // TrialSpec is one trial to run: one config on one workload, one repeat.
