@@ -269,18 +269,22 @@ func (s *Store) SaveTrial(ctx context.Context, t *Trial) error {
 		}
 		em = string(b)
 	}
+	if t.Attempt < 1 {
+		t.Attempt = 1
+	}
 	const up = `INSERT INTO trials (run_id, key, stage, name, workload, repeat_no, config, command, status,
-		failure_class, reason, result, engine_metrics, log_tail, started_ms, ended_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		failure_class, reason, result, engine_metrics, log_tail, started_ms, ended_ms, attempt)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id, key) DO UPDATE SET stage = excluded.stage, name = excluded.name,
 		workload = excluded.workload, repeat_no = excluded.repeat_no, config = excluded.config,
 		command = excluded.command, status = excluded.status, failure_class = excluded.failure_class,
 		reason = excluded.reason, result = excluded.result, engine_metrics = excluded.engine_metrics,
-		log_tail = excluded.log_tail, started_ms = excluded.started_ms, ended_ms = excluded.ended_ms
+		log_tail = excluded.log_tail, started_ms = excluded.started_ms, ended_ms = excluded.ended_ms,
+		attempt = excluded.attempt
 		RETURNING id`
 	err := s.db.QueryRowContext(ctx, s.q(up), t.RunID, t.Key, t.Stage, t.Name, t.Workload, t.Repeat,
 		nullJSON(t.Config), t.Command, t.Status, t.FailureClass, t.Reason, nullJSON(t.Result), em,
-		t.LogTail, ms(t.Started), ms(t.Ended)).Scan(&t.ID)
+		t.LogTail, ms(t.Started), ms(t.Ended), t.Attempt).Scan(&t.ID)
 	if err != nil {
 		return fmt.Errorf("store: save trial %s: %w", t.Key, err)
 	}
@@ -288,7 +292,7 @@ func (s *Store) SaveTrial(ctx context.Context, t *Trial) error {
 }
 
 const trialCols = `id, run_id, key, stage, name, workload, repeat_no, config, command, status,
-	failure_class, reason, result, engine_metrics, log_tail, started_ms, ended_ms`
+	failure_class, reason, result, engine_metrics, log_tail, started_ms, ended_ms, attempt`
 
 func scanTrial(sc interface{ Scan(...any) error }) (Trial, error) {
 	var (
@@ -297,7 +301,7 @@ func scanTrial(sc interface{ Scan(...any) error }) (Trial, error) {
 		startedMS, endedMS int64
 	)
 	if err := sc.Scan(&t.ID, &t.RunID, &t.Key, &t.Stage, &t.Name, &t.Workload, &t.Repeat, &cfg, &t.Command,
-		&t.Status, &t.FailureClass, &t.Reason, &res, &em, &t.LogTail, &startedMS, &endedMS); err != nil {
+		&t.Status, &t.FailureClass, &t.Reason, &res, &em, &t.LogTail, &startedMS, &endedMS, &t.Attempt); err != nil {
 		return Trial{}, err
 	}
 	t.Config, t.Result = rawJSON(cfg), rawJSON(res)

@@ -55,4 +55,7 @@ type Trial struct {
 	LogTail       string             `json:"log_tail,omitempty"`
 	Started       time.Time          `json:"started"`
 	Ended         time.Time          `json:"ended"`
+	// Attempt counts the times this trial was run (1 for the first); a
+	// resumed lab retries a transient failure only while it is 1.
+	Attempt int `json:"attempt,omitempty"`
 }

@@ -1,0 +1,100 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// TestLease: one live owner at a time; the holder renews; a second owner
+// is told who holds the run; a lapsed lease and a dead holder on this host
+// are taken over at once; --fresh's reset and a trial's attempt survive a
+// round trip. Each case runs on SQLite and, under CI, on PostgreSQL.
+func TestLease(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			run, err := s.EnsureRun(ctx, "k", "lease", "spec", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := NewOwner(), NewOwner()
+			b.Nonce += "b"
+			if err := s.AcquireRun(ctx, run.ID, a, time.Minute); err != nil {
+				t.Fatalf("first acquire: %v", err)
+			}
+			if err := s.AcquireRun(ctx, run.ID, a, time.Minute); err != nil {
+				t.Fatalf("re-acquire by the holder: %v", err)
+			}
+			err = s.AcquireRun(ctx, run.ID, b, time.Minute)
+			var held *HeldError
+			if !errors.As(err, &held) || held.Owner != a.String() || held.RunID != run.ID {
+				t.Fatalf("second owner: err = %v, want a HeldError naming %s", err, a)
+			}
+			if err := s.RenewLease(ctx, run.ID, a, time.Minute); err != nil {
+				t.Fatalf("renew: %v", err)
+			}
+			if err := s.RenewLease(ctx, run.ID, b, time.Minute); !errors.As(err, &held) {
+				t.Fatalf("renew by a non-holder: err = %v, want HeldError", err)
+			}
+			// A lapsed lease is free for the next lab.
+			if err := s.AcquireRun(ctx, run.ID, a, -time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.AcquireRun(ctx, run.ID, b, time.Minute); err != nil {
+				t.Fatalf("acquire after the lease lapsed: %v", err)
+			}
+			if err := s.ReleaseRun(ctx, run.ID, b); err != nil {
+				t.Fatal(err)
+			}
+			// A holder that is a dead process on this host: taken at once,
+			// although its lease has an hour left (a lab killed with -9).
+			cmd := exec.Command("true")
+			if err := cmd.Run(); err != nil {
+				t.Fatal(err)
+			}
+			dead := Owner{Host: a.Host, PID: cmd.Process.Pid, Nonce: "dead"}
+			if err := s.AcquireRun(ctx, run.ID, dead, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.AcquireRun(ctx, run.ID, a, time.Minute); err != nil {
+				t.Fatalf("acquire from a dead holder: %v", err)
+			}
+			// A live holder on another host is not second-guessed.
+			other := Owner{Host: a.Host + "-elsewhere", PID: cmd.Process.Pid, Nonce: "x"}
+			if err := s.ReleaseRun(ctx, run.ID, a); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.AcquireRun(ctx, run.ID, other, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.AcquireRun(ctx, run.ID, a, time.Minute); !errors.As(err, &held) {
+				t.Fatalf("acquire from another host's holder: err = %v, want HeldError", err)
+			}
+
+			tr := Trial{RunID: run.ID, Key: "t1", Status: "failed", FailureClass: "hung", Attempt: 2}
+			if err := s.SaveTrial(ctx, &tr); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Trial(ctx, run.ID, "t1")
+			if err != nil || got.Attempt != 2 {
+				t.Fatalf("attempt round trip: %+v %v", got, err)
+			}
+			if err := s.ResetRun(ctx, run.ID); err != nil {
+				t.Fatal(err)
+			}
+			if ts, _ := s.Trials(ctx, run.ID); len(ts) != 0 {
+				t.Fatalf("reset left %d trials", len(ts))
+			}
+			if err := s.DeleteRun(ctx, run.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Run(ctx, run.ID); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("deleted run still readable: %v", err)
+			}
+		})
+	}
+}
