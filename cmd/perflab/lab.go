@@ -11,18 +11,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/app"
 	"github.com/perflab/perflab/internal/lab"
 	"github.com/perflab/perflab/internal/report"
-	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/store"
-	"github.com/perflab/perflab/internal/tokenizer"
 )
 
 var labOpts struct {
 	runtime, db, out string
 	coefficients     string
 	fresh, dryRun    bool
+	retryFailed      bool
 	grid, analytic   bool
 	timeScale        float64
 	parallel         int
@@ -42,9 +41,13 @@ and the winner run on every generalization workload, and the report is
 written into --out.
 
 Every trial is stored as it ends: rerunning the same spec resumes the run
-(no finished trial runs again); --fresh starts over. Relative paths in the
-spec resolve against the current directory (run the examples from the
-repository root).`,
+(no finished trial runs again, but a trial that crashed mid-benchmark or
+hung is retried once; --retry-failed retries every failure); --fresh starts
+over. One lab at a time owns a run: a second one on the same spec and
+database says which process holds it. Relative paths in the spec resolve
+against the spec file's directory.
+
+It exits non-zero when no trial succeeded, with the first failure's reason.`,
 	Args: cobra.ExactArgs(1),
 	RunE: runLab,
 }
@@ -55,6 +58,7 @@ func init() {
 	f.StringVar(&labOpts.db, "db", defaultDB, "store: sqlite:PATH, a path, or postgres://...")
 	f.StringVar(&labOpts.out, "out", "", "report directory (default out/<spec name>)")
 	f.BoolVar(&labOpts.fresh, "fresh", false, "start the run over (delete its stored trials)")
+	f.BoolVar(&labOpts.retryFailed, "retry-failed", false, "run every stored failed trial again (a resume retries only crashes and hangs, once)")
 	f.BoolVar(&labOpts.dryRun, "dry-run", false, "print the plan and its ETA, run nothing")
 	f.BoolVar(&labOpts.grid, "grid", false, "also run the exhaustive grid over the same space and compare")
 	f.BoolVar(&labOpts.analytic, "analytic", false, "sim-predict with the lab's closed-form stand-in model instead of the simulator (tests)")
@@ -66,89 +70,30 @@ func init() {
 
 func runLab(cmd *cobra.Command, args []string) error {
 	ctx := cmd.Context()
-	spec, err := lab.LoadSpec(args[0])
+	opts := app.Options{Runtime: labOpts.runtime, TimeScale: labOpts.timeScale, Parallel: labOpts.parallel,
+		Coefficients: labOpts.coefficients, Analytic: labOpts.analytic}
+	spec, coef, err := app.Spec(args[0], opts)
 	if err != nil {
 		return err
-	}
-	if labOpts.runtime != "" {
-		spec.Runtime = labOpts.runtime
-	}
-	switch spec.Runtime {
-	case lab.RuntimeSimPredict, lab.RuntimeSim, lab.RuntimeProcess:
-	default:
-		return fmt.Errorf("lab: --runtime %q: want sim-predict, sim or process", spec.Runtime)
-	}
-	if labOpts.timeScale > 0 {
-		spec.TimeScale = labOpts.timeScale
-	}
-	if spec.Runtime == lab.RuntimeSim && spec.TimeScale == 0 {
-		spec.TimeScale = 20
-	}
-	if labOpts.parallel > 0 {
-		spec.Parallel = labOpts.parallel
 	}
 	out := labOpts.out
 	if out == "" {
 		out = filepath.Join("out", spec.Name)
 	}
 	stderr := cmd.ErrOrStderr()
-
-	var coef *sim.Coefficients
-	if labOpts.coefficients != "" {
-		c, err := sim.LoadCoefficients(labOpts.coefficients)
-		if err != nil {
-			return fmt.Errorf("lab: --coefficients: %w", err)
-		}
-		coef = c
+	su, err := app.NewSetup(ctx, spec, coef, opts)
+	if err != nil {
+		return err
 	}
-	var predictor lab.Predictor = lab.SimPredictor{SLO: spec.Objective.SLO, Coefficients: coef}
-	spec.Simulator = ""
-	if spec.Runtime == lab.RuntimeSimPredict || spec.Runtime == lab.RuntimeSim {
-		spec.Simulator = sim.Fingerprint(coef)
-	}
-	var requests lab.Requests
-	if labOpts.analytic {
-		predictor, requests = lab.AnalyticPredictor{}, lab.StandinRequests
-		spec.Simulator = "analytic"
-	} else {
-		tok, err := resolveLabTokenizer(ctx, spec)
-		if err != nil {
-			return err
-		}
-		requests = lab.DatasetRequests(tok)
-	}
-	requests = lab.CachedRequests(requests)
-	predict := &lab.PredictRunner{Predictor: predictor, Hardware: spec.Hardware, Requests: requests, Noise: spec.Noise}
-
 	if labOpts.dryRun {
-		return printPlan(ctx, cmd.OutOrStdout(), spec, predict)
+		return printPlan(ctx, cmd.OutOrStdout(), spec, su.Predict)
 	}
-
-	var runner lab.Runner = predict
-	switch spec.Runtime {
-	case lab.RuntimeSim:
-		tokPath := spec.Tokenizer
-		if _, err := os.Stat(tokPath); err != nil {
-			tokPath = ""
-		}
-		runner = &lab.LiveRunner{
-			Runtime: &engine.Sim{GPU: spec.Hardware.GPU, GPUs: 0, TimeScale: spec.TimeScale, Tokenizer: tokPath,
-				Coefficients: absPath(labOpts.coefficients)},
-			Requests:  requests,
-			TimeScale: spec.TimeScale,
-			SLO:       spec.Objective.SLO,
-		}
-	case lab.RuntimeProcess:
-		runner = &lab.LiveRunner{Runtime: &engine.Process{}, Requests: requests, SLO: spec.Objective.SLO}
+	// A missing or truncated dataset stops the lab here, before a run is
+	// stored or a report overwritten.
+	if err := su.Preflight(spec); err != nil {
+		return err
 	}
-
-	dsn := labOpts.db
-	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok && filepath.Dir(path) != "." {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return fmt.Errorf("lab: create store directory: %w", err)
-		}
-	}
-	st, err := store.Open(ctx, dsn)
+	st, err := store.Open(ctx, labOpts.db)
 	if err != nil {
 		return err
 	}
@@ -158,14 +103,19 @@ func runLab(cmd *cobra.Command, args []string) error {
 	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
 		progress = lab.NewTerminalProgress(stderr)
 	}
-	l := &lab.Lab{Spec: spec, Store: st, Runner: runner, Guide: predict, Fresh: labOpts.fresh, Grid: labOpts.grid,
-		Progress: progress}
+	l := &lab.Lab{Spec: spec, Store: st, Runner: su.Runner, Guide: su.Predict, Fresh: labOpts.fresh, Grid: labOpts.grid,
+		RetryFailed: labOpts.retryFailed, Progress: progress}
 	start := time.Now()
 	sum, runErr := l.Run(ctx)
 	if runErr != nil && sum == nil {
 		return runErr
 	}
 	run := l.StoredRun()
+	if run.ID == 0 {
+		// It stopped before its first trial and stored no run: the last
+		// complete report of this name stays as it was.
+		return runErr
+	}
 	trials, err := st.Trials(context.WithoutCancel(ctx), run.ID)
 	if err != nil {
 		return err
@@ -184,25 +134,12 @@ func runLab(cmd *cobra.Command, args []string) error {
 			sum.Grid.Size, sum.Grid.Best.Name, sum.Grid.Best.Score, 100*sum.Grid.WinnerGap, 100*sum.Grid.StagedGap,
 			sum.Grid.LabTrials, 100*sum.Grid.LabShare)
 	}
-	return runErr
-}
-
-// resolveLabTokenizer loads the spec's tokenizer: a local path when it
-// exists, else a model id resolved through the HF cache and Hub.
-func resolveLabTokenizer(ctx context.Context, spec *lab.Spec) (*tokenizer.Tokenizer, error) {
-	ref := spec.Tokenizer
-	if ref == "" {
-		ref = spec.Model
+	if runErr != nil {
+		return runErr
 	}
-	var opt tokenizer.ResolveOptions
-	if _, err := os.Stat(ref); err == nil {
-		opt.Path = ref
-	}
-	tok, err := tokenizer.Resolve(ctx, ref, opt)
-	if err != nil {
-		return nil, fmt.Errorf("lab: tokenizer %q: %w", ref, err)
-	}
-	return tok, nil
+	// A lab none of whose trials ran is a failure a script must see, with
+	// the reason, not a report to go and read.
+	return app.AllFailed(trials)
 }
 
 // printPlan prints the stages, trial counts and an ETA from the
@@ -221,16 +158,4 @@ func printPlan(ctx context.Context, w io.Writer, spec *lab.Spec, predict *lab.Pr
 	eta := time.Duration(per * float64(plan.Trials) * float64(time.Second))
 	fmt.Fprintf(w, "about %d trials at ~%.1f s each: ETA %s (exhaustive grid: %d configs)\n", plan.Trials, per, eta.Round(time.Second), plan.Grid)
 	return nil
-}
-
-// absPath makes a path absolute, so that an engine process started in
-// another directory finds the file ("" stays "").
-func absPath(p string) string {
-	if p == "" {
-		return ""
-	}
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
 }

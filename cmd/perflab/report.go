@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/app"
 	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/store"
 )
@@ -20,16 +20,18 @@ func init() { rootCmd.AddCommand(newReportCmd()) }
 
 func newReportCmd() *cobra.Command {
 	var (
-		db      string
-		out     string
-		formats []string
+		db       string
+		out      string
+		formats  []string
+		specOpts app.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "report [RUN|SPEC]",
 		Short: "Write a lab run's report (Markdown, HTML, JSON, CSV, charts) from the store",
 		Long: `Write the report of a stored lab run. RUN is a run name or id; SPEC is the
 lab's spec file (its run is found by the spec's key). With no argument, the
-most recent run is used.`,
+most recent run with trials is used. With SPEC, pass the same --runtime,
+--coefficients and --time-scale the lab was run with, if any.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -38,7 +40,7 @@ most recent run is used.`,
 				return err
 			}
 			defer st.Close()
-			run, err := findRun(ctx, st, args)
+			run, err := findRun(ctx, st, args, specOpts)
 			if err != nil {
 				return err
 			}
@@ -68,25 +70,27 @@ most recent run is used.`,
 	}
 	cmd.PersistentFlags().StringVar(&db, "db", defaultDB, "results database: a SQLite path (sqlite:PATH) or postgres://…")
 	cmd.Flags().StringVar(&out, "out", "", "output directory (default out/<run name>)")
+	cmd.Flags().StringVar(&specOpts.Runtime, "runtime", "", "with SPEC: the runtime the lab ran with, when --runtime overrode the spec's")
+	cmd.Flags().StringVar(&specOpts.Coefficients, "coefficients", "", "with SPEC: the calibration the lab ran with (--coefficients)")
+	cmd.Flags().Float64Var(&specOpts.TimeScale, "time-scale", 0, "with SPEC: the sim runtime's time scale the lab ran with")
 	cmd.Flags().StringSliceVar(&formats, "format", report.Formats, "formats to write: md, html, json, csv")
 	cmd.AddCommand(newReportImportCmd(&db))
 	return cmd
 }
 
-func findRun(ctx context.Context, st *store.Store, args []string) (store.Run, error) {
+func findRun(ctx context.Context, st *store.Store, args []string, opts app.Options) (store.Run, error) {
 	if len(args) == 0 {
-		runs, err := st.Runs(ctx)
-		if err != nil {
-			return store.Run{}, err
-		}
-		if len(runs) == 0 {
+		run, err := st.LatestRun(ctx)
+		if errors.Is(err, store.ErrNotFound) {
 			return store.Run{}, errors.New("report: the store has no runs yet (run `perflab lab SPEC` first)")
 		}
-		return runs[0], nil
+		return run, err
 	}
 	arg := args[0]
 	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
-		spec, err := lab.LoadSpec(arg)
+		// The same spec, overrides and simulator fingerprint as the lab
+		// used give the same run key.
+		spec, _, err := app.Spec(arg, opts)
 		if err != nil {
 			return store.Run{}, err
 		}
@@ -97,7 +101,11 @@ func findRun(ctx context.Context, st *store.Store, args []string) (store.Run, er
 			run, err = st.RunByKey(ctx, spec.LegacyKey())
 		}
 		if errors.Is(err, store.ErrNotFound) {
-			return store.Run{}, fmt.Errorf("report: no stored run for spec %s (has `perflab lab %s` been run against this --db?)", arg, arg)
+			hint := ""
+			if other, oerr := st.RunByName(ctx, spec.Name); oerr == nil {
+				hint = fmt.Sprintf("; run %d is named %s but measured another spec or runtime (`perflab report %d`, or pass the lab's --runtime/--coefficients)", other.ID, spec.Name, other.ID)
+			}
+			return store.Run{}, fmt.Errorf("report: no stored run for spec %s with runtime %s (has `perflab lab %s` been run against this --db?)%s", arg, spec.Runtime, arg, hint)
 		}
 		return run, err
 	}

@@ -83,10 +83,19 @@ repeats: 2
 parallel: 1
 `
 
+// writeSpec writes the reduced spec into a fresh directory, its tokenizer
+// path made relative to that directory, as a user's spec elsewhere on the
+// disk would be: the lab must resolve it against the spec's directory, not
+// the working directory or the engine's.
 func writeSpec(t *testing.T) (spec, db string) {
 	dir := t.TempDir()
 	spec = filepath.Join(dir, "reduced.yaml")
-	if err := os.WriteFile(spec, []byte(reducedSpec), 0o644); err != nil {
+	rel, err := filepath.Rel(dir, shareddata.Path(t, "data", "tokenizers", "qwen3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(reducedSpec, "../shared/data/tokenizers/qwen3", rel, 1)
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return spec, "sqlite:" + filepath.Join(dir, "lab.db")

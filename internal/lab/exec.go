@@ -126,6 +126,9 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 				return
 			}
 			rec.RunID = l.run.ID
+			l.mu.Lock()
+			rec.Attempt = l.attempts[measurementKey(t.Key)] + 1
+			l.mu.Unlock()
 			if rec.Ended.IsZero() {
 				rec.Ended = time.Now()
 			}

@@ -44,6 +44,14 @@ type Lab struct {
 	// Fresh starts the run over; Grid also runs the exhaustive grid.
 	Fresh bool
 	Grid  bool
+	// RetryFailed runs every stored failed trial again. Without it a
+	// resumed lab retries, once, only the failures a retry may cure
+	// (engine.FailureClass.Transient): a crash mid-benchmark, a hang.
+	RetryFailed bool
+	// LeaseTTL is how long the run's lease lasts between renewals (0 =
+	// 30 s): how soon another lab may take over a run whose owner died on
+	// another host. On this host a dead owner is taken over at once.
+	LeaseTTL time.Duration
 
 	run     store.Run
 	mu      sync.Mutex
@@ -56,6 +64,9 @@ type Lab struct {
 	start   time.Time
 	sem     *gpuSem
 	sum     *Summary
+	// attempts holds the attempt count of each stored failure being
+	// retried, by measurement key, so the retry is saved as the next one.
+	attempts map[string]int
 }
 
 // result is one measured trial as the method sees it.
@@ -98,11 +109,29 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		}
 		lr.GPUs = a
 	}
-	run, err := l.Store.EnsureRun(ctx, s.Key(), s.Name, s.YAML(), l.Fresh)
+	ls, leasing := l.Store.(leaser)
+	run, err := l.Store.EnsureRun(ctx, s.Key(), s.Name, s.YAML(), l.Fresh && !leasing)
 	if err != nil {
 		return nil, fmt.Errorf("lab: open run: %w", err)
 	}
 	l.run = run
+	if leasing {
+		// One live lab per run: a second one would measure every trial
+		// again, race the first for each key, and on a real runtime book
+		// the same GPUs twice.
+		stopLease, lctx, err := l.holdRun(ctx, ls)
+		if err != nil {
+			return nil, err
+		}
+		defer stopLease()
+		ctx = lctx
+		if l.Fresh {
+			if err := ls.ResetRun(ctx, run.ID); err != nil {
+				return nil, fmt.Errorf("lab: start run %d over: %w", run.ID, err)
+			}
+			l.run.Status, l.run.Summary, l.run.Spec = "running", nil, s.YAML()
+		}
+	}
 	prev, err := l.Store.Trials(ctx, run.ID)
 	if err != nil {
 		return nil, fmt.Errorf("lab: read trials of run %d: %w", run.ID, err)
@@ -112,11 +141,18 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 			return nil, err
 		}
 	}
+	l.attempts = map[string]int{}
+	stored := 0
 	for _, t := range prev {
-		l.done[measurementKey(t.Key)] = t
 		if !t.Ended.IsZero() && t.Ended.After(t.Started) {
 			l.spent += t.Ended.Sub(t.Started)
 		}
+		if l.retry(t) {
+			l.attempts[measurementKey(t.Key)] = max(t.Attempt, 1)
+			continue
+		}
+		l.done[measurementKey(t.Key)] = t
+		stored++
 	}
 	l.sum = &Summary{
 		Version: SummaryVersion, Name: s.Name, Model: s.Model, Runtime: s.Runtime,
@@ -130,11 +166,14 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		l.sum.NoiseSigma = s.Noise.Sigma
 	}
 	if l.Progress != nil {
-		l.Progress.Start(s, l.plannedTrials(), len(prev))
+		l.Progress.Start(s, l.plannedTrials(), stored)
 	}
 	err = l.method(ctx)
 	if errors.Is(err, ErrBudget) {
 		err = nil
+	}
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause // the lease was lost: say so, not just "canceled"
 	}
 	l.sum.TuningTrials = len(l.tuning)
 	l.sum.TrialsRun, l.sum.TrialsReused, l.sum.Stopped = l.ran, l.reused, l.stopped
@@ -151,6 +190,18 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	// canceled one does not lose it.
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	if err != nil && leasing && stored == 0 && l.ran == 0 {
+		// It stopped before its first trial: a run with nothing in it
+		// would only hide the last complete one from `perflab report`.
+		if derr := ls.DeleteRun(uctx, l.run.ID); derr != nil {
+			err = errors.Join(err, fmt.Errorf("lab: remove the empty run %d: %w", l.run.ID, derr))
+		}
+		l.run = store.Run{}
+		if l.Progress != nil {
+			l.Progress.Done(l.sum)
+		}
+		return l.sum, err
+	}
 	if uerr := l.Store.UpdateRun(uctx, &l.run); uerr != nil && err == nil {
 		err = fmt.Errorf("lab: save run summary: %w", uerr)
 	}
@@ -158,6 +209,79 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		l.Progress.Done(l.sum)
 	}
 	return l.sum, err
+}
+
+// leaser is the part of *store.Store that makes one live lab the owner of a
+// run; a Store without it (a test's in-memory one) is never shared.
+type leaser interface {
+	AcquireRun(ctx context.Context, runID int64, owner store.Owner, ttl time.Duration) error
+	RenewLease(ctx context.Context, runID int64, owner store.Owner, ttl time.Duration) error
+	ReleaseRun(ctx context.Context, runID int64, owner store.Owner) error
+	ResetRun(ctx context.Context, runID int64) error
+	DeleteRun(ctx context.Context, runID int64) error
+}
+
+var _ leaser = (*store.Store)(nil)
+
+// holdRun takes the run's lease and keeps renewing it until stop is
+// called. The returned context is canceled if the lease is lost (this lab
+// stalled past its TTL and another took the run over), so two labs never
+// write the same run.
+func (l *Lab) holdRun(ctx context.Context, ls leaser) (stop func(), _ context.Context, _ error) {
+	ttl := l.LeaseTTL
+	if ttl <= 0 {
+		ttl = 30 * time.Second
+	}
+	owner := store.NewOwner()
+	if err := ls.AcquireRun(ctx, l.run.ID, owner, ttl); err != nil {
+		return nil, nil, fmt.Errorf("lab: run %s: %w", l.Spec.Name, err)
+	}
+	lctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(ttl / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), ttl/3)
+				err := ls.RenewLease(rctx, l.run.ID, owner, ttl)
+				rcancel()
+				var held *store.HeldError
+				if errors.As(err, &held) {
+					cancel(fmt.Errorf("lab: lost run %s: %w", l.Spec.Name, err))
+					return
+				}
+			}
+		}
+	}()
+	stop = func() {
+		close(done)
+		wg.Wait()
+		cancel(nil)
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		_ = ls.ReleaseRun(rctx, l.run.ID, owner)
+	}
+	return stop, lctx, nil
+}
+
+// retry says whether a stored trial is run again rather than reused: a
+// failure a retry may cure, on its first attempt, or any failure when the
+// user asks for it.
+func (l *Lab) retry(t store.Trial) bool {
+	if t.Status == "ok" {
+		return false
+	}
+	if l.RetryFailed {
+		return true
+	}
+	return engine.FailureClass(t.FailureClass).Transient() && t.Attempt <= 1
 }
 
 // runFinder is the part of *store.Store that finds a run without creating

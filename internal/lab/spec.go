@@ -39,8 +39,10 @@ const (
 
 // Spec is one lab: what to tune, where, against which workloads, with which
 // candidate values and budget. Relative paths in it (tokenizer, dataset
-// files) are resolved against the current working directory, the way the
-// README's commands are run from the repository root.
+// files, a local model directory) are made absolute once, when the spec is
+// loaded, against the directory of the spec file (LoadSpec) or the base the
+// caller names (ParseSpecIn): an engine runs in a directory, container or
+// pod of its own, where a relative path would mean something else.
 type Spec struct {
 	// Name names the run and the default output directory.
 	Name string `yaml:"name" json:"name"`
@@ -322,18 +324,39 @@ func (e *SpecError) Error() string {
 	return fmt.Sprintf("lab: %s: %s", e.File, e.Msg)
 }
 
-// LoadSpec reads and validates a spec file.
+// LoadSpec reads and validates a spec file; its relative paths resolve
+// against the file's own directory, so the spec means the same thing from
+// whatever directory perflab is started.
 func LoadSpec(path string) (*Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("lab: read spec %s: %w", path, err)
+		return nil, fmt.Errorf("lab: read spec: %w", err)
 	}
-	return ParseSpec(path, data)
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("lab: spec %s: %w", path, err)
+	}
+	return ParseSpecIn(path, data, dir)
 }
 
-// ParseSpec decodes a spec strictly (unknown fields are errors), fills the
-// defaults and validates it. name is used in error messages (file:line).
+// ParseSpec is ParseSpecIn with the current directory as the base of
+// relative paths.
 func ParseSpec(name string, data []byte) (*Spec, error) {
+	return ParseSpecIn(name, data, "")
+}
+
+// ParseSpecIn decodes a spec strictly (unknown fields are errors), resolves
+// its relative paths against base (the current directory when empty),
+// fills the defaults and validates it. name is used in error messages
+// (file:line).
+func ParseSpecIn(name string, data []byte, base string) (*Spec, error) {
+	if base == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("lab: spec %s: %w", name, err)
+		}
+		base = wd
+	}
 	var s Spec
 	if err := yaml.UnmarshalWithOptions(data, &s, yaml.Strict()); err != nil {
 		var ye yaml.Error
@@ -348,7 +371,14 @@ func ParseSpec(name string, data []byte) (*Spec, error) {
 	}
 	s.file = name
 	file, _ := parser.ParseBytes(data, 0)
-	if err := s.validate(func(path string) int { return lineOf(file, path) }); err != nil {
+	line := func(path string) int { return lineOf(file, path) }
+	if err := s.validate(line); err != nil {
+		return nil, err
+	}
+	if err := s.resolvePaths(base, line); err != nil {
+		return nil, err
+	}
+	if err := s.checkDatasets(line); err != nil {
 		return nil, err
 	}
 	s.fillDefaults()
@@ -503,14 +533,15 @@ func (w *Workload) validate(p string, bad func(string, string, ...any) error) er
 	return nil
 }
 
-// DefaultShareGPTPath is where the tuning workload's ShareGPT sample lives,
-// relative to the repository root.
+// DefaultShareGPTPath is where the tuning workload's ShareGPT sample lives
+// when a spec names none, relative to the current directory (the
+// repository root, with the shared data beside it).
 const DefaultShareGPTPath = "../shared/data/sharegpt/sharegpt_v3_sample_1000.json"
 
 // DefaultTuning is the reports' tuning workload: ShareGPT, 1,000 prompts,
 // rate inf.
 func DefaultTuning() Workload {
-	return Workload{Name: "ShareGPT", Dataset: "sharegpt", Path: DefaultShareGPTPath, NumPrompts: 1000, RequestRate: Rate(math.Inf(1))}
+	return Workload{Name: "ShareGPT", Dataset: "sharegpt", Path: ResolvePath(DefaultShareGPTPath), NumPrompts: 1000, RequestRate: Rate(math.Inf(1))}
 }
 
 // DefaultGeneralization is the reports' four random cases (seed 42, rate inf).
@@ -593,7 +624,7 @@ func fillWorkload(w *Workload) {
 		}
 	}
 	if w.Dataset == "sharegpt" && w.Path == "" {
-		w.Path = DefaultShareGPTPath
+		w.Path = ResolvePath(DefaultShareGPTPath)
 	}
 	if w.NumPrompts == 0 {
 		w.NumPrompts = 1000
@@ -672,8 +703,9 @@ func (s *Spec) baselineEngine() string {
 	return s.Engines[0].Name
 }
 
-// ResolvePath resolves a relative path against the current directory (the
-// documented rule) and cleans it.
+// ResolvePath makes a relative path absolute against the current
+// directory, for paths that did not come from a spec (the default ShareGPT
+// sample); a spec's own paths are already absolute.
 func ResolvePath(p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
@@ -683,4 +715,90 @@ func ResolvePath(p string) string {
 		return p
 	}
 	return abs
+}
+
+// pathLike says whether a reference is written as a file-system path (and
+// not as a Hugging Face id such as "Qwen/Qwen3-14B").
+func pathLike(p string) bool {
+	return filepath.IsAbs(p) || p == "." || p == ".." || strings.HasPrefix(p, "./") ||
+		strings.HasPrefix(p, "../") || strings.HasPrefix(p, "~/")
+}
+
+// under joins a relative path to base ("~/" is the home directory).
+func under(base, p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(base, p)
+}
+
+// resolvePaths makes every path the spec names absolute against base.
+// A reference that may be a path or a Hub id (tokenizer, model) is a path
+// when it is written as one or names something that exists under base; a
+// path that does not exist is an error at its line, here, rather than an
+// engine's start-up crash in another directory later.
+func (s *Spec) resolvePaths(base string, line func(string) int) error {
+	ref := func(field, path string, v *string) error {
+		if *v == "" {
+			return nil
+		}
+		p := under(base, *v)
+		if _, err := os.Stat(p); err == nil {
+			*v = p
+			return nil
+		}
+		if pathLike(*v) {
+			return &SpecError{File: s.file, Line: line(path), Msg: fmt.Sprintf("%s %s: no such file or directory (%s; relative paths resolve against %s)", field, *v, p, base)}
+		}
+		return nil // a Hugging Face id, resolved later
+	}
+	if err := ref("tokenizer", "$.tokenizer", &s.Tokenizer); err != nil {
+		return err
+	}
+	if err := ref("model", "$.model", &s.Model); err != nil {
+		return err
+	}
+	if err := ref("fp8_model", "$.fp8_model", &s.FP8Model); err != nil {
+		return err
+	}
+	if s.Tuning != nil && s.Tuning.Path != "" {
+		s.Tuning.Path = under(base, s.Tuning.Path)
+	}
+	for i := range s.Generalization {
+		if s.Generalization[i].Path != "" {
+			s.Generalization[i].Path = under(base, s.Generalization[i].Path)
+		}
+	}
+	return nil
+}
+
+// checkDatasets refuses a workload whose dataset file is missing, naming
+// the workload and the line, before any run is stored. It runs before the
+// defaults are filled: the default ShareGPT sample is checked when it is
+// read (a spec that is only parsed, never run, does not need it).
+func (s *Spec) checkDatasets(line func(string) int) error {
+	check := func(w *Workload, path string) error {
+		if w == nil || w.Path == "" {
+			return nil
+		}
+		if _, err := os.Stat(w.Path); err != nil {
+			return &SpecError{File: s.file, Line: line(path + ".path"),
+				Msg: fmt.Sprintf("workload %q: dataset file %s: no such file", w.Name, w.Path)}
+		}
+		return nil
+	}
+	if err := check(s.Tuning, "$.tuning"); err != nil {
+		return err
+	}
+	for i := range s.Generalization {
+		if err := check(&s.Generalization[i], fmt.Sprintf("$.generalization[%d]", i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -211,8 +211,8 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	return r, nil
 }
 
-func (s *Store) oneRun(ctx context.Context, what string, query string, arg any) (Run, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, s.q(query), arg))
+func (s *Store) oneRun(ctx context.Context, what string, query string, args ...any) (Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, s.q(query), args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, fmt.Errorf("store: run %s: %w", what, ErrNotFound)
 	}
@@ -232,9 +232,20 @@ func (s *Store) RunByKey(ctx context.Context, key string) (Run, error) {
 	return s.oneRun(ctx, "key "+key, `SELECT `+runCols+` FROM runs WHERE key = ?`, key)
 }
 
-// RunByName returns the most recently updated run with that name.
+// RunByName returns the latest run with that name that has trials (an
+// empty run, of a lab that stopped before its first trial, only when no
+// other has the name).
 func (s *Store) RunByName(ctx context.Context, name string) (Run, error) {
-	return s.oneRun(ctx, strconv.Quote(name), `SELECT `+runCols+` FROM runs WHERE name = ? ORDER BY updated_ms DESC, id DESC LIMIT 1`, name)
+	return s.oneRun(ctx, strconv.Quote(name), `SELECT `+runCols+` FROM runs WHERE name = ?
+		ORDER BY CASE WHEN EXISTS (SELECT 1 FROM trials WHERE trials.run_id = runs.id) THEN 0 ELSE 1 END,
+		updated_ms DESC, id DESC LIMIT 1`, name)
+}
+
+// LatestRun returns the latest run that has trials, else the latest run.
+func (s *Store) LatestRun(ctx context.Context) (Run, error) {
+	return s.oneRun(ctx, "latest", `SELECT `+runCols+` FROM runs
+		ORDER BY CASE WHEN EXISTS (SELECT 1 FROM trials WHERE trials.run_id = runs.id) THEN 0 ELSE 1 END,
+		updated_ms DESC, id DESC LIMIT 1`)
 }
 
 // Runs lists every run, newest first.

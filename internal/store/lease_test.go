@@ -98,3 +98,39 @@ func TestLease(t *testing.T) {
 		})
 	}
 }
+
+// TestLatestRunHasTrials: an empty run (a lab that stopped before its
+// first trial) is never "the latest run" of its name, or overall, while a
+// run with trials exists; with none, it is found all the same.
+func TestLatestRunHasTrials(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			full, err := s.EnsureRun(ctx, "full", "same", "spec", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SaveTrial(ctx, &Trial{RunID: full.ID, Key: "a", Status: "ok"}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond) // a later updated_ms
+			empty, err := s.EnsureRun(ctx, "empty", "same", "spec", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, err := s.RunByName(ctx, "same"); err != nil || r.ID != full.ID {
+				t.Fatalf("RunByName = %d, %v; want the run with trials %d (not the empty %d)", r.ID, err, full.ID, empty.ID)
+			}
+			if r, err := s.LatestRun(ctx); err != nil || r.ID != full.ID {
+				t.Fatalf("LatestRun = %d, %v; want %d", r.ID, err, full.ID)
+			}
+			if err := s.DeleteRun(ctx, full.ID); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := s.RunByName(ctx, "same"); err != nil || r.ID != empty.ID {
+				t.Fatalf("RunByName with only the empty run = %d, %v", r.ID, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,221 @@
+// Package app turns a lab spec and the command line's choices into a lab
+// ready to run: the spec with its overrides, the simulator's fingerprint in
+// its run key, the guide, the runner and its runtime, and the store. The
+// CLI's lab and report commands call the same code, so both find a run by
+// the same key; a future API server calls it too.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/sim"
+	"github.com/perflab/perflab/internal/store"
+	"github.com/perflab/perflab/internal/tokenizer"
+)
+
+// Options are what the command line may change about a spec. Zero values
+// leave the spec's own choices.
+type Options struct {
+	// Runtime overrides the spec's runtime.
+	Runtime string
+	// TimeScale overrides the sim runtime's clock speed-up.
+	TimeScale float64
+	// Parallel overrides how many trials run at once.
+	Parallel int
+	// Coefficients is a calibration file from `perflab sim calibrate`
+	// for the simulator (guide, sim-predict and sim runtimes).
+	Coefficients string
+	// Analytic predicts with the lab's closed-form stand-in model instead
+	// of the simulator (tests).
+	Analytic bool
+}
+
+// DefaultTimeScale is the sim runtime's clock speed-up when neither the
+// spec nor the command line sets one.
+const DefaultTimeScale = 20
+
+// Spec loads a spec file and applies opts: the runtime, time scale and
+// parallelism overrides, and the simulator's fingerprint (model revision
+// and calibration hash) for the runtimes it measures. The result's Key is
+// the run key; every command that looks a run up by its spec calls this.
+func Spec(path string, opts Options) (*lab.Spec, *sim.Coefficients, error) {
+	spec, err := lab.LoadSpec(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	coef, err := Apply(spec, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return spec, coef, nil
+}
+
+// Apply applies opts to a spec already parsed (Spec does it for a file).
+func Apply(spec *lab.Spec, opts Options) (*sim.Coefficients, error) {
+	if opts.Runtime != "" {
+		spec.Runtime = opts.Runtime
+	}
+	switch spec.Runtime {
+	case lab.RuntimeSimPredict, lab.RuntimeSim, lab.RuntimeProcess:
+	default:
+		return nil, fmt.Errorf("lab: runtime %q: want sim-predict, sim or process", spec.Runtime)
+	}
+	if opts.TimeScale > 0 {
+		spec.TimeScale = opts.TimeScale
+	}
+	if spec.Runtime == lab.RuntimeSim && spec.TimeScale == 0 {
+		spec.TimeScale = DefaultTimeScale
+	}
+	if opts.Parallel > 0 {
+		spec.Parallel = opts.Parallel
+	}
+	var coef *sim.Coefficients
+	if opts.Coefficients != "" {
+		c, err := sim.LoadCoefficients(opts.Coefficients)
+		if err != nil {
+			return nil, fmt.Errorf("lab: --coefficients: %w", err)
+		}
+		coef = c
+	}
+	spec.Simulator = ""
+	switch {
+	case opts.Analytic:
+		spec.Simulator = "analytic"
+	case spec.Runtime == lab.RuntimeSimPredict || spec.Runtime == lab.RuntimeSim:
+		spec.Simulator = sim.Fingerprint(coef)
+	}
+	return coef, nil
+}
+
+// Setup is a lab's moving parts before it runs.
+type Setup struct {
+	// Predict is the in-process simulator runner: the guide of the joint
+	// search, and the runner of sim-predict labs and dry runs.
+	Predict *lab.PredictRunner
+	// Runner measures the trials (Predict for sim-predict).
+	Runner lab.Runner
+	// Requests samples each workload's requests (cached).
+	Requests lab.Requests
+}
+
+// NewSetup builds the guide, the runner and the request sampler for a
+// spec prepared by Spec or Apply.
+func NewSetup(ctx context.Context, spec *lab.Spec, coef *sim.Coefficients, opts Options) (*Setup, error) {
+	var predictor lab.Predictor = lab.SimPredictor{SLO: spec.Objective.SLO, Coefficients: coef}
+	var requests lab.Requests
+	if opts.Analytic {
+		predictor, requests = lab.AnalyticPredictor{}, lab.StandinRequests
+	} else {
+		tok, err := Tokenizer(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		requests = lab.DatasetRequests(tok)
+	}
+	requests = lab.CachedRequests(requests)
+	predict := &lab.PredictRunner{Predictor: predictor, Hardware: spec.Hardware, Requests: requests, Noise: spec.Noise}
+	su := &Setup{Predict: predict, Runner: predict, Requests: requests}
+	switch spec.Runtime {
+	case lab.RuntimeSim:
+		tokPath := spec.Tokenizer
+		if _, err := os.Stat(tokPath); err != nil {
+			tokPath = "" // a Hub id: sim serve then counts tokens without one
+		}
+		su.Runner = &lab.LiveRunner{
+			Runtime: &engine.Sim{GPU: spec.Hardware.GPU, TimeScale: spec.TimeScale, Tokenizer: tokPath,
+				Coefficients: absPath(opts.Coefficients)},
+			Requests:  requests,
+			TimeScale: spec.TimeScale,
+			SLO:       spec.Objective.SLO,
+		}
+	case lab.RuntimeProcess:
+		su.Runner = &lab.LiveRunner{Runtime: &engine.Process{}, Requests: requests, SLO: spec.Objective.SLO}
+	}
+	return su, nil
+}
+
+// Preflight samples every workload that reads a dataset file, so a
+// missing or truncated file stops the lab before it stores a run, with the
+// file named. The sampler is cached: the trials reuse what it read.
+func (su *Setup) Preflight(spec *lab.Spec) error {
+	ws := append([]lab.Workload{*spec.Tuning}, spec.Generalization...)
+	for _, w := range ws {
+		if w.Path == "" {
+			continue
+		}
+		if _, err := su.Requests(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Tokenizer loads the spec's tokenizer: a local path when it exists (the
+// spec made it absolute), else a model id resolved through the HF cache
+// and the Hub.
+func Tokenizer(ctx context.Context, spec *lab.Spec) (*tokenizer.Tokenizer, error) {
+	ref := spec.Tokenizer
+	if ref == "" {
+		ref = spec.Model
+	}
+	var opt tokenizer.ResolveOptions
+	if _, err := os.Stat(ref); err == nil {
+		opt.Path = ref
+	}
+	tok, err := tokenizer.Resolve(ctx, ref, opt)
+	if err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	return tok, nil
+}
+
+// ErrAllFailed is wrapped by the error a lab returns when not one of its
+// trials succeeded.
+var ErrAllFailed = errors.New("every trial failed")
+
+// AllFailed returns an error wrapping ErrAllFailed, with the first
+// failure's trial and reason, when trials is not empty and none of them
+// succeeded; nil otherwise.
+func AllFailed(trials []store.Trial) error {
+	if len(trials) == 0 {
+		return nil
+	}
+	for _, t := range trials {
+		if t.Status == "ok" {
+			return nil
+		}
+	}
+	first := trials[0]
+	return fmt.Errorf("lab: %w (%d of %d); the first, %s (%s): %s: %s",
+		ErrAllFailed, len(trials), len(trials), first.Name, first.Key, first.FailureClass, firstLine(first.Reason))
+}
+
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// absPath makes a path absolute, so that an engine process started in
+// another directory finds the file ("" stays "").
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+var _ dataset.Tokenizer = (*tokenizer.Tokenizer)(nil)

@@ -1,0 +1,317 @@
+package lab
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/perflab/perflab/internal/store"
+)
+
+// sqliteStore is a real SQLite store in the test's directory.
+func sqliteStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "lab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// gateRunner blocks its first trial until released, so a second lab can
+// try the run while the first holds it.
+type gateRunner struct {
+	inner   Runner
+	started chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (g *gateRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
+	g.once.Do(func() {
+		close(g.started)
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+		}
+	})
+	return g.inner.Run(ctx, t)
+}
+
+// TestSecondLabIsRefused: two labs on one spec and database (defect 18 of
+// issue 11: both ran every trial and the store and one process's winner
+// disagreed). The second is told which process holds the run and runs
+// nothing; once the first ends, a rerun resumes its trials.
+func TestSecondLabIsRefused(t *testing.T) {
+	s := mustSpec(t, smallSpec)
+	st := sqliteStore(t)
+	first := analyticLab(s, st)
+	gate := &gateRunner{inner: first.Runner, started: make(chan struct{}), release: make(chan struct{})}
+	first.Runner = gate
+	done := make(chan error, 1)
+	go func() {
+		_, err := first.Run(context.Background())
+		done <- err
+	}()
+	<-gate.started
+	second := analyticLab(s, st)
+	cr := &countingRunner{inner: second.Runner}
+	second.Runner = cr
+	_, err := second.Run(context.Background())
+	var held *store.HeldError
+	if !errors.As(err, &held) || !strings.Contains(err.Error(), "pid ") {
+		t.Fatalf("second lab: err = %v, want a HeldError naming the holder", err)
+	}
+	if cr.n.Load() != 0 {
+		t.Errorf("second lab ran %d trials while the first held the run", cr.n.Load())
+	}
+	close(gate.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	again := analyticLab(s, st)
+	cr2 := &countingRunner{inner: again.Runner}
+	again.Runner = cr2
+	if _, err := again.Run(context.Background()); err != nil {
+		t.Fatalf("rerun after the first lab ended: %v", err)
+	}
+	if cr2.n.Load() != 0 {
+		t.Errorf("rerun ran %d trials, want all reused", cr2.n.Load())
+	}
+}
+
+// TestLostLeaseStopsLab: a lab whose lease was taken over (it stalled past
+// its TTL, and another lab took the run) stops instead of writing on
+// beside the new owner.
+func TestLostLeaseStopsLab(t *testing.T) {
+	s := mustSpec(t, smallSpec)
+	path := filepath.Join(t.TempDir(), "lab.db")
+	st, err := store.Open(context.Background(), "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l := analyticLab(s, st)
+	l.LeaseTTL = 150 * time.Millisecond
+	gate := &gateRunner{inner: l.Runner, started: make(chan struct{}), release: make(chan struct{})}
+	l.Runner = gate
+	defer close(gate.release)
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Run(context.Background())
+		done <- err
+	}()
+	<-gate.started
+	// Another process takes the run over, as it may once a lease lapsed:
+	// written through its own connection to the database file.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	thief := store.Owner{Host: "elsewhere", PID: 1, Nonce: "t"}
+	if _, err := db.Exec(`UPDATE runs SET owner = ?, lease_until_ms = ?`, thief.String(), time.Now().Add(time.Hour).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var held *store.HeldError
+		if !errors.As(err, &held) || held.Owner != thief.String() {
+			t.Fatalf("lab after losing its lease: err = %v, want a HeldError naming %s", err, thief)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("lab went on after losing its lease")
+	}
+}
+
+// flakyRunner fails the trials of one config with a class, the first
+// `times` times each is run.
+type flakyRunner struct {
+	inner Runner
+	class string
+	match func(TrialSpec) bool
+	times int
+	mu    sync.Mutex
+	seen  map[string]int
+}
+
+func (f *flakyRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
+	f.mu.Lock()
+	if f.seen == nil {
+		f.seen = map[string]int{}
+	}
+	f.seen[t.Key]++
+	n := f.seen[t.Key]
+	f.mu.Unlock()
+	if f.match(t) && n <= f.times {
+		return store.Trial{Key: t.Key, Stage: t.Stage, Name: t.Name, Workload: t.Workload.Name, Repeat: t.Repeat,
+			Status: "failed", FailureClass: f.class, Reason: "engine exited (killed by SIGKILL)",
+			Started: time.Now(), Ended: time.Now()}, nil
+	}
+	return f.inner.Run(ctx, t)
+}
+
+// TestResumeRetriesTransientFailures (defect 19 of issue 11): a trial that
+// crashed mid-benchmark is retried once by a resume, and then kept as
+// measured; a startup crash is reused, unless --retry-failed.
+func TestResumeRetriesTransientFailures(t *testing.T) {
+	s := mustSpec(t, smallSpec)
+	isFP8 := func(t TrialSpec) bool { return t.Stage == "quantization" && t.Repeat == 0 }
+	for _, tc := range []struct {
+		class       string
+		retryFailed bool
+		wantRetried bool
+	}{
+		{FailCrashDuringBench, false, true},
+		{FailHung, false, true},
+		{FailStartupCrash, false, false},
+		{FailStartupCrash, true, true},
+	} {
+		name := tc.class
+		if tc.retryFailed {
+			name += "/retry-failed"
+		}
+		t.Run(name, func(t *testing.T) {
+			st := sqliteStore(t)
+			l := analyticLab(s, st)
+			fr := &flakyRunner{inner: l.Runner, class: tc.class, match: isFP8, times: 99}
+			l.Runner = fr
+			if _, err := l.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			failedKeys := map[string]bool{}
+			for k, n := range fr.seen {
+				if strings.HasPrefix(k, "quantization/") && strings.HasSuffix(k, "/r0") && n > 0 {
+					failedKeys[k] = true
+				}
+			}
+			if len(failedKeys) == 0 {
+				t.Fatal("no quantization trial ran")
+			}
+			// Resume, still failing: a transient class is tried once more.
+			l2 := analyticLab(s, st)
+			l2.RetryFailed = tc.retryFailed
+			fr2 := &flakyRunner{inner: l2.Runner, class: tc.class, match: isFP8, times: 99}
+			l2.Runner = fr2
+			if _, err := l2.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for k := range failedKeys {
+				if got := fr2.seen[k] > 0; got != tc.wantRetried {
+					t.Errorf("%s: retried on resume = %v, want %v", k, got, tc.wantRetried)
+				}
+			}
+			// A third run: a transient failure already retried is not
+			// retried again without --retry-failed.
+			l3 := analyticLab(s, st)
+			l3.RetryFailed = tc.retryFailed
+			fr3 := &flakyRunner{inner: l3.Runner, class: tc.class, match: isFP8, times: 99}
+			l3.Runner = fr3
+			if _, err := l3.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for k := range failedKeys {
+				if got := fr3.seen[k] > 0; got != tc.retryFailed {
+					t.Errorf("%s: run again on the third run = %v, want %v", k, got, tc.retryFailed)
+				}
+				if tr, err := st.Trial(context.Background(), l3.StoredRun().ID, k); err == nil && tc.wantRetried && !tc.retryFailed && tr.Attempt != 2 {
+					t.Errorf("%s: attempt %d stored, want 2", k, tr.Attempt)
+				}
+			}
+		})
+	}
+}
+
+// failingRunner fails the lab itself (not a trial) on its first call.
+type failingRunner struct{}
+
+func (failingRunner) Run(context.Context, TrialSpec) (store.Trial, error) {
+	return store.Trial{}, errors.New("dataset: decode sharegpt.json: unexpected end of JSON input")
+}
+
+// TestFailedStartStoresNoRun (defect 14 of issue 11): a lab that stops
+// before its first trial leaves no run behind, so the previous complete
+// run stays the one `perflab report NAME` finds.
+func TestFailedStartStoresNoRun(t *testing.T) {
+	st := sqliteStore(t)
+	ctx := context.Background()
+	s := mustSpec(t, smallSpec)
+	if _, err := analyticLab(s, st).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	complete, err := st.RunByName(ctx, s.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := mustSpec(t, smallSpec+"min_gain: 0.001\n") // same name, another key
+	l := analyticLab(other, st)
+	l.Runner = failingRunner{}
+	if _, err := l.Run(ctx); err == nil {
+		t.Fatal("lab with a failing runner succeeded")
+	}
+	if l.StoredRun().ID != 0 {
+		t.Errorf("failed start left run %d", l.StoredRun().ID)
+	}
+	if _, err := st.RunByKey(ctx, other.Key()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("failed start stored a run: %v", err)
+	}
+	if r, err := st.RunByName(ctx, s.Name); err != nil || r.ID != complete.ID {
+		t.Errorf("latest run of %s = %d, %v; want the complete %d", s.Name, r.ID, err, complete.ID)
+	}
+}
+
+// TestSpecPathsResolveAgainstSpecDir (defect 1 of issue 11): a spec's
+// relative paths mean the same thing from any working directory, and a
+// missing one is an error at its line when the spec is loaded.
+func TestSpecPathsResolveAgainstSpecDir(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "specs")
+	tokDir := filepath.Join(dir, "data", "tok")
+	for _, d := range []string{sub, tokDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := filepath.Join(dir, "data", "sg.json")
+	if err := os.WriteFile(data, []byte("[]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) string {
+		p := filepath.Join(sub, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	head := "name: p\nmodel: Qwen/Qwen3-14B\nengines: [{name: vllm}]\n"
+	good := write("good.yaml", head+"tokenizer: ../data/tok\ntuning: {name: sg, path: ../data/sg.json}\n")
+	t.Chdir(t.TempDir()) // somewhere else entirely
+	s, err := LoadSpec(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Tokenizer != tokDir || s.Tuning.Path != data {
+		t.Errorf("tokenizer %q, tuning path %q; want %q and %q", s.Tokenizer, s.Tuning.Path, tokDir, data)
+	}
+	hub := write("hub.yaml", head+"tokenizer: Qwen/Qwen3-14B\ntuning: {name: sg, path: ../data/sg.json}\n")
+	if s, err := LoadSpec(hub); err != nil || s.Tokenizer != "Qwen/Qwen3-14B" {
+		t.Errorf("a Hub id as tokenizer: %q, %v", s.Tokenizer, err)
+	}
+	for _, tc := range []struct{ name, text, want string }{
+		{"tokenizer", head + "tokenizer: ../data/missing\n", "good-tok.yaml:4: tokenizer ../data/missing: no such file"},
+		{"dataset", head + "tuning:\n  name: sg\n  path: ../data/nope.json\n", `good-dataset.yaml:6: workload "sg": dataset file ` + filepath.Join(dir, "data", "nope.json")},
+	} {
+		p := write("good-"+map[string]string{"tokenizer": "tok", "dataset": "dataset"}[tc.name]+".yaml", tc.text)
+		_, err := LoadSpec(p)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", tc.name, err, tc.want)
+		}
+	}
+}
