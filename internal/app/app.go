@@ -193,8 +193,8 @@ func AllFailed(trials []store.Trial) error {
 		}
 	}
 	first := trials[0]
-	return fmt.Errorf("lab: %w (%d of %d); the first, %s (%s): %s: %s",
-		ErrAllFailed, len(trials), len(trials), first.Name, first.Key, first.FailureClass, firstLine(first.Reason))
+	return fmt.Errorf("lab: %w (%d); the first, %s (trial %s): %s: %s",
+		ErrAllFailed, len(trials), first.Name, first.Key, first.FailureClass, firstLine(first.Reason))
 }
 
 func firstLine(s string) string {

@@ -1,0 +1,77 @@
+package app
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/sim"
+	"github.com/perflab/perflab/internal/store"
+)
+
+// TestAllFailed: a lab is a failure for the shell only when not one trial
+// succeeded, and the error carries the first failure's trial and reason.
+func TestAllFailed(t *testing.T) {
+	failed := store.Trial{Key: "baseline/x/r0", Name: "vLLM", Status: "failed", FailureClass: "startup_crash",
+		Reason: "perflab sim serve: --tokenizer: open ../shared/x: no such file\nmore"}
+	ok := store.Trial{Key: "engine/y/r0", Name: "SGLang", Status: "ok"}
+	if err := AllFailed(nil); err != nil {
+		t.Errorf("no trials: %v", err)
+	}
+	if err := AllFailed([]store.Trial{failed, ok}); err != nil {
+		t.Errorf("one trial succeeded: %v", err)
+	}
+	err := AllFailed([]store.Trial{failed, failed})
+	if !errors.Is(err, ErrAllFailed) {
+		t.Fatalf("every trial failed: err = %v", err)
+	}
+	for _, want := range []string{"vLLM", "baseline/x/r0", "startup_crash", "no such file"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "more") {
+		t.Errorf("%q carries more than the reason's first line", err)
+	}
+}
+
+// TestSpecKeyIncludesSimulator (defect 3 of issue 11): the run key of a
+// spec on a simulator runtime carries the simulator's fingerprint, and the
+// one function both `lab` and `report SPEC` call gives the same key for
+// the same spec and options, and another for another runtime.
+func TestSpecKeyIncludesSimulator(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.yaml")
+	text := "name: k\nmodel: Qwen/Qwen3-14B\nengines: [{name: vllm}]\ntuning: {name: r, dataset: random, input_len: 8, output_len: 8}\n"
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := Spec(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Simulator != sim.Fingerprint(nil) {
+		t.Errorf("simulator = %q, want the fingerprint %q", a.Simulator, sim.Fingerprint(nil))
+	}
+	raw, err := lab.LoadSpec(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Key() == a.Key() {
+		t.Error("the key without the simulator's fingerprint equals the lab's: a recalibrated simulator would resume stale trials")
+	}
+	b, _, err := Spec(p, Options{})
+	if err != nil || b.Key() != a.Key() {
+		t.Errorf("same spec and options: keys %s and %s (%v)", a.Key(), b.Key(), err)
+	}
+	c, _, err := Spec(p, Options{Runtime: lab.RuntimeSim})
+	if err != nil || c.Key() == a.Key() || c.TimeScale != DefaultTimeScale {
+		t.Errorf("runtime sim: key %s (sim-predict %s), time scale %v, err %v", c.Key(), a.Key(), c.TimeScale, err)
+	}
+	if _, _, err := Spec(p, Options{Runtime: "docker-compose"}); err == nil {
+		t.Error("an unknown runtime was accepted")
+	}
+}
