@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -117,11 +118,18 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		return fail(FailStartupCrash, err.Error(), h)
 	}
 	_, load := t.Workload.resolve()
+	sendRate := load.rate
+	if k := r.TimeScale; k > 0 && !math.IsInf(sendRate, 1) {
+		// A server k times faster than simulated time is offered the
+		// load k times faster, so that in simulated time it gets the
+		// spec's rate (the records are stretched back below).
+		sendRate *= k
+	}
 	h.MarkBenchmarking()
 	out, err := bench.Run(ctx, bench.Config{
 		BaseURL: h.BaseURL(), Backend: "openai-chat", Endpoint: "/v1/chat/completions",
 		Model: t.Config.Model, ServedModelName: t.Config.ServedModelName, Requests: reqs,
-		RequestRate: load.rate, MaxConcurrency: load.maxConc, Seed: load.seed,
+		RequestRate: sendRate, MaxConcurrency: load.maxConc, Seed: load.seed,
 	})
 	if ctx.Err() != nil {
 		return rec, ctx.Err()
@@ -145,16 +153,21 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		if g := r.SLO.goodput(); len(g) > 0 {
 			opt.Goodput = g
 		}
-		res := metrics.Compute(out.Records, out.Duration, opt)
+		recs, dur := out.Records, out.Duration
+		if k := r.TimeScale; k > 0 && k != 1 {
+			// The server ran K times faster than simulated time: the
+			// records are stretched back once, before the one Compute, so
+			// every figure (quantiles and CDFs too) is in simulated time.
+			recs = make([]metrics.Record, len(out.Records))
+			for i, rc := range out.Records {
+				recs[i] = rc.Stretched(k)
+			}
+			dur *= k
+			rec.Reason = joinReason(rec.Reason, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", k))
+		}
+		res := metrics.Compute(recs, dur, opt)
 		if b, err = res.MarshalJSON(); err != nil {
 			return rec, fmt.Errorf("lab: encode result: %w", err)
-		}
-		if k := r.TimeScale; k > 0 && k != 1 {
-			// The server ran K times faster than simulated time.
-			if b, err = scaleResult(b, 1/k); err != nil {
-				return rec, err
-			}
-			rec.Reason = joinReason(rec.Reason, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", k))
 		}
 	}
 	if f := h.Failure(); f != nil {

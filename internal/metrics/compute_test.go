@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -400,5 +401,41 @@ func TestQuantiles(t *testing.T) {
 	b, _ := json.Marshal(r)
 	if err := json.Unmarshal(b, &back); err != nil || len(back.Perflab.Quantiles["ttft"]) != 21 {
 		t.Fatalf("round trip: %v, %v", back.Perflab, err)
+	}
+}
+
+// TestStretchedScalesEveryTime: every time a Record holds is stretched,
+// so a field added later cannot be forgotten by the sim runtime's scaling
+// (found by reflection: every float64 and []float64 field is a time).
+func TestStretchedScalesEveryTime(t *testing.T) {
+	var r Record
+	v := reflect.ValueOf(&r).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Float64:
+			f.SetFloat(float64(i + 1))
+		case reflect.Slice:
+			if f.Type().Elem().Kind() == reflect.Float64 {
+				f.Set(reflect.ValueOf([]float64{float64(i + 1)}))
+			}
+		}
+	}
+	itl0 := r.ITL[0]
+	s := reflect.ValueOf(r.Stretched(4))
+	for i := 0; i < v.NumField(); i++ {
+		name := v.Type().Field(i).Name
+		switch f := s.Field(i); f.Kind() {
+		case reflect.Float64:
+			if f.Float() != 4*float64(i+1) {
+				t.Errorf("%s = %v, want %v", name, f.Float(), 4*float64(i+1))
+			}
+		case reflect.Slice:
+			if f.Type().Elem().Kind() == reflect.Float64 && f.Index(0).Float() != 4*float64(i+1) {
+				t.Errorf("%s[0] = %v, want %v", name, f.Index(0).Float(), 4*float64(i+1))
+			}
+		}
+	}
+	if r.ITL[0] != itl0 {
+		t.Error("Stretched changed the original's ITL in place")
 	}
 }

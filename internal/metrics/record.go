@@ -54,3 +54,26 @@ type Record struct {
 	// GeneratedText is the concatenated content (kept only when asked for).
 	GeneratedText string `json:"generated_text,omitempty"`
 }
+
+// Stretched returns the record with every time in it multiplied by k: the
+// record a client would have measured against a server running k times
+// slower (the sim runtime's compressed clock, undone). Every figure
+// computed from the stretched records, percentiles and CDFs included, is
+// then in the simulated time; scaling computed results instead misses
+// whatever is nested or named unlike a time.
+func (r Record) Stretched(k float64) Record {
+	r.Scheduled *= k
+	r.Sent *= k
+	r.QueueTime *= k
+	r.TTFT *= k
+	r.TTFC *= k
+	r.Latency *= k
+	if len(r.ITL) > 0 {
+		itl := make([]float64, len(r.ITL))
+		for i, v := range r.ITL {
+			itl[i] = v * k
+		}
+		r.ITL = itl
+	}
+	return r
+}
