@@ -207,7 +207,7 @@ func (l *Lab) evaluate(t TrialSpec, rec store.Trial) *result {
 		if r.failed == "" {
 			r.failed = FailCrashDuringBench
 		}
-		r.why = "crash: " + r.failed
+		r.why, r.kind = "crash: "+r.failed, WhyFailed
 		if rec.Reason != "" {
 			r.why += " (" + firstLine(rec.Reason) + ")"
 		}
@@ -215,30 +215,30 @@ func (l *Lab) evaluate(t TrialSpec, rec store.Trial) *result {
 	}
 	obs, err := ParseObservation(rec.Result)
 	if err != nil {
-		r.failed, r.why = FailCrashDuringBench, "unreadable result: "+err.Error()
+		r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), WhyFailed
 		return r
 	}
 	r.obs = obs
 	obj := l.Spec.Objective
 	r.score = obj.Score(obs, GPUs(t.Config))
 	if sr := obs.SuccessRate(); sr < l.Spec.MinSuccessRate {
-		r.why = fmt.Sprintf("success rate %.1f%% < %.1f%%", 100*sr, 100*l.Spec.MinSuccessRate)
+		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%%", 100*sr, 100*l.Spec.MinSuccessRate), WhyLowSuccess
 		return r
 	}
 	// A figure the objective or an SLO needs but the result lacks reads as
 	// 0 and would pass a P99 bound or score every trial 0; say so instead.
 	if k := missingKeys(rec.Result, obj.neededKeys()); k != "" {
-		r.why = "SLO: the result has no " + k + " to check it against"
+		r.why, r.kind = "SLO: the result has no "+k+" to check it against", WhySLO
 		return r
 	}
 	if v := obj.sloViolation(obs); v != "" {
-		r.why = "SLO: " + v
+		r.why, r.kind = "SLO: "+v, WhySLO
 		return r
 	}
 	// A score that is not a positive number cannot be compared (a gain
 	// over it is NaN or infinite): not eligible, with the reason.
 	if !(r.score > 0) || math.IsInf(r.score, 0) {
-		r.why = fmt.Sprintf("objective is %.4g %s", r.score, obj.Unit())
+		r.why, r.kind = fmt.Sprintf("objective is %.4g %s", r.score, obj.Unit()), WhyNoScore
 		if obj.Metric == ObjectiveGoodput {
 			r.why += ": no request met the SLO"
 		}

@@ -77,6 +77,7 @@ type result struct {
 	score  float64
 	failed string // failure class or "" when it ran
 	why    string // why it is not eligible ("" when eligible)
+	kind   Why    // the kind of why
 }
 
 func (r *result) eligible() bool { return r != nil && r.why == "" }
@@ -451,7 +452,7 @@ func (l *Lab) stage(ctx context.Context, st Stage, inc *result, incScore float64
 		// What the engine package knows the engine/version cannot run is
 		// not worth a trial (it would only fail as invalid_config).
 		if why := unsupported(cfg); why != "" {
-			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, "unsupported: "+why))
+			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, WhyUnsupported, "unsupported: "+why))
 			continue
 		}
 		pts = append(pts, p)
@@ -481,10 +482,10 @@ func (l *Lab) stage(ctx context.Context, st Stage, inc *result, incScore float64
 }
 
 // unrun is the summary entry of a candidate that was not run, with why.
-func (l *Lab) unrun(p Point, cfg engine.Config, why string) Candidate {
+func (l *Lab) unrun(p Point, cfg engine.Config, kind Why, why string) Candidate {
 	return Candidate{
 		Name: Label(p), Point: map[string]string(p.clone()), ConfigHash: ConfigHash(cfg), GPUs: GPUs(cfg),
-		Decision: "skipped", Reason: why,
+		Decision: "skipped", Reason: why, Why: kind,
 	}
 }
 
@@ -503,7 +504,7 @@ func (l *Lab) undecided(pts []Point, res []*result, err error) []Candidate {
 			if res[i].failed != "" {
 				c.Decision = "failed"
 			}
-			c.Reason = "stopped by budget before the stage's decision"
+			c.Reason, c.Why = "stopped by budget before the stage's decision", WhyBudget
 			if res[i].why != "" {
 				c.Reason = res[i].why + "; " + c.Reason
 			}
@@ -511,7 +512,7 @@ func (l *Lab) undecided(pts []Point, res []*result, err error) []Candidate {
 			continue
 		}
 		cfg, _ := l.Spec.Config(p)
-		out = append(out, l.unrun(p, cfg, "not run: budget spent"))
+		out = append(out, l.unrun(p, cfg, WhyBudget, "not run: budget spent"))
 	}
 	return out
 }
@@ -562,11 +563,11 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 		}
 		switch {
 		case r.failed != "":
-			c.Decision, c.Reason = "failed", r.why
+			c.Decision, c.Reason, c.Why = "failed", r.why, r.kind
 		case !r.eligible():
-			c.Decision, c.Reason = "skipped", r.why
+			c.Decision, c.Reason, c.Why = "skipped", r.why, r.kind
 		case r != best:
-			c.Decision, c.Reason = "skipped", fmt.Sprintf("not the best in stage (%+.2f%%)", 100*c.Gain)
+			c.Decision, c.Reason, c.Why = "skipped", fmt.Sprintf("not the best in stage (%+.2f%%)", 100*c.Gain), WhyNotBest
 		}
 		cands[i] = *c
 	}
@@ -578,7 +579,7 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 	if inc == nil {
 		// No working incumbent yet (the baseline failed): the best working
 		// candidate becomes it.
-		cands[bi].Decision, cands[bi].Reason = "kept", "first working configuration"
+		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "kept", "first working configuration", WhyFirstWorking
 		return best, l.incumbentScore(best), 0, nil
 	}
 	gain1, ok := relGain(best.score, incScore)
@@ -587,10 +588,11 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 		// this unreachable for a measured incumbent; kept as the guard).
 		cands[bi].Decision = "skipped"
 		cands[bi].Reason = fmt.Sprintf("no comparable incumbent score (%.4g %s)", incScore, l.Spec.Objective.Unit())
+		cands[bi].Why = WhyNoIncumbentScore
 		return inc, incScore, 0, nil
 	}
 	if gain1 <= 0 {
-		cands[bi].Decision, cands[bi].Reason = "skipped", fmt.Sprintf("no gain (%+.2f%%)", 100*gain1)
+		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "skipped", fmt.Sprintf("no gain (%+.2f%%)", 100*gain1), WhyNoGain
 		return inc, incScore, 0, nil
 	}
 	incScores, bestScores, err := l.repeatPair(ctx, stage, inc, best)
@@ -600,6 +602,7 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 			// its single-run gain is shown as such.
 			cands[bi].Decision = "skipped"
 			cands[bi].Reason = fmt.Sprintf("stopped by budget before its repeats (single run %+.2f%%)", 100*gain1)
+			cands[bi].Why = WhyBudget
 		}
 		return inc, incScore, 0, err
 	}
@@ -611,7 +614,7 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 	if bestScores == nil {
 		// A repeat failed: a config that does not run reliably is not kept.
 		cands[bi].RepeatScores, cands[bi].Score, cands[bi].Gain = nil, 0, 0
-		cands[bi].Decision, cands[bi].Reason = "skipped", "a repeat failed"
+		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "skipped", "a repeat failed", WhyRepeatFailed
 		return inc, incScore, floor, nil
 	}
 	gain, ok := relGain(mean(bestScores), mean(incScores))
@@ -619,16 +622,19 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 	if !ok {
 		cands[bi].Decision = "skipped"
 		cands[bi].Reason = fmt.Sprintf("no comparable incumbent score over its repeats (%.4g %s)", mean(incScores), l.Spec.Objective.Unit())
+		cands[bi].Why = WhyNoIncumbentScore
 		return inc, incScore, floor, nil
 	}
 	cands[bi].Gain = gain
 	if gain <= thr {
 		cands[bi].Decision = "skipped"
 		cands[bi].Reason = fmt.Sprintf("below noise floor (%+.2f%% <= %.2f%%)", 100*gain, 100*thr)
+		cands[bi].Why = WhyBelowNoise
 		return inc, mean(incScores), floor, nil
 	}
 	cands[bi].Decision = "kept"
 	cands[bi].Reason = fmt.Sprintf("%+.2f%% > noise floor %.2f%%", 100*gain, 100*thr)
+	cands[bi].Why = WhyBeatNoise
 	l.progressBest(best, mean(bestScores))
 	return best, mean(bestScores), floor, nil
 }
@@ -764,7 +770,7 @@ func (l *Lab) combinations(ctx context.Context, inc *result, incScore float64) (
 		var best *Candidate
 		for i := range st.Candidates {
 			c := &st.Candidates[i]
-			if c.Decision == "failed" || strings.HasPrefix(c.Reason, "success rate") || c.Gain <= 0 {
+			if c.Decision == "failed" || c.Why == WhyLowSuccess || c.Gain <= 0 {
 				continue
 			}
 			if best == nil || c.Gain > best.Gain {
@@ -875,7 +881,7 @@ func (l *Lab) candidate(r *result, repeats []float64) *Candidate {
 		c.RepeatScores, c.Score = repeats, mean(repeats)
 	}
 	if r.why != "" {
-		c.Reason = r.why
+		c.Reason, c.Why = r.why, r.kind
 	}
 	return c
 }

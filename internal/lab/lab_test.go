@@ -99,8 +99,17 @@ func TestLabStagedAnalytic(t *testing.T) {
 			continue
 		}
 		for _, c := range ss.Candidates {
-			if !strings.HasPrefix(c.Reason, "success rate 51.5%") || c.Decision == "kept" {
-				t.Errorf("speculative candidate %s: decision %s reason %q, want skipped for success rate", c.Name, c.Decision, c.Reason)
+			if !strings.HasPrefix(c.Reason, "success rate 51.5%") || c.Why != WhyLowSuccess || c.Decision == "kept" {
+				t.Errorf("speculative candidate %s: decision %s why %q reason %q, want skipped for success rate", c.Name, c.Decision, c.Why, c.Reason)
+			}
+		}
+	}
+	// Every decision carries its kind, which code tests instead of the
+	// sentence (issue 11: combinations tested the reason's prefix).
+	for _, ss := range sum.Stages {
+		for _, c := range ss.Candidates {
+			if c.Why == "" {
+				t.Errorf("stage %s, %s: decision %s (%q) has no kind", ss.Name, c.Name, c.Decision, c.Reason)
 			}
 		}
 	}

@@ -93,7 +93,9 @@ type Candidate struct {
 	// "objective is 0 req/s within SLO: no request met the SLO",
 	// "unsupported: <engine message>" (never launched), "not run: budget
 	// spent", "stopped by budget before its repeats (single run +1.71%)".
-	Reason       string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Why is the kind of the reason, for code; Reason is for people.
+	Why          Why    `json:"why,omitempty"`
 	FailureClass string `json:"failure_class,omitempty"`
 }
 

@@ -1,0 +1,37 @@
+package lab
+
+// Why is the kind of reason behind a candidate's decision. Decisions and
+// the report test it; Candidate.Reason is the same reason as a sentence
+// for people, and nothing branches on its text.
+type Why string
+
+// The kinds of reasons.
+const (
+	// WhyFailed: the trial failed (Candidate.FailureClass says how).
+	WhyFailed Why = "failed"
+	// WhyLowSuccess: too few requests succeeded (min_success_rate).
+	WhyLowSuccess Why = "low_success"
+	// WhySLO: a P99 bound was broken, or the result lacks the figure a
+	// bound needs.
+	WhySLO Why = "slo"
+	// WhyNoScore: the objective is not a positive number.
+	WhyNoScore Why = "no_score"
+	// WhyUnsupported: the engine version cannot run the config (not run).
+	WhyUnsupported Why = "unsupported"
+	// WhyBudget: the budget stopped it before a decision.
+	WhyBudget Why = "budget"
+	// WhyNotBest: another candidate of the step scored higher.
+	WhyNotBest Why = "not_best"
+	// WhyNoGain: it did not beat the incumbent.
+	WhyNoGain Why = "no_gain"
+	// WhyBelowNoise: its gain did not clear the noise floor.
+	WhyBelowNoise Why = "below_noise_floor"
+	// WhyRepeatFailed: one of its repeats failed.
+	WhyRepeatFailed Why = "repeat_failed"
+	// WhyNoIncumbentScore: the incumbent's score cannot be compared with.
+	WhyNoIncumbentScore Why = "no_incumbent_score"
+	// WhyFirstWorking: kept as the first configuration that worked.
+	WhyFirstWorking Why = "first_working"
+	// WhyBeatNoise: kept, its gain cleared the noise floor.
+	WhyBeatNoise Why = "beat_noise_floor"
+)
