@@ -14,6 +14,7 @@ import (
 	"github.com/perflab/perflab/internal/app"
 	"github.com/perflab/perflab/internal/lab"
 	"github.com/perflab/perflab/internal/report"
+	"github.com/perflab/perflab/internal/runtimes"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -54,7 +55,7 @@ It exits non-zero when no trial succeeded, with the first failure's reason.`,
 
 func init() {
 	f := labCmd.Flags()
-	f.StringVar(&labOpts.runtime, "runtime", "", "sim-predict, sim or process (default: the spec's, else sim-predict)")
+	f.StringVar(&labOpts.runtime, "runtime", "", runtimeHelp())
 	f.StringVar(&labOpts.db, "db", defaultDB, "store: sqlite:PATH, a path, or postgres://...")
 	f.StringVar(&labOpts.out, "out", "", "report directory (default out/<spec name>)")
 	f.BoolVar(&labOpts.fresh, "fresh", false, "start the run over (delete its stored trials)")
@@ -93,6 +94,10 @@ func runLab(cmd *cobra.Command, args []string) error {
 	if err := su.Preflight(spec); err != nil {
 		return err
 	}
+	runner, err := su.Runner(ctx, spec)
+	if err != nil {
+		return err
+	}
 	st, err := store.Open(ctx, labOpts.db)
 	if err != nil {
 		return err
@@ -103,7 +108,7 @@ func runLab(cmd *cobra.Command, args []string) error {
 	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
 		progress = lab.NewTerminalProgress(stderr)
 	}
-	l := &lab.Lab{Spec: spec, Store: st, Runner: su.Runner, Guide: su.Predict, Fresh: labOpts.fresh, Grid: labOpts.grid,
+	l := &lab.Lab{Spec: spec, Store: st, Runner: runner, Guide: su.Predict, Fresh: labOpts.fresh, Grid: labOpts.grid,
 		RetryFailed: labOpts.retryFailed, Progress: progress}
 	start := time.Now()
 	sum, runErr := l.Run(ctx)
@@ -158,4 +163,15 @@ func printPlan(ctx context.Context, w io.Writer, spec *lab.Spec, predict *lab.Pr
 	eta := time.Duration(per * float64(plan.Trials) * float64(time.Second))
 	fmt.Fprintf(w, "about %d trials at ~%.1f s each: ETA %s (exhaustive grid: %d configs)\n", plan.Trials, per, eta.Round(time.Second), plan.Grid)
 	return nil
+}
+
+// runtimeHelp lists the runtimes for --runtime, from their registry.
+func runtimeHelp() string {
+	var b strings.Builder
+	b.WriteString("where trials run (default: the spec's, else " + runtimes.Default + "):")
+	for _, n := range runtimes.Names() {
+		k, _ := runtimes.Lookup(n)
+		fmt.Fprintf(&b, "\n%s: %s", n, k.Summary())
+	}
+	return b.String()
 }

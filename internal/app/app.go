@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 
 	"github.com/perflab/perflab/internal/dataset"
-	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/runtimes"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/store"
 	"github.com/perflab/perflab/internal/tokenizer"
@@ -62,16 +62,15 @@ func Apply(spec *lab.Spec, opts Options) (*sim.Coefficients, error) {
 	if opts.Runtime != "" {
 		spec.Runtime = opts.Runtime
 	}
-	switch spec.Runtime {
-	case lab.RuntimeSimPredict, lab.RuntimeSim, lab.RuntimeProcess:
-	default:
-		return nil, fmt.Errorf("lab: runtime %q: want sim-predict, sim or process", spec.Runtime)
+	kind, err := runtimes.Lookup(spec.Runtime)
+	if err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
 	}
 	if opts.TimeScale > 0 {
 		spec.TimeScale = opts.TimeScale
 	}
-	if spec.Runtime == lab.RuntimeSim && spec.TimeScale == 0 {
-		spec.TimeScale = DefaultTimeScale
+	if spec.TimeScale == 0 {
+		spec.TimeScale = kind.DefaultTimeScale()
 	}
 	if opts.Parallel > 0 {
 		spec.Parallel = opts.Parallel
@@ -88,7 +87,7 @@ func Apply(spec *lab.Spec, opts Options) (*sim.Coefficients, error) {
 	switch {
 	case opts.Analytic:
 		spec.Simulator = "analytic"
-	case spec.Runtime == lab.RuntimeSimPredict || spec.Runtime == lab.RuntimeSim:
+	case kind.Simulated():
 		spec.Simulator = sim.Fingerprint(coef)
 	}
 	return coef, nil
@@ -99,14 +98,15 @@ type Setup struct {
 	// Predict is the in-process simulator runner: the guide of the joint
 	// search, and the runner of sim-predict labs and dry runs.
 	Predict *lab.PredictRunner
-	// Runner measures the trials (Predict for sim-predict).
-	Runner lab.Runner
 	// Requests samples each workload's requests (cached).
 	Requests lab.Requests
+
+	coef *sim.Coefficients
+	opts Options
 }
 
-// NewSetup builds the guide, the runner and the request sampler for a
-// spec prepared by Spec or Apply.
+// NewSetup builds the guide and the request sampler for a spec prepared by
+// Spec or Apply; Runner adds what measures the trials.
 func NewSetup(ctx context.Context, spec *lab.Spec, coef *sim.Coefficients, opts Options) (*Setup, error) {
 	var predictor lab.Predictor = lab.SimPredictor{SLO: spec.Objective.SLO, Coefficients: coef}
 	var requests lab.Requests
@@ -121,24 +121,36 @@ func NewSetup(ctx context.Context, spec *lab.Spec, coef *sim.Coefficients, opts 
 	}
 	requests = lab.CachedRequests(requests)
 	predict := &lab.PredictRunner{Predictor: predictor, Hardware: spec.Hardware, Requests: requests, Noise: spec.Noise}
-	su := &Setup{Predict: predict, Runner: predict, Requests: requests}
-	switch spec.Runtime {
-	case lab.RuntimeSim:
-		tokPath := spec.Tokenizer
-		if _, err := os.Stat(tokPath); err != nil {
-			tokPath = "" // a Hub id: sim serve then counts tokens without one
-		}
-		su.Runner = &lab.LiveRunner{
-			Runtime: &engine.Sim{GPU: spec.Hardware.GPU, TimeScale: spec.TimeScale, Tokenizer: tokPath,
-				Coefficients: absPath(opts.Coefficients)},
-			Requests:  requests,
-			TimeScale: spec.TimeScale,
-			SLO:       spec.Objective.SLO,
-		}
-	case lab.RuntimeProcess:
-		su.Runner = &lab.LiveRunner{Runtime: &engine.Process{}, Requests: requests, SLO: spec.Objective.SLO}
+	return &Setup{Predict: predict, Requests: requests, coef: coef, opts: opts}, nil
+}
+
+// Runner returns what measures the spec's trials: the predictions
+// themselves for a runtime without servers, else a live runner on the
+// runtime's servers, with its GPUs (the host's real ones come from one
+// allocator per process, shared by every lab in it).
+func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error) {
+	kind := spec.RuntimeKind()
+	if !kind.Servers() {
+		return su.Predict, nil
 	}
-	return su, nil
+	tokPath := spec.Tokenizer
+	if _, err := os.Stat(tokPath); err != nil {
+		tokPath = "" // a Hub id: sim serve then counts tokens without one
+	}
+	timeScale := 0.0
+	if kind.DefaultTimeScale() > 0 {
+		timeScale = spec.TimeScale
+	}
+	rt, err := kind.New(runtimes.Env{GPU: spec.Hardware.GPU, TimeScale: timeScale, Tokenizer: tokPath,
+		Coefficients: absPath(su.opts.Coefficients)})
+	if err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	gpus, err := kind.GPUs(ctx, spec.Hardware.Count)
+	if err != nil {
+		return nil, fmt.Errorf("lab: hardware.count %d: %w", spec.Hardware.Count, err)
+	}
+	return &lab.LiveRunner{Runtime: rt, Requests: su.Requests, TimeScale: timeScale, SLO: spec.Objective.SLO, GPUs: gpus}, nil
 }
 
 // Preflight samples every workload that reads a dataset file, so a

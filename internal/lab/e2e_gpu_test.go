@@ -81,7 +81,12 @@ func TestE2EParallelTrialsGPUs(t *testing.T) {
 		alive   = map[int]bool{}
 		overlap [][2]string // device sets of engines up at the same time
 	)
+	alloc, err := s.RuntimeKind().GPUs(context.Background(), s.Hardware.Count)
+	if err != nil {
+		t.Fatal(err)
+	}
 	runner := &lab.LiveRunner{
+		GPUs:      alloc,
 		Runtime:   &engine.Sim{Binary: perflabBin, GPU: s.Hardware.GPU, TimeScale: s.TimeScale, Tokenizer: s.Tokenizer},
 		Requests:  lab.CachedRequests(lab.DatasetRequests(tok)),
 		TimeScale: s.TimeScale,
@@ -116,9 +121,6 @@ func TestE2EParallelTrialsGPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s; engines %v; concurrent pairs %v", time.Since(start).Round(time.Millisecond), devices, overlap)
-	if runner.GPUs == nil {
-		t.Fatal("the lab did not give the runner a GPU allocator")
-	}
 	if len(devices) != 3 {
 		t.Errorf("%d engines started, want 3 (baseline + 2 candidates)", len(devices))
 	}

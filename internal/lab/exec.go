@@ -109,7 +109,7 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 	for _, i := range todo {
 		t := specs[i]
 		gpus := 1
-		if l.Spec.Runtime != RuntimeSimPredict {
+		if l.Spec.RuntimeKind().Servers() {
 			gpus = GPUs(t.Config)
 		}
 		if err := l.sem.acquire(ctx, gpus); err != nil {

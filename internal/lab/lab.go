@@ -89,27 +89,20 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	l.start = time.Now()
 	l.done = map[string]store.Trial{}
 	l.tuning = map[string]bool{}
+	// A runtime with servers holds the spec's GPUs: as many trials run at
+	// once as their GPUs fit (the runner's allocator names the devices).
+	// Predictions hold none: two at a time, each counted as one unit.
 	par := s.Parallel
-	if par == 0 {
-		par = 2
-		if s.Runtime != RuntimeSimPredict {
-			par = s.Hardware.Count
+	units := s.Hardware.Count
+	if !s.RuntimeKind().Servers() {
+		if par == 0 {
+			par = 2
 		}
-	}
-	units := par
-	if s.Runtime != RuntimeSimPredict {
-		units = s.Hardware.Count
+		units = par
+	} else if par == 0 {
+		par = s.Hardware.Count
 	}
 	l.sem = newGPUSem(units, par)
-	if lr, ok := l.Runner.(*LiveRunner); ok && lr.GPUs == nil && s.Runtime != RuntimeSimPredict {
-		// The semaphore only counts; the allocator names the devices, so
-		// parallel trials get disjoint CUDA_VISIBLE_DEVICES.
-		a, err := NewGPUAllocator(ctx, s.Runtime, s.Hardware)
-		if err != nil {
-			return nil, err
-		}
-		lr.GPUs = a
-	}
 	ls, leasing := l.Store.(leaser)
 	run, err := l.Store.EnsureRun(ctx, s.Key(), s.Name, s.YAML(), l.Fresh && !leasing)
 	if err != nil {
@@ -163,7 +156,7 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	for _, w := range append([]Workload{*s.Tuning}, s.Generalization...) {
 		l.sum.Workloads = append(l.sum.Workloads, w.info(s.Model))
 	}
-	if s.Runtime == RuntimeSimPredict {
+	if s.RuntimeKind().Noisy() {
 		l.sum.NoiseSigma = s.Noise.Sigma
 	}
 	if l.Progress != nil {

@@ -43,8 +43,9 @@ type LiveRunner struct {
 	// GPUs hands each trial its device indices (Launch.GPUs, so
 	// CUDA_VISIBLE_DEVICES for the engine and --gpus for the simulator);
 	// a trial holds them from before its server starts until after it has
-	// stopped. Nil: Lab.Run sets it from the spec (NewGPUAllocator); a
-	// LiveRunner used on its own then launches without an assignment.
+	// stopped. The runtime's Kind provides it (internal/runtimes: the
+	// host's real GPUs come from one allocator per process); nil launches
+	// without an assignment.
 	GPUs *engine.Allocator
 }
 
@@ -321,33 +322,6 @@ func labelKeys(s string) map[string]bool {
 		}
 		s = s[i+1:]
 	}
-}
-
-// NewGPUAllocator builds the allocator a live lab hands GPUs out from: for
-// the process runtime the first hw.Count devices nvidia-smi lists (an error
-// when it lists fewer, or cannot be run), for the sim runtime the indices
-// 0..hw.Count-1 (the simulator only counts them).
-func NewGPUAllocator(ctx context.Context, runtime string, hw Hardware) (*engine.Allocator, error) {
-	n := max(hw.Count, 1)
-	if runtime != RuntimeProcess {
-		ids := make([]int, n)
-		for i := range ids {
-			ids[i] = i
-		}
-		return engine.NewAllocator(ids), nil
-	}
-	gpus, err := engine.DiscoverGPUs(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("lab: hardware.count %d: discover GPUs: %w", n, err)
-	}
-	if len(gpus) < n {
-		return nil, fmt.Errorf("lab: hardware.count %d but nvidia-smi lists %d GPUs", n, len(gpus))
-	}
-	ids := make([]int, n)
-	for i := range ids {
-		ids[i] = gpus[i].Index
-	}
-	return engine.NewAllocator(ids), nil
 }
 
 func joinInts(v []int) string {

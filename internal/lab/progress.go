@@ -210,22 +210,17 @@ func EstimateTrialSeconds(ctx context.Context, s *Spec, p *PredictRunner) (float
 		return 0, err
 	}
 	wall := time.Since(t0).Seconds()
-	startup := s.StartupSeconds
-	switch s.Runtime {
-	case RuntimeSimPredict:
+	kind := s.RuntimeKind()
+	if !kind.Servers() {
 		return wall, nil
-	case RuntimeSim:
-		if startup == 0 {
-			startup = 2
-		}
-		k := s.TimeScale
-		if k <= 0 {
-			k = 1
-		}
-		return pred.Seconds/k + startup, nil
 	}
+	startup := s.StartupSeconds
 	if startup == 0 {
-		startup = 180
+		startup = kind.StartupSeconds()
 	}
-	return pred.Seconds + startup, nil
+	k := s.TimeScale
+	if k <= 0 || kind.DefaultTimeScale() == 0 {
+		k = 1
+	}
+	return pred.Seconds/k + startup, nil
 }

@@ -16,19 +16,31 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/runtimes"
 )
 
-// Runtime names.
+// Runtime names, as internal/runtimes registers them (the lab asks a
+// runtime's Kind what it needs to know and never compares these).
 const (
 	// RuntimeSimPredict predicts each trial in process with the simulator:
 	// no HTTP, no processes, seconds for a whole lab.
-	RuntimeSimPredict = "sim-predict"
+	RuntimeSimPredict = runtimes.SimPredict
 	// RuntimeSim starts the simulator as a real server process per trial
 	// (perflab sim serve, time-scaled) and benchmarks it over HTTP.
-	RuntimeSim = "sim"
+	RuntimeSim = runtimes.Sim
 	// RuntimeProcess starts the real engines on GPUs.
-	RuntimeProcess = "process"
+	RuntimeProcess = runtimes.Process
 )
+
+// RuntimeKind is the spec's runtime (the default's when the spec names an
+// unknown one, which validation refuses).
+func (s *Spec) RuntimeKind() runtimes.Kind {
+	k, err := runtimes.Lookup(s.Runtime)
+	if err != nil {
+		k, _ = runtimes.Lookup(runtimes.Default)
+	}
+	return k
+}
 
 // Objective metric names.
 const (
@@ -289,7 +301,7 @@ func (s *Spec) searchBatch() int {
 	switch {
 	case s.Search.Batch > 0:
 		return s.Search.Batch
-	case s.Runtime == RuntimeSimPredict:
+	case !s.RuntimeKind().Servers():
 		return 2
 	}
 	return max(s.Hardware.Count, 1)
@@ -432,10 +444,10 @@ func (s *Spec) validate(line func(string) int) error {
 		}
 		seen[e.Name] = true
 	}
-	switch s.Runtime {
-	case "", RuntimeSimPredict, RuntimeSim, RuntimeProcess:
-	default:
-		return bad("$.runtime", "runtime %q: want sim-predict, sim or process", s.Runtime)
+	if s.Runtime != "" {
+		if _, err := runtimes.Lookup(s.Runtime); err != nil {
+			return bad("$.runtime", "%v", err)
+		}
 	}
 	switch s.Objective.Metric {
 	case "", ObjectiveTotalThroughput, ObjectiveThroughputPerGPU:
@@ -568,7 +580,7 @@ func (s *Spec) fillDefaults() {
 		}
 	}
 	if s.Runtime == "" {
-		s.Runtime = RuntimeSimPredict
+		s.Runtime = runtimes.Default
 	}
 	if s.Objective.Metric == "" {
 		s.Objective.Metric = ObjectiveTotalThroughput
@@ -651,10 +663,10 @@ var defaultVersions = map[string]string{"vllm": "0.11.0", "sglang": "0.5.5.post1
 func (s *Spec) Key() string {
 	k := *s
 	k.Parallel, k.Budget, k.StartupSeconds = 0, Budget{}, 0
-	if k.Runtime != RuntimeSimPredict {
+	if !k.RuntimeKind().Noisy() {
 		k.Noise = Noise{}
 	}
-	if k.Runtime != RuntimeSim {
+	if k.RuntimeKind().DefaultTimeScale() == 0 {
 		k.TimeScale = 0
 	}
 	b, _ := yaml.Marshal(&k)
