@@ -97,8 +97,10 @@ const Default = SimPredict
 // predictKind predicts each trial in process with the simulator.
 type predictKind struct{}
 
-func (predictKind) Name() string              { return SimPredict }
-func (predictKind) Summary() string           { return "the simulator, in process: no server, no GPU, seconds for a lab" }
+func (predictKind) Name() string { return SimPredict }
+func (predictKind) Summary() string {
+	return "the simulator, in process: no server, no GPU, seconds for a lab"
+}
 func (predictKind) Servers() bool             { return false }
 func (predictKind) Simulated() bool           { return true }
 func (predictKind) Noisy() bool               { return true }
