@@ -98,6 +98,11 @@ func runLab(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	if c, ok := runner.(io.Closer); ok {
+		// The lab stops the servers it kept up; this covers a lab that
+		// never got as far as running.
+		defer c.Close()
+	}
 	st, err := store.Open(ctx, labOpts.db)
 	if err != nil {
 		return err

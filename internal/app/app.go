@@ -150,7 +150,8 @@ func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error)
 	if err != nil {
 		return nil, fmt.Errorf("lab: hardware.count %d: %w", spec.Hardware.Count, err)
 	}
-	return &lab.LiveRunner{Runtime: rt, Requests: su.Requests, TimeScale: timeScale, SLO: spec.Objective.SLO, GPUs: gpus}, nil
+	return &lab.LiveRunner{Runtime: rt, Requests: su.Requests, TimeScale: timeScale, SLO: spec.Objective.SLO, GPUs: gpus,
+		FreshStart: spec.FreshStartPerRepeat}, nil
 }
 
 // Preflight samples every workload that reads a dataset file, so a

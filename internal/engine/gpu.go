@@ -142,6 +142,22 @@ func (a *Allocator) Release(ids []int) {
 	a.changed = make(chan struct{})
 }
 
+// TryAcquire takes n free GPUs if there are that many now, without
+// waiting.
+func (a *Allocator) TryAcquire(n int) ([]int, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n <= 0 || len(a.free) < n {
+		return nil, false
+	}
+	got := slices.Clone(a.free[:n])
+	a.free = slices.Delete(a.free, 0, n)
+	return got, true
+}
+
+// Size is how many GPUs the allocator manages.
+func (a *Allocator) Size() int { return len(a.all) }
+
 // Free is how many GPUs are unassigned now.
 func (a *Allocator) Free() int {
 	a.mu.Lock()

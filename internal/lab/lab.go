@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -163,6 +164,13 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		l.Progress.Start(s, l.plannedTrials(), stored)
 	}
 	err = l.method(ctx)
+	if c, ok := l.Runner.(io.Closer); ok {
+		// The servers a runner keeps up between measurements go with the
+		// lab that asked for them.
+		if cerr := c.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("lab: stop the engines: %w", cerr)
+		}
+	}
 	if errors.Is(err, ErrBudget) {
 		err = nil
 	}
@@ -171,6 +179,15 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	}
 	l.sum.TuningTrials = len(l.tuning)
 	l.sum.TrialsRun, l.sum.TrialsReused, l.sum.Stopped = l.ran, l.reused, l.stopped
+	l.mu.Lock()
+	for _, t := range l.done {
+		if t.Cost.EngineStart {
+			l.sum.EngineStarts++
+		}
+		l.sum.GPUHours += t.Cost.GPUHours()
+	}
+	l.mu.Unlock()
+	l.sum.FreshStarts = s.FreshStartPerRepeat
 	status := "done"
 	if err != nil {
 		status = "failed"
@@ -649,9 +666,12 @@ func (l *Lab) repeatPair(ctx context.Context, stage string, inc, cand *result) (
 	if n <= 1 {
 		return []float64{inc.score}, []float64{cand.score}, nil
 	}
+	// One config's repeats run back to back, so a kept server serves them
+	// all: the incumbent's, then the candidate's (on one GPU, alternating
+	// would start a server for every repeat).
 	var specs []TrialSpec
-	for rep := 1; rep < n; rep++ {
-		for _, r := range []*result{inc, cand} {
+	for _, r := range []*result{inc, cand} {
+		for rep := 1; rep < n; rep++ {
 			specs = append(specs, l.trialSpec(stage, r.spec.Point, r.spec.Config, *l.Spec.Tuning, rep))
 		}
 	}
@@ -662,7 +682,7 @@ func (l *Lab) repeatPair(ctx context.Context, stage string, inc, cand *result) (
 	incS, candS := []float64{inc.score}, []float64{cand.score}
 	candOK := true
 	for i, r := range res {
-		if i%2 == 0 {
+		if i < n-1 {
 			if r.eligible() {
 				incS = append(incS, r.score)
 			}
@@ -833,23 +853,26 @@ func (l *Lab) generalize(ctx context.Context, basePt Point, win *result) error {
 	if l.Progress != nil {
 		l.Progress.Stage("generalization", 2*len(l.Spec.Generalization))
 	}
+	// The baseline on every workload, then the winner on every workload:
+	// each config's server serves all its workloads.
+	winPt := basePt
+	if win != nil {
+		winPt = win.spec.Point
+	}
+	nw := len(l.Spec.Generalization)
 	var specs []TrialSpec
-	for _, w := range l.Spec.Generalization {
-		cfg, _ := l.Spec.Config(basePt)
-		specs = append(specs, l.trialSpec("generalization", basePt, cfg, w, 0))
-		winPt := basePt
-		if win != nil {
-			winPt = win.spec.Point
+	for _, p := range []Point{basePt, winPt} {
+		cfg, _ := l.Spec.Config(p)
+		for _, w := range l.Spec.Generalization {
+			specs = append(specs, l.trialSpec("generalization", p, cfg, w, 0))
 		}
-		cfg, _ = l.Spec.Config(winPt)
-		specs = append(specs, l.trialSpec("generalization", winPt, cfg, w, 0))
 	}
 	res, err := l.runSpecsNoBudget(ctx, specs)
 	if err != nil {
 		return err
 	}
 	for i, w := range l.Spec.Generalization {
-		b, wn := res[2*i], res[2*i+1]
+		b, wn := res[i], res[nw+i]
 		g := GeneralizationPair{Workload: w.Name, Baseline: l.candidate(b, nil), Winner: l.candidate(wn, nil)}
 		if gain, ok := relGain(wn.score, b.score); ok && b.eligible() && wn.eligible() {
 			g.Gain, g.Winner.Gain = gain, gain

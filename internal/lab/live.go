@@ -47,17 +47,28 @@ type LiveRunner struct {
 	// host's real GPUs come from one allocator per process); nil launches
 	// without an assignment.
 	GPUs *engine.Allocator
+	// FreshStart starts a server for every measurement, as the reference
+	// reports' authors did, so that the noise floor includes start-to-start
+	// variance. Without it a config's server serves all its measurements.
+	FreshStart bool
+
+	pool pool
 }
 
 var _ Runner = (*LiveRunner)(nil)
 
-// Run implements Runner.
+// Run implements Runner. A trial runs on an idle server of its config
+// when one is up (its prefix cache reset first), else on a new one; after
+// a clean measurement the server is kept for the next measurement of the
+// same config, unless FreshStart is set or the engine cannot reset its
+// cache.
 func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
 	rec := newRecord(t)
+	var srv *server
 	fail := func(class, reason string, h engine.Handle) (store.Trial, error) {
-		rec.Status, rec.FailureClass, rec.Reason, rec.Ended = "failed", class, reason, time.Now()
+		rec.Status, rec.FailureClass, rec.Reason, rec.Ended = "failed", class, joinReason(rec.Reason, reason), time.Now()
 		if h != nil {
-			rec.LogTail = strings.Join(h.LogTail(r.logLines()), "\n")
+			rec.LogTail = logTail(h, r.logLines())
 		}
 		return rec, nil
 	}
@@ -70,54 +81,38 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	if err != nil {
 		return rec, fmt.Errorf("lab: workload %s: %w", t.Workload.Name, err)
 	}
-	rt := r.ReadyTimeout
-	if rt == 0 {
-		rt = 20 * time.Minute
+	rec.Cost.GPUs = GPUs(t.Config)
+	key := ConfigHash(t.Config)
+	if srv = r.takeServer(key); srv != nil {
+		if err := prepareReuse(ctx, srv); err != nil {
+			// A server that cannot be reset is not a repeat's server.
+			r.retire(srv)
+			srv = nil
+		}
 	}
-	var ids []int
-	if r.GPUs != nil {
-		if ids, err = r.GPUs.Acquire(ctx, GPUs(t.Config)); err != nil {
-			if ctx.Err() != nil {
-				return rec, ctx.Err()
+	if srv == nil {
+		var failed *store.Trial
+		if srv, failed, err = r.start(ctx, t, cmd, &rec); err != nil || failed != nil {
+			if failed != nil {
+				return *failed, nil
 			}
-			// Acquire fails at once only when the config is wider than
-			// every GPU the lab has.
-			return fail(FailInvalidConfig, err.Error(), nil)
+			return rec, err
 		}
-		// Deferred first, so it runs after the server's Stop below: the
-		// next trial never gets a GPU this engine still holds.
-		defer r.GPUs.Release(ids)
-		rec.Reason = "GPUs " + joinInts(ids)
+	} else {
+		rec.Reason = joinReason(rec.Reason, fmt.Sprintf("on the server already up for this config (measurement %d)", srv.used+1))
 	}
-	h, err := r.Runtime.Start(ctx, engine.Launch{Config: t.Config, Command: cmd, GPUs: ids, ReadyTimeout: rt})
-	if err != nil {
-		if ctx.Err() != nil {
-			return rec, ctx.Err()
-		}
-		return fail(FailStartupCrash, err.Error(), nil)
+	if srv.gpus != nil {
+		rec.Reason = joinReason("GPUs "+joinInts(srv.gpus), rec.Reason)
 	}
-	pid := h.Pid()
-	if r.Started != nil && pid > 0 {
-		r.Started(pid)
-	}
+	h := srv.h
+	keep := false
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
-		defer cancel()
-		_ = h.Stop(sctx)
-		if r.Stopped != nil && pid > 0 {
-			r.Stopped(pid)
+		if keep {
+			r.park(srv)
+			return
 		}
+		r.retire(srv)
 	}()
-	if err := h.Ready(ctx); err != nil {
-		if ctx.Err() != nil {
-			return rec, ctx.Err()
-		}
-		var f *engine.Failure
-		if errors.As(err, &f) {
-			return fail(string(f.Class), f.Reason, h)
-		}
-		return fail(FailStartupCrash, err.Error(), h)
-	}
 	_, load := t.Workload.resolve()
 	sendRate := load.rate
 	if k := r.TimeScale; k > 0 && !math.IsInf(sendRate, 1) {
@@ -127,11 +122,13 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		sendRate *= k
 	}
 	h.MarkBenchmarking()
+	benchStart := time.Now()
 	out, err := bench.Run(ctx, bench.Config{
 		BaseURL: h.BaseURL(), Backend: "openai-chat", Endpoint: "/v1/chat/completions",
 		Model: t.Config.Model, ServedModelName: t.Config.ServedModelName, Requests: reqs,
 		RequestRate: sendRate, MaxConcurrency: load.maxConc, Seed: load.seed,
 	})
+	rec.Cost.BenchSeconds = time.Since(benchStart).Seconds()
 	if ctx.Err() != nil {
 		return rec, ctx.Err()
 	}
@@ -180,9 +177,71 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	}
 	rec.Result = b
 	rec.Status = "ok"
-	rec.LogTail = strings.Join(h.LogTail(r.logLines()), "\n")
+	rec.LogTail = logTail(h, r.logLines())
 	rec.Ended = time.Now()
+	srv.used++
+	keep = r.reusable(t.Config) && h.Failure() == nil
 	return rec, nil
+}
+
+// start acquires the trial's GPUs, starts its server and waits until it is
+// ready. A server that fails is returned as the failed trial record (and
+// stopped, its GPUs given back); err is only for a canceled lab.
+func (r *LiveRunner) start(ctx context.Context, t TrialSpec, cmd engine.Command, rec *store.Trial) (*server, *store.Trial, error) {
+	fail := func(class, reason string, h engine.Handle) (*server, *store.Trial, error) {
+		f := *rec
+		f.Status, f.FailureClass, f.Reason, f.Ended = "failed", class, joinReason(f.Reason, reason), time.Now()
+		if h != nil {
+			f.LogTail = logTail(h, r.logLines())
+		}
+		return nil, &f, nil
+	}
+	rt := r.ReadyTimeout
+	if rt == 0 {
+		rt = 20 * time.Minute
+	}
+	srv := &server{key: ConfigHash(t.Config), cfg: t.Config}
+	if r.GPUs != nil {
+		ids, err := r.acquireGPUs(ctx, GPUs(t.Config))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			// Only a config wider than every GPU the lab has fails here.
+			return fail(FailInvalidConfig, err.Error(), nil)
+		}
+		srv.gpus = ids
+	}
+	started := time.Now()
+	rec.Cost.EngineStart = true
+	h, err := r.Runtime.Start(ctx, engine.Launch{Config: t.Config, Command: r.startEnv(cmd, t.Config), GPUs: srv.gpus, ReadyTimeout: rt})
+	if err != nil {
+		if srv.gpus != nil {
+			r.GPUs.Release(srv.gpus)
+		}
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return fail(FailStartupCrash, err.Error(), nil)
+	}
+	srv.h, srv.pid = h, h.Pid()
+	if r.Started != nil && srv.pid > 0 {
+		r.Started(srv.pid)
+	}
+	err = h.Ready(ctx)
+	rec.Cost.StartupSeconds = time.Since(started).Seconds()
+	if err != nil {
+		r.retire(srv)
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		var f *engine.Failure
+		if errors.As(err, &f) {
+			return fail(string(f.Class), f.Reason, h)
+		}
+		return fail(FailStartupCrash, err.Error(), h)
+	}
+	return srv, nil, nil
 }
 
 func (r *LiveRunner) logLines() int {

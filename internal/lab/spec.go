@@ -117,6 +117,10 @@ type Spec struct {
 	// the run key, so a recalibrated simulator starts a new run rather
 	// than resuming on figures the old one produced.
 	Simulator string `yaml:"simulator,omitempty" json:"simulator,omitempty"`
+	// FreshStartPerRepeat starts a server for every measurement instead
+	// of one per config (repeats and generalization workloads then each
+	// pay a start), so the noise floor includes start-to-start variance.
+	FreshStartPerRepeat bool `yaml:"fresh_start_per_repeat,omitempty" json:"fresh_start_per_repeat,omitempty"`
 	// StartupSeconds is the expected engine start time per trial for
 	// the ETA (default: 0 for sim-predict, 5 for sim, 180 for process).
 	StartupSeconds float64 `yaml:"startup_seconds,omitempty" json:"startup_seconds,omitempty"`

@@ -57,6 +57,16 @@ type Summary struct {
 	TrialsReused int `json:"trials_reused"`
 	// Stopped says why the lab ended early ("budget: max_trials"), if it did.
 	Stopped string `json:"stopped,omitempty"`
+	// EngineStarts counts the servers the run's trials started, and
+	// GPUHours what its trials held GPUs for (starts and benchmarks), over
+	// every trial of the run, earlier invocations included. Both are 0 on
+	// a runtime without servers.
+	EngineStarts int     `json:"engine_starts"`
+	GPUHours     float64 `json:"gpu_hours"`
+	// FreshStarts is true when every measurement started its own server
+	// (fresh_start_per_repeat): the noise floor then includes
+	// start-to-start variance; false, repeats ran on one server.
+	FreshStarts bool `json:"fresh_starts,omitempty"`
 }
 
 // WorkloadInfo describes one workload for the report.

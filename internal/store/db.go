@@ -284,18 +284,21 @@ func (s *Store) SaveTrial(ctx context.Context, t *Trial) error {
 		t.Attempt = 1
 	}
 	const up = `INSERT INTO trials (run_id, key, stage, name, workload, repeat_no, config, command, status,
-		failure_class, reason, result, engine_metrics, log_tail, started_ms, ended_ms, attempt)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		failure_class, reason, result, engine_metrics, log_tail, started_ms, ended_ms, attempt,
+		startup_ms, bench_ms, gpus, engine_start)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id, key) DO UPDATE SET stage = excluded.stage, name = excluded.name,
 		workload = excluded.workload, repeat_no = excluded.repeat_no, config = excluded.config,
 		command = excluded.command, status = excluded.status, failure_class = excluded.failure_class,
 		reason = excluded.reason, result = excluded.result, engine_metrics = excluded.engine_metrics,
 		log_tail = excluded.log_tail, started_ms = excluded.started_ms, ended_ms = excluded.ended_ms,
-		attempt = excluded.attempt
+		attempt = excluded.attempt, startup_ms = excluded.startup_ms, bench_ms = excluded.bench_ms,
+		gpus = excluded.gpus, engine_start = excluded.engine_start
 		RETURNING id`
 	err := s.db.QueryRowContext(ctx, s.q(up), t.RunID, t.Key, t.Stage, t.Name, t.Workload, t.Repeat,
 		nullJSON(t.Config), t.Command, t.Status, t.FailureClass, t.Reason, nullJSON(t.Result), em,
-		t.LogTail, ms(t.Started), ms(t.Ended), t.Attempt).Scan(&t.ID)
+		t.LogTail, ms(t.Started), ms(t.Ended), t.Attempt,
+		int64(t.Cost.StartupSeconds*1000), int64(t.Cost.BenchSeconds*1000), t.Cost.GPUs, boolInt(t.Cost.EngineStart)).Scan(&t.ID)
 	if err != nil {
 		return fmt.Errorf("store: save trial %s: %w", t.Key, err)
 	}
@@ -303,16 +306,20 @@ func (s *Store) SaveTrial(ctx context.Context, t *Trial) error {
 }
 
 const trialCols = `id, run_id, key, stage, name, workload, repeat_no, config, command, status,
-	failure_class, reason, result, engine_metrics, log_tail, started_ms, ended_ms, attempt`
+	failure_class, reason, result, engine_metrics, log_tail, started_ms, ended_ms, attempt,
+	startup_ms, bench_ms, gpus, engine_start`
 
 func scanTrial(sc interface{ Scan(...any) error }) (Trial, error) {
 	var (
 		t                  Trial
 		cfg, res, em       string
 		startedMS, endedMS int64
+		startupMS, benchMS int64
+		engineStart        int
 	)
 	if err := sc.Scan(&t.ID, &t.RunID, &t.Key, &t.Stage, &t.Name, &t.Workload, &t.Repeat, &cfg, &t.Command,
-		&t.Status, &t.FailureClass, &t.Reason, &res, &em, &t.LogTail, &startedMS, &endedMS, &t.Attempt); err != nil {
+		&t.Status, &t.FailureClass, &t.Reason, &res, &em, &t.LogTail, &startedMS, &endedMS, &t.Attempt,
+		&startupMS, &benchMS, &t.Cost.GPUs, &engineStart); err != nil {
 		return Trial{}, err
 	}
 	t.Config, t.Result = rawJSON(cfg), rawJSON(res)
@@ -322,6 +329,8 @@ func scanTrial(sc interface{ Scan(...any) error }) (Trial, error) {
 		}
 	}
 	t.Started, t.Ended = fromMS(startedMS), fromMS(endedMS)
+	t.Cost.StartupSeconds, t.Cost.BenchSeconds = float64(startupMS)/1000, float64(benchMS)/1000
+	t.Cost.EngineStart = engineStart != 0
 	return t, nil
 }
 
@@ -353,4 +362,11 @@ func (s *Store) Trials(ctx context.Context, runID int64) ([]Trial, error) {
 		out = append(out, t)
 	}
 	return out, rows.Err()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

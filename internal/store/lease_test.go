@@ -134,3 +134,29 @@ func TestLatestRunHasTrials(t *testing.T) {
 		})
 	}
 }
+
+// TestTrialCost: a trial's cost (engine start, start and benchmark
+// seconds, GPUs) survives the round trip on both databases.
+func TestTrialCost(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			run, err := s.EnsureRun(ctx, "c", "cost", "spec", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Cost{EngineStart: true, StartupSeconds: 181.25, BenchSeconds: 42.5, GPUs: 4}
+			if err := s.SaveTrial(ctx, &Trial{RunID: run.ID, Key: "k", Status: "ok", Cost: want}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Trial(ctx, run.ID, "k")
+			if err != nil || got.Cost != want {
+				t.Fatalf("cost = %+v (%v), want %+v", got.Cost, err, want)
+			}
+			if h := got.Cost.GPUHours(); h < 0.248 || h > 0.249 {
+				t.Errorf("GPU-hours %v, want 4 × 223.75 s = 0.2486", h)
+			}
+		})
+	}
+}

@@ -58,4 +58,25 @@ type Trial struct {
 	// Attempt counts the times this trial was run (1 for the first); a
 	// resumed lab retries a transient failure only while it is 1.
 	Attempt int `json:"attempt,omitempty"`
+	// Cost is what the trial took from the GPUs.
+	Cost Cost `json:"cost"`
+}
+
+// Cost is what one trial took: whether it started an engine server, how
+// long that start took, how long it benchmarked, and on how many GPUs.
+type Cost struct {
+	// EngineStart is true when the trial started its server (false: it
+	// ran on a server already up for its config, or started none).
+	EngineStart bool `json:"engine_start,omitempty"`
+	// StartupSeconds is the server's start, to ready (0 without a start).
+	StartupSeconds float64 `json:"startup_seconds,omitempty"`
+	// BenchSeconds is the benchmark's own wall time.
+	BenchSeconds float64 `json:"bench_seconds,omitempty"`
+	// GPUs is how many GPUs the trial held.
+	GPUs int `json:"gpus,omitempty"`
+}
+
+// GPUHours is what the trial held its GPUs for, start and benchmark.
+func (c Cost) GPUHours() float64 {
+	return float64(c.GPUs) * (c.StartupSeconds + c.BenchSeconds) / 3600
 }

@@ -1,0 +1,200 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/perflab/perflab/internal/engine"
+)
+
+// server is one started engine server and the GPUs it holds.
+type server struct {
+	h    engine.Handle
+	key  string // the config's hash: a server serves only its own config
+	cfg  engine.Config
+	gpus []int
+	pid  int
+	// used counts the measurements it served; from the second on, its
+	// prefix cache is reset first.
+	used int
+	idle time.Time
+}
+
+// pool keeps the servers of a LiveRunner that are up but not measuring,
+// so that the next measurement of the same config (a repeat, another
+// workload) runs on it instead of paying another start. An idle server
+// keeps its GPUs; a trial that needs them stops the least recently used
+// idle servers first.
+type pool struct {
+	mu   sync.Mutex
+	idle []*server
+}
+
+// take returns an idle server of key, or nil; ok is false when the one it
+// found had died while idle (removed, and its GPUs still to give back).
+func (p *pool) take(key string) (s *server, dead *server) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, c := range p.idle {
+		if c.key != key {
+			continue
+		}
+		p.idle = slices.Delete(p.idle, i, i+1)
+		select {
+		case <-c.h.Done():
+			return nil, c
+		default:
+		}
+		return c, nil
+	}
+	return nil, nil
+}
+
+// put parks a server for later use.
+func (p *pool) put(s *server) {
+	s.idle = time.Now()
+	p.mu.Lock()
+	p.idle = append(p.idle, s)
+	p.mu.Unlock()
+}
+
+// oldest removes and returns the least recently used idle server, or nil.
+func (p *pool) oldest() *server {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) == 0 {
+		return nil
+	}
+	i := 0
+	for j, s := range p.idle {
+		if s.idle.Before(p.idle[i].idle) {
+			i = j
+		}
+	}
+	s := p.idle[i]
+	p.idle = slices.Delete(p.idle, i, i+1)
+	return s
+}
+
+// stopNow stops a server with a grace period and no caller context.
+func (s *server) stopNow() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return s.h.Stop(ctx)
+}
+
+// acquireGPUs takes n GPUs for a new server, stopping idle servers when
+// that frees them, and else waiting for a busy trial to end.
+func (r *LiveRunner) acquireGPUs(ctx context.Context, n int) ([]int, error) {
+	if n > r.GPUs.Size() {
+		return nil, fmt.Errorf("engine: want %d GPUs, the lab has %d", n, r.GPUs.Size())
+	}
+	for {
+		if ids, ok := r.GPUs.TryAcquire(n); ok {
+			return ids, nil
+		}
+		if s := r.pool.oldest(); s != nil {
+			r.retire(s)
+			continue
+		}
+		// Every GPU is in a running trial: wait a little for one to end
+		// (it may park its server rather than release, hence the loop).
+		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		ids, err := r.GPUs.Acquire(wctx, n)
+		cancel()
+		if err == nil {
+			return ids, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// takeServer returns an idle, live server of key, or nil.
+func (r *LiveRunner) takeServer(key string) *server {
+	for {
+		s, dead := r.pool.take(key)
+		if dead == nil {
+			return s
+		}
+		r.retire(dead)
+	}
+}
+
+// park keeps a server for the next measurement of its config. Without an
+// allocator to bound them, at most one server is kept.
+func (r *LiveRunner) park(s *server) {
+	if r.GPUs == nil {
+		for o := r.pool.oldest(); o != nil; o = r.pool.oldest() {
+			r.retire(o)
+		}
+	}
+	r.pool.put(s)
+}
+
+// retire stops a server and gives its GPUs back.
+func (r *LiveRunner) retire(s *server) {
+	_ = s.stopNow()
+	if r.Stopped != nil && s.pid > 0 {
+		r.Stopped(s.pid)
+	}
+	if r.GPUs != nil && s.gpus != nil {
+		r.GPUs.Release(s.gpus)
+	}
+}
+
+// Close stops every server the runner keeps up; call it when the lab is
+// done with the runner. It is safe to call more than once.
+func (r *LiveRunner) Close() error {
+	for s := r.pool.oldest(); s != nil; s = r.pool.oldest() {
+		r.retire(s)
+	}
+	return nil
+}
+
+// reusable says whether a server of cfg may be kept for the next
+// measurement of its config.
+func (r *LiveRunner) reusable(cfg engine.Config) bool {
+	return !r.FreshStart && engine.Reusable(cfg)
+}
+
+// startEnv adds what a reused server must be started with (the engine's
+// cache-reset endpoint) to the command's environment.
+func (r *LiveRunner) startEnv(cmd engine.Command, cfg engine.Config) engine.Command {
+	if !r.reusable(cfg) {
+		return cmd
+	}
+	env := engine.ResetFor(cfg).Env
+	if len(env) == 0 {
+		return cmd
+	}
+	merged := make(map[string]string, len(cmd.Env)+len(env))
+	for k, v := range cmd.Env {
+		merged[k] = v
+	}
+	for k, v := range env {
+		merged[k] = v
+	}
+	cmd.Env = merged
+	return cmd
+}
+
+// errResetFailed marks a reused server whose cache could not be reset.
+var errResetFailed = errors.New("lab: reset the prefix cache of a reused server")
+
+// prepareReuse resets a reused server's prefix cache before a measurement.
+func prepareReuse(ctx context.Context, s *server) error {
+	if err := engine.ResetFor(s.cfg).Do(ctx, s.h.BaseURL()); err != nil {
+		return fmt.Errorf("%w: %w", errResetFailed, err)
+	}
+	return nil
+}
+
+// logTail is a server's last log lines.
+func logTail(h engine.Handle, n int) string { return strings.Join(h.LogTail(n), "\n") }

@@ -1,0 +1,151 @@
+package lab
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/perflab/perflab/internal/bench/benchtest"
+	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/engine"
+)
+
+// countingRuntime is a fake engine.Runtime whose servers are one shared
+// in-process OpenAI-compatible stand-in (benchtest, with the engines'
+// cache-reset endpoints): it replaces the engine processes and counts
+// starts, stops and resets, so the test sees only the runner's reuse.
+type countingRuntime struct {
+	url             string
+	starts, stops   atomic.Int64
+	resets          atomic.Int64
+	mu              sync.Mutex
+	envs            []map[string]string
+	failResetStatus int
+}
+
+func newCountingRuntime(t *testing.T) *countingRuntime {
+	rt := &countingRuntime{}
+	srv := benchtest.New(func(int, map[string]any) benchtest.Plan {
+		return benchtest.Plan{TTFT: time.Millisecond, Chunks: 2, Gap: time.Millisecond}
+	})
+	mux := http.NewServeMux()
+	reset := func(w http.ResponseWriter, _ *http.Request) {
+		rt.resets.Add(1)
+		if rt.failResetStatus != 0 {
+			w.WriteHeader(rt.failResetStatus)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}
+	mux.HandleFunc("POST /reset_prefix_cache", reset)
+	mux.HandleFunc("POST /flush_cache", reset)
+	mux.Handle("/", srv)
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	rt.url = hs.URL
+	return rt
+}
+
+func (c *countingRuntime) Start(_ context.Context, l engine.Launch) (engine.Handle, error) {
+	c.starts.Add(1)
+	c.mu.Lock()
+	c.envs = append(c.envs, l.Command.Env)
+	c.mu.Unlock()
+	return &countingHandle{rt: c, done: make(chan struct{})}, nil
+}
+
+type countingHandle struct {
+	rt   *countingRuntime
+	once sync.Once
+	done chan struct{}
+}
+
+func (h *countingHandle) BaseURL() string             { return h.rt.url }
+func (h *countingHandle) Ready(context.Context) error { return nil }
+func (h *countingHandle) Done() <-chan struct{}       { return h.done }
+func (h *countingHandle) LogTail(int) []string        { return nil }
+func (h *countingHandle) Failure() *engine.Failure    { return nil }
+func (h *countingHandle) MarkBenchmarking()           {}
+func (h *countingHandle) Pid() int                    { return 0 }
+func (h *countingHandle) Stop(context.Context) error {
+	h.once.Do(func() { h.rt.stops.Add(1); close(h.done) })
+	return nil
+}
+
+var _ engine.Runtime = (*countingRuntime)(nil)
+
+func poolTrial(engineName, model string, rep int) TrialSpec {
+	cfg := engine.Config{Engine: engineName, Version: map[string]string{"vllm": "0.11.0", "trtllm": "1.2.0rc1"}[engineName], Model: model}
+	w := Workload{Name: "w"}
+	return TrialSpec{Key: TrialKey("s", cfg, w, rep), Name: model, Config: cfg, Workload: w, Repeat: rep}
+}
+
+func twoRequests(Workload) ([]dataset.Request, error) {
+	return []dataset.Request{{Prompt: "a", PromptLen: 1, OutputLen: 2}, {Prompt: "b", PromptLen: 1, OutputLen: 2}}, nil
+}
+
+// TestServerReuse (issue 12: one start per config): on one GPU, a config's
+// repeats run on one server with its prefix cache reset before each, the
+// dev-mode variable vLLM needs for that is set at start, another config
+// takes the GPU by stopping the idle server, and a trial's cost says
+// whether it started a server. fresh_start_per_repeat restores a start per
+// measurement; an engine without a reset endpoint is never reused; a reset
+// that fails costs a fresh start, not a warm measurement.
+func TestServerReuse(t *testing.T) {
+	seq := []TrialSpec{
+		poolTrial("vllm", "a", 0), poolTrial("vllm", "a", 1), poolTrial("vllm", "a", 2),
+		poolTrial("vllm", "b", 0), poolTrial("vllm", "a", 3),
+	}
+	cases := []struct {
+		name        string
+		fresh       bool
+		failReset   int
+		seq         []TrialSpec
+		starts      int64
+		resets      int64
+		startedWith []bool
+	}{
+		{"reuse", false, 0, seq, 3, 2, []bool{true, false, false, true, true}},
+		{"fresh start per repeat", true, 0, seq, 5, 0, []bool{true, true, true, true, true}},
+		{"reset refused", false, http.StatusBadRequest, seq[:3], 3, 2, []bool{true, true, true}},
+		{"no reset endpoint", false, 0, []TrialSpec{poolTrial("trtllm", "c", 0), poolTrial("trtllm", "c", 1)}, 2, 0, []bool{true, true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := newCountingRuntime(t)
+			rt.failResetStatus = tc.failReset
+			r := &LiveRunner{Runtime: rt, Requests: twoRequests, GPUs: engine.NewAllocator([]int{0}), FreshStart: tc.fresh}
+			for i, tr := range tc.seq {
+				rec, err := r.Run(context.Background(), tr)
+				if err != nil || rec.Status != "ok" {
+					t.Fatalf("trial %d: %v %+v", i, err, rec)
+				}
+				if rec.Cost.EngineStart != tc.startedWith[i] || rec.Cost.GPUs != 1 || rec.Cost.BenchSeconds <= 0 {
+					t.Errorf("trial %d (%s r%d): cost %+v, want engine start %v", i, tr.Name, tr.Repeat, rec.Cost, tc.startedWith[i])
+				}
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := rt.starts.Load(); got != tc.starts {
+				t.Errorf("%d servers started, want %d", got, tc.starts)
+			}
+			if got := rt.resets.Load(); got != tc.resets {
+				t.Errorf("%d cache resets, want %d", got, tc.resets)
+			}
+			if rt.stops.Load() != rt.starts.Load() {
+				t.Errorf("%d started, %d stopped: a server outlived Close", rt.starts.Load(), rt.stops.Load())
+			}
+			if r.GPUs.Free() != 1 {
+				t.Errorf("%d GPUs free after Close, want 1", r.GPUs.Free())
+			}
+			if !tc.fresh && tc.seq[0].Config.Engine == "vllm" && rt.envs[0]["VLLM_SERVER_DEV_MODE"] != "1" {
+				t.Errorf("a reusable vLLM server started without VLLM_SERVER_DEV_MODE=1: %v", rt.envs[0])
+			}
+		})
+	}
+}
