@@ -3,7 +3,9 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -35,10 +37,20 @@ func DiscoverGPUs(ctx context.Context) ([]GPU, error) {
 	c.Stderr = &stderr
 	out, err := c.Output()
 	if err != nil {
-		return nil, fmt.Errorf("engine: %s: %w: %s", NvidiaSMI, err, strings.TrimSpace(stderr.String()))
+		var notFound *exec.Error
+		if errors.As(err, &notFound) || errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("engine: list GPUs: %s is not on PATH (no NVIDIA driver here?): %w", NvidiaSMI, ErrNoGPUTool)
+		}
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return nil, fmt.Errorf("engine: list GPUs: %s: %w: %s", NvidiaSMI, err, msg)
+		}
+		return nil, fmt.Errorf("engine: list GPUs: %s: %w", NvidiaSMI, err)
 	}
 	return ParseNvidiaSMI(out)
 }
+
+// ErrNoGPUTool is wrapped when nvidia-smi cannot be run at all.
+var ErrNoGPUTool = errors.New("nvidia-smi not found")
 
 // ParseNvidiaSMI parses `nvidia-smi --query-gpu=index,name,memory.total,
 // memory.used --format=csv,noheader,nounits` output, one GPU a line, e.g.

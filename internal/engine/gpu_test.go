@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,5 +154,31 @@ func TestConcurrentTrialsGetDisjointGPUs(t *testing.T) {
 	wg.Wait()
 	if a.Free() != 4 {
 		t.Errorf("free = %d after all released", a.Free())
+	}
+}
+
+// TestDiscoverGPUsErrors (issue 11, defect 9: `perflab engine gpus` ended
+// with a dangling colon): a missing nvidia-smi says so and wraps
+// ErrNoGPUTool; a failing one carries its stderr, and no message ends in
+// a colon.
+func TestDiscoverGPUsErrors(t *testing.T) {
+	old := NvidiaSMI
+	t.Cleanup(func() { NvidiaSMI = old })
+	NvidiaSMI = filepath.Join(t.TempDir(), "nvidia-smi")
+	_, err := DiscoverGPUs(context.Background())
+	if !errors.Is(err, ErrNoGPUTool) || strings.HasSuffix(strings.TrimSpace(err.Error()), ":") {
+		t.Errorf("missing nvidia-smi: %v", err)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n", "NVIDIA-SMI has failed"},
+		{"#!/bin/sh\nexit 9\n", "exit status 9"},
+	} {
+		if err := os.WriteFile(NvidiaSMI, []byte(tc.body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, err := DiscoverGPUs(context.Background())
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.HasSuffix(strings.TrimSpace(err.Error()), ":") {
+			t.Errorf("failing nvidia-smi: %v, want it to end in %q", err, tc.want)
+		}
 	}
 }
