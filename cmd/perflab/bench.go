@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perflab/perflab/internal/atomicfile"
 	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/metrics"
@@ -64,6 +65,7 @@ type benchFlags struct {
 	profile        string
 	maxSeconds     float64
 	maxErrors      int
+	allowAllFailed bool
 	maxErrorRate   float64
 	output         string
 	includeQueue   bool
@@ -134,6 +136,7 @@ result block and writes vLLM's --save-result JSON (plus a "perflab" section).
 	fl.StringVar(&f.profile, "profile", "", "perflab: workload profile NAME or FILE (dataset, rate, concurrency)")
 	fl.Float64Var(&f.maxSeconds, "max-seconds", 0, "perflab: stop after this many seconds")
 	fl.IntVar(&f.maxErrors, "max-errors", 0, "perflab: stop after this many failed requests")
+	fl.BoolVar(&f.allowAllFailed, "allow-all-failed", false, "perflab: exit 0 even when no request succeeded, as vllm bench serve does (default: exit 1)")
 	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 0, "perflab: stop when failed/finished exceeds this fraction")
 	fl.BoolVar(&f.perflabMetrics, "perflab-metrics", false, "perflab: after vLLM's block, print perflab's additions (chunk-weighted peak, exact peak concurrency, offered vs achieved rate, dispatch lag, time to first content, failures by class)")
 	fl.StringVar(&f.transport, "transport", bench.TransportAuto, "perflab: streaming client: auto (epoll for http:// on Linux), epoll or net/http")
@@ -369,7 +372,7 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 		fmt.Fprintf(stderr, format+"\n", a...)
 	}})
 	if err != nil {
-		return fmt.Errorf("bench: tokenizer: %w", err)
+		return fmt.Errorf("bench: %w%s", err, tokenizerHint(err, "--tokenizer"))
 	}
 	reqs, err := dataset.Sample(f.dataset, tok)
 	if err != nil {
@@ -439,12 +442,38 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 		if err != nil {
 			return fmt.Errorf("bench: encode result: %w", err)
 		}
-		if err := os.WriteFile(name, b, 0o644); err != nil {
+		if err := atomicfile.WriteFile(name, b, 0o644); err != nil {
 			return fmt.Errorf("bench: save result: %w", err)
 		}
 		fmt.Fprintf(stderr, "Saved result to %s\n", name)
 	}
+	if runErr == nil && !f.allowAllFailed {
+		runErr = allFailed(out.Records)
+	}
 	return runErr
+}
+
+// ErrNoSuccess is wrapped when not one request of a benchmark succeeded.
+var ErrNoSuccess = errors.New("no request succeeded")
+
+// allFailed is an error when records were sent and none succeeded: the
+// figures are printed and saved, but a script must see the failure (vLLM
+// exits 0 here; --allow-all-failed keeps that).
+func allFailed(recs []metrics.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	first := ""
+	for _, r := range recs {
+		if r.Success {
+			return nil
+		}
+		if first == "" {
+			first = r.Error
+		}
+	}
+	return fmt.Errorf("bench: %w: all %d requests failed; the first: %s (--allow-all-failed exits 0 as vllm bench serve does)",
+		ErrNoSuccess, len(recs), first)
 }
 
 // printFailures is vLLM's "Failed requests during benchmark run detected"
@@ -540,4 +569,15 @@ func applyDatasetFlags(fl interface{ Changed(string) bool }, dst, src *dataset.O
 	if dst.NumPrompts == 0 {
 		dst.NumPrompts = src.NumPrompts
 	}
+}
+
+// tokenizerHint tells a user whose tokenizer was not found how to give
+// one, naming the command's own flag ("" for any other error).
+func tokenizerHint(err error, flag string) string {
+	var nf *tokenizer.NotFoundError
+	if !errors.As(err, &nf) {
+		return ""
+	}
+	return "\n" + flag + " takes a local tokenizer (a directory holding tokenizer.json, or the file), or a Hub id; " +
+		"the Hub is skipped under HF_HUB_OFFLINE=1, and HF_TOKEN opens gated models"
 }

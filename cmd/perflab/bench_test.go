@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"net/http/httptest"
 	"os"
@@ -266,6 +267,48 @@ func TestBenchCLIOptions(t *testing.T) {
 				t.Fatalf("bench: %v\n%s", err, stderr)
 			}
 			tc.check(t, stdout, srv)
+		})
+	}
+}
+
+// TestBenchAllFailedExitsNonZero (issue 11, defect 16: bench exited 0
+// when every request failed): 500s everywhere make the command fail with
+// ErrNoSuccess after printing the block; --allow-all-failed keeps vLLM's
+// exit 0; one success among failures is not an error.
+func TestBenchAllFailedExitsNonZero(t *testing.T) {
+	tok := sharedTokenizer(t)
+	for _, tc := range []struct {
+		name    string
+		okEvery int // request i succeeds when i%okEvery == 0 (0: none)
+		allow   bool
+		wantErr bool
+	}{
+		{"every request fails", 0, false, true},
+		{"allowed as vLLM does", 0, true, false},
+		{"one succeeds", 4, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := benchtest.New(func(i int, body map[string]any) benchtest.Plan {
+				if tc.okEvery > 0 && i%tc.okEvery == 0 {
+					return benchtest.Plan{TTFT: time.Millisecond, Chunks: 2, Gap: time.Millisecond}
+				}
+				return benchtest.Plan{Fault: benchtest.FaultStatus, Status: 500}
+			})
+			hs := httptest.NewServer(srv)
+			defer hs.Close()
+			args := []string{"--base-url", hs.URL, "--model", "Qwen/Qwen3-8B", "--tokenizer", tok,
+				"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "4", "--num-prompts", "8",
+				"--disable-tqdm"}
+			if tc.allow {
+				args = append(args, "--allow-all-failed")
+			}
+			stdout, _, err := runBenchCmd(t, args...)
+			if got := err != nil; got != tc.wantErr || (err != nil && !errors.Is(err, ErrNoSuccess)) {
+				t.Fatalf("err = %v, want error %v (ErrNoSuccess)", err, tc.wantErr)
+			}
+			if !strings.Contains(stdout, "Serving Benchmark Result") {
+				t.Errorf("the result block was not printed:\n%s", stdout)
+			}
 		})
 	}
 }

@@ -116,7 +116,7 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 		fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", a...)
 	}})
 	if err != nil {
-		return fmt.Errorf("sim predict: tokenizer: %w", err)
+		return fmt.Errorf("sim predict: %w%s", err, tokenizerHint(err, "--tokenizer"))
 	}
 	f.dataset.Seed = f.seed
 	reqs, err := dataset.Sample(f.dataset, tok)

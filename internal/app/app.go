@@ -184,6 +184,10 @@ func Tokenizer(ctx context.Context, spec *lab.Spec) (*tokenizer.Tokenizer, error
 	}
 	tok, err := tokenizer.Resolve(ctx, ref, opt)
 	if err != nil {
+		var nf *tokenizer.NotFoundError
+		if errors.As(err, &nf) {
+			return nil, fmt.Errorf("lab: %w\nthe spec's tokenizer: takes a local tokenizer (a directory holding tokenizer.json; relative paths resolve against the spec's directory) or a Hub id", err)
+		}
 		return nil, fmt.Errorf("lab: %w", err)
 	}
 	return tok, nil

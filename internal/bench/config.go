@@ -132,9 +132,11 @@ type Config struct {
 var (
 	// ErrStopped: a stop condition (MaxSeconds, MaxErrors, MaxErrorRate)
 	// ended the run.
-	ErrStopped = errors.New("bench: run stopped")
+	// Like every sentinel here it carries no "bench:" prefix: the error
+	// that wraps it says where it came from, once.
+	ErrStopped = errors.New("run stopped")
 	// ErrServerDown: the server refused connections repeatedly.
-	ErrServerDown = errors.New("bench: server is not accepting connections")
+	ErrServerDown = errors.New("server is not accepting connections")
 )
 
 // normalize fills defaults and checks c, returning the full request URL.

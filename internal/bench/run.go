@@ -247,7 +247,7 @@ dispatch:
 		return out, fmt.Errorf("bench: run ended after %d of %d requests: %w", len(out.Records), n, cause)
 	}
 	if mon.downErr != nil {
-		return out, mon.downErr
+		return out, fmt.Errorf("bench: %w", mon.downErr)
 	}
 	return out, nil
 }

@@ -79,7 +79,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	rec.Command = cmd.String()
 	reqs, err := r.Requests(t.Workload)
 	if err != nil {
-		return rec, fmt.Errorf("lab: workload %s: %w", t.Workload.Name, err)
+		return rec, err // it names the workload
 	}
 	rec.Cost.GPUs = GPUs(t.Config)
 	key := ConfigHash(t.Config)

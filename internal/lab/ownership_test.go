@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -312,6 +315,26 @@ func TestSpecPathsResolveAgainstSpecDir(t *testing.T) {
 		_, err := LoadSpec(p)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want it to contain %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestWorkloadErrorSaidOnce (issue 11, defect 21: "lab: workload
+// ShareGPT: lab: workload ShareGPT: ..."): a workload's request error
+// reaches the lab with its context once, through either runner.
+func TestWorkloadErrorSaidOnce(t *testing.T) {
+	broken := func(w Workload) ([]dataset.Request, error) {
+		return nil, fmt.Errorf("lab: workload %s: %w", w.Name, errors.New("dataset: truncated JSON"))
+	}
+	tr := TrialSpec{Key: "k", Name: "x", Workload: Workload{Name: "ShareGPT"},
+		Config: engine.Config{Engine: "vllm", Version: "0.11.0", Model: "m"}}
+	for name, r := range map[string]Runner{
+		"predict": &PredictRunner{Predictor: AnalyticPredictor{}, Requests: broken},
+		"live":    &LiveRunner{Runtime: urlRuntime{"http://127.0.0.1:1"}, Requests: broken},
+	} {
+		_, err := r.Run(context.Background(), tr)
+		if err == nil || strings.Count(err.Error(), "workload ShareGPT") != 1 {
+			t.Errorf("%s: %v, want the workload named once", name, err)
 		}
 	}
 }

@@ -100,8 +100,9 @@ type Prediction struct {
 	Seconds float64
 }
 
-// Requests builds a workload's requests (dataset.Sample with the tokenizer);
-// prompts > 0 keeps only the first prompts requests.
+// Requests builds a workload's requests (dataset.Sample with the
+// tokenizer). Its errors name the workload ("lab: workload ShareGPT: ..."),
+// so callers pass them on as they are.
 type Requests func(w Workload) ([]dataset.Request, error)
 
 // CachedRequests memoizes a Requests function per workload.
@@ -144,7 +145,7 @@ func (r *PredictRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, erro
 	}
 	reqs, err := r.Requests(t.Workload)
 	if err != nil {
-		return rec, fmt.Errorf("lab: workload %s: %w", t.Workload.Name, err)
+		return rec, err // it names the workload
 	}
 	p, err := r.Predictor.Predict(ctx, t.Config, r.Hardware, reqs, t.Workload)
 	if err != nil {

@@ -83,7 +83,18 @@ func Resolve(ctx context.Context, model string, opt ResolveOptions) (*Tokenizer,
 			return t, nil
 		}
 	}
-	return nil, fmt.Errorf("tokenizer: no tokenizer for %q; tried:\n  %s", model, strings.Join(tried, "\n  "))
+	return nil, &NotFoundError{Model: model, Tried: tried}
+}
+
+// NotFoundError says that no tokenizer was found for a model, and every
+// place that was tried (a path, the cache, the Hub).
+type NotFoundError struct {
+	Model string
+	Tried []string
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("tokenizer: no tokenizer for %q; tried:\n  %s", e.Model, strings.Join(e.Tried, "\n  "))
 }
 
 // resolveRepo tries the cache then the Hub for one repository. It returns
