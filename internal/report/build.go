@@ -172,7 +172,9 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 		}
 		if st.Incumbent != nil && st.Winner != nil {
 			// Metrics are the mean of the repeats, as the decision's are.
-			st.Gain = rel(st.Incumbent.Metrics.TotalTPS, st.Winner.Metrics.TotalTPS)
+			if g := rel(st.Incumbent.Metrics.TotalTPS, st.Winner.Metrics.TotalTPS); g != nil {
+				st.Gain = *g
+			}
 		}
 		all := st.Candidates
 		if st.Incumbent != nil && !containsKey(all, st.Incumbent.Key) {

@@ -3,15 +3,19 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/perflab/perflab/internal/atomicfile"
 )
 
 // Chart titles; the Markdown writer places the first in the Conclusion.
@@ -62,7 +66,14 @@ func WriteCharts(r *Report, dir string) error {
 		p.Title.Text = m.title
 		c := Chart{Title: m.title, PNG: m.file + ".png", SVG: m.file + ".svg"}
 		for _, f := range []string{c.PNG, c.SVG} {
-			if err := p.Save(20*vg.Centimeter, 11*vg.Centimeter, filepath.Join(dir, f)); err != nil {
+			wt, err := p.WriterTo(20*vg.Centimeter, 11*vg.Centimeter, strings.TrimPrefix(filepath.Ext(f), "."))
+			if err != nil {
+				return fmt.Errorf("report: chart %s: %w", f, err)
+			}
+			if err := atomicfile.Write(filepath.Join(dir, f), 0o644, func(w io.Writer) error {
+				_, err := wt.WriteTo(w)
+				return err
+			}); err != nil {
 				return fmt.Errorf("report: chart %s: %w", f, err)
 			}
 		}
@@ -109,7 +120,7 @@ func baselineChart(r *Report) (*plot.Plot, error) {
 	labels := make([]string, len(names))
 	pts := make(plotter.XYs, len(names))
 	for i := range names {
-		labels[i] = pct(rel(base[i], opt[i]))
+		labels[i] = pctOf(rel(base[i], opt[i]))
 		if c := r.Cases[caseIdx[i]]; c.Baseline.Status != "ok" || c.Optimized.Status != "ok" {
 			labels[i] = "failed"
 		}
@@ -157,7 +168,7 @@ func stageChart(r *Report) (*plot.Plot, error) {
 		pts[i] = plotter.XY{X: float64(i), Y: v * 1.02}
 		labels[i] = fmt.Sprintf("%.0f", v)
 		if i > 0 {
-			labels[i] += " (" + pct(rel(vals[0], v)) + ")"
+			labels[i] += " (" + pctOf(rel(vals[0], v)) + ")"
 		}
 	}
 	lab, err := plotter.NewLabels(plotter.XYLabels{XYs: pts, Labels: labels})

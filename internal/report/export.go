@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
+
+	"github.com/perflab/perflab/internal/atomicfile"
 )
 
 // WriteJSON writes the report model as indented JSON.
@@ -66,6 +70,9 @@ func WriteAll(r *Report, dir string, formats ...string) ([]string, error) {
 	if len(formats) == 0 {
 		formats = Formats
 	}
+	if err := Finite(r); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("report: create %s: %w", dir, err)
 	}
@@ -88,18 +95,56 @@ func WriteAll(r *Report, dir string, formats ...string) ([]string, error) {
 			return paths, fmt.Errorf("report: unknown format %q (want md, html, json or csv)", format)
 		}
 		path := filepath.Join(dir, "report."+format)
-		f, err := os.Create(path)
-		if err != nil {
-			return paths, fmt.Errorf("report: create %s: %w", path, err)
-		}
-		err = write(f, r)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return paths, fmt.Errorf("report: write %s: %w", path, err)
+		// A write that fails leaves the previous file whole.
+		if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return write(w, r) }); err != nil {
+			return paths, fmt.Errorf("report: %w", err)
 		}
 		paths = append(paths, path)
 	}
 	return paths, nil
+}
+
+// Finite returns an error naming the first field of r that holds NaN or
+// an infinity. WriteAll checks it before writing anything: such a value
+// would print as "NaN" in one format and fail to encode in another, and
+// is a bug in how the report was built, to be named rather than written.
+func Finite(r *Report) error {
+	if p := nonFinite("report", reflect.ValueOf(r)); p != "" {
+		return fmt.Errorf("report: %s is not a finite number", p)
+	}
+	return nil
+}
+
+func nonFinite(path string, v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return nonFinite(path, v.Elem())
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if f := v.Type().Field(i); f.IsExported() {
+				if p := nonFinite(path+"."+f.Name, v.Field(i)); p != "" {
+					return p
+				}
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			if p := nonFinite(fmt.Sprintf("%s[%d]", path, i), v.Index(i)); p != "" {
+				return p
+			}
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			if p := nonFinite(fmt.Sprintf("%s[%v]", path, k), v.MapIndex(k)); p != "" {
+				return p
+			}
+		}
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return path
+		}
+	}
+	return ""
 }

@@ -180,7 +180,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	if s := r.Search; s != nil {
 		p("### Search beyond the greedy pass\n\n")
-		p("The staged (greedy) pass reached %.2f tok/s; the simulator-guided joint search ended at %.2f tok/s (%s) after %d trials in all.\n", s.GreedyBest, s.FinalBest, pct(rel(s.GreedyBest, s.FinalBest)), s.Trials)
+		p("The staged (greedy) pass reached %.2f tok/s; the simulator-guided joint search ended at %.2f tok/s (%s) after %d trials in all.\n", s.GreedyBest, s.FinalBest, pctOf(rel(s.GreedyBest, s.FinalBest)), s.Trials)
 		if s.GridTrials > 0 {
 			p("An exhaustive grid of %d configurations peaks at %.2f tok/s (%s); the lab's winner is within %.2f%% of it using %.0f%% of the grid's trials.\n",
 				s.GridTrials, s.GridBest, s.GridBestConfig, 100*(s.GridBest-s.FinalBest)/s.GridBest, 100*float64(s.Trials)/float64(s.GridTrials))
@@ -247,10 +247,10 @@ func caseCell(c *Candidate, tag string, noise float64) string {
 }
 
 func changeTag(c Case) string {
-	if c.Baseline == nil || c.Optimized == nil || c.Baseline.Status != "ok" || c.Optimized.Status != "ok" {
+	if c.Baseline == nil || c.Optimized == nil || c.Baseline.Status != "ok" || c.Optimized.Status != "ok" || c.Change == nil {
 		return ""
 	}
-	s := " (" + pct(c.Change)
+	s := " (" + pct(*c.Change)
 	if c.PerGPU {
 		s += " per GPU"
 	}

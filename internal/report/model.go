@@ -116,9 +116,12 @@ type Case struct {
 	Workload  string     `json:"workload"`
 	Baseline  *Candidate `json:"baseline,omitempty"`
 	Optimized *Candidate `json:"optimized,omitempty"`
-	// Change is the relative Total TPS change (0.581 = +58.1%).
-	Change     float64 `json:"change"`
-	TPOTChange float64 `json:"tpot_change"`
+	// Change is the relative Total TPS change (0.581 = +58.1%), and
+	// TPOTChange the relative mean TPOT change; each is nil when the two
+	// sides cannot be compared (a side failed or measured 0), so no NaN
+	// reaches an output.
+	Change     *float64 `json:"change"`
+	TPOTChange *float64 `json:"tpot_change"`
 	// PerGPU is set when the two used different GPU counts: the change
 	// is then computed per GPU.
 	PerGPU bool `json:"per_gpu,omitempty"`
@@ -232,12 +235,22 @@ func pct(x float64) string {
 	return fmt.Sprintf("%+.1f%%", x*100)
 }
 
-// rel is (b-a)/a, or NaN when a is zero.
-func rel(a, b float64) float64 {
-	if a == 0 {
-		return math.NaN()
+// pctOf is pct of a change that may be missing ("n/a").
+func pctOf(x *float64) string {
+	if x == nil {
+		return "n/a"
 	}
-	return (b - a) / a
+	return pct(*x)
+}
+
+// rel is (b-a)/a, or nil when that is not a finite number (a is zero, or
+// either is not finite).
+func rel(a, b float64) *float64 {
+	r := (b - a) / a
+	if a == 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return nil
+	}
+	return &r
 }
 
 // ranking renders "A (x tok/s) > B (y tok/s)" from the successful

@@ -98,7 +98,7 @@ func TestBuildAndWrite(t *testing.T) {
 	// The change is computed from the stored results, not typed: check it
 	// against the results themselves.
 	want := r.Recommended.Metrics.TotalTPS/r.Baseline.Metrics.TotalTPS - 1
-	if len(r.Cases) != 2 || r.Cases[0].Change != want || want <= 0 {
+	if len(r.Cases) != 2 || r.Cases[0].Change == nil || *r.Cases[0].Change != want || want <= 0 {
 		t.Fatalf("cases = %+v, want change %v", r.Cases, want)
 	}
 	if len(r.Stages) != 2 || r.Stages[1].Winner.Name != "SGLang + FP8" {

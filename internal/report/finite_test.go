@@ -1,0 +1,67 @@
+package report
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFailedCasesHaveNoChange (issue 11, defect 2: a run whose every
+// trial failed wrote "unsupported value: NaN" and a 0-byte report.json):
+// a case whose sides failed or measured nothing has no change, and the
+// report writes, in every format, with no NaN anywhere.
+func TestFailedCasesHaveNoChange(t *testing.T) {
+	failed := &Candidate{Name: "vLLM", Status: "failed", Failure: "startup_crash"}
+	zero := &Candidate{Name: "vLLM", Status: "ok"}
+	ok := &Candidate{Name: "SGLang", Status: "ok", Metrics: Metrics{TotalTPS: 100, MeanTPOTMs: 20}}
+	r := &Report{Title: "t", RunName: "all-failed"}
+	for _, c := range []Case{newCase("Short", failed, failed), newCase("Medium", zero, ok), newCase("Long", ok, ok)} {
+		r.Cases = append(r.Cases, c)
+	}
+	if r.Cases[0].Change != nil || r.Cases[1].Change != nil || r.Cases[1].TPOTChange != nil {
+		t.Errorf("changes of failed or empty sides: %v %v %v", r.Cases[0].Change, r.Cases[1].Change, r.Cases[1].TPOTChange)
+	}
+	if r.Cases[2].Change == nil || *r.Cases[2].Change != 0 {
+		t.Errorf("change of equal sides: %v, want 0", r.Cases[2].Change)
+	}
+	dir := t.TempDir()
+	if _, err := WriteAll(r, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.json", "report.md", "report.csv", "report.html"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || len(b) == 0 {
+			t.Fatalf("%s: %v (%d bytes)", f, err, len(b))
+		}
+		if strings.Contains(string(b), "NaN") || strings.Contains(string(b), "Inf") {
+			t.Errorf("%s carries NaN or Inf", f)
+		}
+		if f == "report.json" && !json.Valid(b) {
+			t.Errorf("report.json is not JSON")
+		}
+	}
+}
+
+// TestNonFiniteIsRefusedWholesale: a report holding a NaN anywhere is a
+// bug; WriteAll names the field and leaves the previous files as they were.
+func TestNonFiniteIsRefusedWholesale(t *testing.T) {
+	dir := t.TempDir()
+	good := &Report{Title: "t", RunName: "r"}
+	if _, err := WriteAll(good, dir); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	nan := math.NaN()
+	bad := &Report{Title: "t", RunName: "r", Cases: []Case{{Workload: "w", Change: &nan}}}
+	_, err := WriteAll(bad, dir)
+	if err == nil || !strings.Contains(err.Error(), "Cases[0].Change") {
+		t.Fatalf("err = %v, want it to name report.Cases[0].Change", err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	if string(before) != string(after) {
+		t.Error("a refused report changed report.json")
+	}
+}
