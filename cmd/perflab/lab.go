@@ -71,6 +71,10 @@ func init() {
 
 func runLab(cmd *cobra.Command, args []string) error {
 	ctx := cmd.Context()
+	// A bad --db is refused before the first trial, not after the last.
+	if _, err := store.ParseDSN(labOpts.db); err != nil && !labOpts.dryRun {
+		return err
+	}
 	opts := app.Options{Runtime: labOpts.runtime, TimeScale: labOpts.timeScale, Parallel: labOpts.parallel,
 		Coefficients: labOpts.coefficients, Analytic: labOpts.analytic}
 	spec, coef, err := app.Spec(args[0], opts)

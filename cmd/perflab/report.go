@@ -75,6 +75,8 @@ most recent run with trials is used. With SPEC, pass the same --runtime,
 	cmd.Flags().Float64Var(&specOpts.TimeScale, "time-scale", 0, "with SPEC: the sim runtime's time scale the lab ran with")
 	cmd.Flags().StringSliceVar(&formats, "format", report.Formats, "formats to write: md, html, json, csv")
 	cmd.AddCommand(newReportImportCmd(&db))
+	// "report list" is the run list, not a run named "list".
+	cmd.AddCommand(newRunsCmd("list"))
 	return cmd
 }
 

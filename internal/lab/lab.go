@@ -189,6 +189,9 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	l.mu.Unlock()
 	l.sum.FreshStarts = s.FreshStartPerRepeat
 	status := "done"
+	if !l.anySucceeded() {
+		status = "failed" // not one configuration ran: nothing to recommend
+	}
 	if err != nil {
 		status = "failed"
 		if ctx.Err() != nil {
@@ -220,6 +223,22 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		l.Progress.Done(l.sum)
 	}
 	return l.sum, err
+}
+
+// anySucceeded says whether any trial the run holds succeeded (true for a
+// run without trials, which has not failed either).
+func (l *Lab) anySucceeded() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.done) == 0 {
+		return true
+	}
+	for _, t := range l.done {
+		if t.Status == "ok" {
+			return true
+		}
+	}
+	return false
 }
 
 // leaser is the part of *store.Store that makes one live lab the owner of a

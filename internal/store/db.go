@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -35,29 +37,74 @@ type Store struct {
 	dsn     string
 }
 
-// Open opens (and migrates) the database named by dsn:
+// DSN is a parsed database name: which database, and where.
+type DSN struct {
+	Dialect Dialect
+	// Path is the SQLite file (":memory:" for a throwaway database).
+	Path string
+	// URL is the PostgreSQL connection URL.
+	URL string
+}
+
+// dsnScheme matches a URL scheme ("mysql://"): anything with one that is
+// not PostgreSQL's is refused, not taken as a file name.
+var dsnScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// ParseDSN checks a database name before anything runs and says what is
+// supported when it is not:
 //   - "postgres://…" or "postgresql://…": PostgreSQL through pgx;
 //   - "sqlite:PATH", "file:PATH" or a plain PATH: SQLite (the file and its
 //     directory are created), ":memory:" for a throwaway database.
-func Open(ctx context.Context, dsn string) (*Store, error) {
-	if dsn == "" {
-		return nil, errors.New("store: empty database name")
-	}
-	var (
-		db      *sql.DB
-		err     error
-		dialect Dialect
-	)
+func ParseDSN(dsn string) (DSN, error) {
+	const want = "want sqlite:PATH, a file path, or postgres://USER@HOST/DB"
 	switch {
+	case strings.TrimSpace(dsn) == "":
+		return DSN{}, fmt.Errorf("store: empty database name (%s)", want)
 	case strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://"):
-		dialect = Postgres
-		db, err = sql.Open("pgx", dsn)
-	default:
-		dialect = SQLite
-		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "file:")
-		if i := strings.IndexByte(path, '?'); i >= 0 {
-			path = path[:i]
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return DSN{}, fmt.Errorf("store: database %s: %w", redact(dsn), err)
 		}
+		if u.Host == "" {
+			return DSN{}, fmt.Errorf("store: database %s: no host (%s)", redact(dsn), want)
+		}
+		return DSN{Dialect: Postgres, URL: dsn}, nil
+	case dsnScheme.MatchString(dsn):
+		scheme, _, _ := strings.Cut(dsn, "://")
+		return DSN{}, fmt.Errorf("store: database %s: %s is not supported (%s)", redact(dsn), scheme, want)
+	}
+	path := dsn
+	for _, prefix := range []string{"sqlite:", "file:"} {
+		if rest, ok := strings.CutPrefix(path, prefix); ok {
+			path = rest
+			break
+		}
+	}
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if path == "" {
+		return DSN{}, fmt.Errorf("store: database %q: the SQLite file name is empty (%s, or sqlite::memory:)", dsn, want)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return DSN{}, fmt.Errorf("store: database %s: is a directory, not a SQLite file", path)
+	}
+	return DSN{Dialect: SQLite, Path: path}, nil
+}
+
+// Open opens (and migrates) the database named by dsn (see ParseDSN).
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	d, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	var db *sql.DB
+	dialect := d.Dialect
+	switch dialect {
+	case Postgres:
+		db, err = sql.Open("pgx", d.URL)
+	default:
+		path := d.Path
 		if path != ":memory:" {
 			if dir := filepath.Dir(path); dir != "." {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -262,6 +309,45 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 			return nil, fmt.Errorf("store: list runs: %w", err)
 		}
 		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// RunInfo is a run with what its trials add up to.
+type RunInfo struct {
+	Run
+	// Trials counts the run's stored trials, Failed those that failed.
+	Trials, Failed int
+	// Started is when its first trial started (zero without trials).
+	Started time.Time
+}
+
+// RunInfos lists every run with its trial counts, newest first.
+func (s *Store) RunInfos(ctx context.Context) ([]RunInfo, error) {
+	q := `SELECT runs.id, runs.key, runs.name, runs.spec, runs.status, runs.summary, runs.created_ms, runs.updated_ms,
+		COUNT(t.id), COALESCE(SUM(CASE WHEN t.status <> 'ok' THEN 1 ELSE 0 END), 0), COALESCE(MIN(t.started_ms), 0)
+		FROM runs LEFT JOIN trials t ON t.run_id = runs.id
+		GROUP BY runs.id, runs.key, runs.name, runs.spec, runs.status, runs.summary, runs.created_ms, runs.updated_ms
+		ORDER BY runs.updated_ms DESC, runs.id DESC`
+	rows, err := s.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("store: list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []RunInfo
+	for rows.Next() {
+		var (
+			ri       RunInfo
+			summary  string
+			cms, ums int64
+			started  int64
+		)
+		if err := rows.Scan(&ri.ID, &ri.Key, &ri.Name, &ri.Spec, &ri.Status, &summary, &cms, &ums,
+			&ri.Trials, &ri.Failed, &started); err != nil {
+			return nil, fmt.Errorf("store: list runs: %w", err)
+		}
+		ri.Summary, ri.Created, ri.Updated, ri.Started = rawJSON(summary), fromMS(cms), fromMS(ums), fromMS(started)
+		out = append(out, ri)
 	}
 	return out, rows.Err()
 }

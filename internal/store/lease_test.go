@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -156,6 +158,80 @@ func TestTrialCost(t *testing.T) {
 			}
 			if h := got.Cost.GPUHours(); h < 0.248 || h > 0.249 {
 				t.Errorf("GPU-hours %v, want 4 × 223.75 s = 0.2486", h)
+			}
+		})
+	}
+}
+
+// TestParseDSN (issue 11, defect 15: "sqlite:" ran 22 trials before
+// failing, "mysql://x" made a SQLite file named "mysql:/x"): a database
+// name is checked before anything runs, and a refusal names what is
+// supported.
+func TestParseDSN(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		dsn     string
+		dialect Dialect
+		path    string
+		bad     string // part of the error
+	}{
+		{dsn: "sqlite:.perflab/perflab.db", dialect: SQLite, path: ".perflab/perflab.db"},
+		{dsn: "file:x.db?mode=rwc", dialect: SQLite, path: "x.db"},
+		{dsn: "plain.db", dialect: SQLite, path: "plain.db"},
+		{dsn: "sqlite::memory:", dialect: SQLite, path: ":memory:"},
+		{dsn: "postgres://u:secret@127.0.0.1:5432/db?sslmode=disable", dialect: Postgres},
+		{dsn: "postgresql://u@db.internal/perflab", dialect: Postgres},
+		{dsn: "", bad: "empty database name"},
+		{dsn: "sqlite:", bad: "SQLite file name is empty"},
+		{dsn: "mysql://x", bad: "mysql is not supported (want sqlite:PATH"},
+		{dsn: "postgres:///nohost", bad: "no host"},
+		{dsn: "sqlite:" + dir, bad: "is a directory"},
+	} {
+		d, err := ParseDSN(tc.dsn)
+		if tc.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.bad) {
+				t.Errorf("%q: err = %v, want %q", tc.dsn, err, tc.bad)
+			}
+			if strings.Contains(fmt.Sprint(err), "secret") {
+				t.Errorf("%q: the error shows the password", tc.dsn)
+			}
+			continue
+		}
+		if err != nil || d.Dialect != tc.dialect || (tc.path != "" && d.Path != tc.path) {
+			t.Errorf("%q: %+v, %v; want %s %s", tc.dsn, d, err, tc.dialect, tc.path)
+		}
+	}
+}
+
+// TestRunInfos: the run list carries each run's trial and failure counts
+// and its first trial's start, on both databases, newest run first.
+func TestRunInfos(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			a, _ := s.EnsureRun(ctx, "a", "first", "spec", false)
+			t0 := time.UnixMilli(time.Now().UnixMilli()).UTC()
+			for i, st := range []string{"ok", "failed", "ok"} {
+				tr := Trial{RunID: a.ID, Key: fmt.Sprint(i), Status: st, Started: t0.Add(time.Duration(i) * time.Second)}
+				if err := s.SaveTrial(ctx, &tr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+			b, _ := s.EnsureRun(ctx, "b", "empty", "spec", false)
+			infos, err := s.RunInfos(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(infos) != 2 || infos[0].ID != b.ID || infos[1].ID != a.ID {
+				t.Fatalf("runs %+v, want the empty run first (newest), then the other", infos)
+			}
+			if got := infos[1]; got.Trials != 3 || got.Failed != 1 || !got.Started.Equal(t0) {
+				t.Errorf("first run: %d trials, %d failed, started %v; want 3, 1, %v", got.Trials, got.Failed, got.Started, t0)
+			}
+			if got := infos[0]; got.Trials != 0 || got.Failed != 0 || !got.Started.IsZero() {
+				t.Errorf("empty run: %+v", got)
 			}
 		})
 	}
