@@ -47,12 +47,48 @@ func DecodeConfig(data []byte, name string) (Config, error) {
 		return c, fmt.Errorf("engine: %s: empty config", name)
 	}
 	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
+		if keys := labSpecKeys(data); len(keys) > 0 {
+			return Config{}, &NotEngineConfigError{File: name, Keys: keys}
+		}
 		return Config{}, decodeError(name, err)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return c, nil
+}
+
+// NotEngineConfigError says that a file given as an engine config is a lab
+// spec (a common slip: both are YAML, and the examples hold both).
+type NotEngineConfigError struct {
+	File string
+	// Keys are the lab-spec fields found at the top level.
+	Keys []string
+}
+
+func (e *NotEngineConfigError) Error() string {
+	return fmt.Sprintf("engine: %s is a lab spec (it has %s), not an engine config: run it with `perflab lab %s`; "+
+		"an engine config names one server (engine:, version:, model:, and knobs such as max_num_seqs:), "+
+		"e.g. examples/engine-vllm-qwen3-14b.yaml", e.File, strings.Join(e.Keys, ", "), e.File)
+}
+
+// labSpecKeys returns the top-level fields of data that only a lab spec
+// has, or none when data does not parse as a mapping.
+func labSpecKeys(data []byte) []string {
+	var top map[string]any
+	if err := yaml.Unmarshal(data, &top); err != nil {
+		return nil
+	}
+	var keys []string
+	for _, k := range []string{"engines", "hardware", "stages", "tuning", "search", "generalization"} {
+		if _, ok := top[k]; ok {
+			keys = append(keys, k+":")
+		}
+	}
+	if len(keys) < 2 {
+		return nil // one stray field is a typo, not a lab spec
+	}
+	return keys
 }
 
 // yamlError is the part of goccy/go-yaml's error types that carries a

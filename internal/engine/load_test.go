@@ -93,3 +93,28 @@ func FuzzDecodeConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestLabSpecIsNotAnEngineConfig (issue 11, defect 9: `perflab engine
+// command examples/qwen3-14b-h100.yaml` said only `unknown field
+// "hardware"`): a lab spec given as an engine config is named as such, with
+// the command that runs it; the repository's engine config example loads.
+func TestLabSpecIsNotAnEngineConfig(t *testing.T) {
+	root := filepath.Join("..", "..", "examples")
+	_, err := LoadConfig(filepath.Join(root, "qwen3-14b-h100.yaml"))
+	var ne *NotEngineConfigError
+	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "perflab lab") || !strings.Contains(err.Error(), "engines:") {
+		t.Fatalf("lab spec as engine config: %v", err)
+	}
+	cfg, err := LoadConfig(filepath.Join(root, "engine-vllm-qwen3-14b.yaml"))
+	if err != nil {
+		t.Fatalf("the example engine config: %v", err)
+	}
+	if _, err := Render(cfg); err != nil {
+		t.Fatalf("render the example: %v", err)
+	}
+	// One stray field is a typo in an engine config, reported as such.
+	_, err = DecodeConfig([]byte("engine: vllm\nmodel: m\nstages: []\n"), "typo.yaml")
+	if errors.As(err, &ne) || !strings.Contains(err.Error(), "typo.yaml:3") {
+		t.Errorf("a stray field: %v, want a positioned unknown-field error", err)
+	}
+}
