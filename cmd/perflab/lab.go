@@ -23,6 +23,7 @@ var labOpts struct {
 	coefficients     string
 	fresh, dryRun    bool
 	retryFailed      bool
+	keepWorkDir      bool
 	grid, analytic   bool
 	timeScale        float64
 	parallel         int
@@ -59,6 +60,7 @@ func init() {
 	f.StringVar(&labOpts.db, "db", defaultDB, "store: sqlite:PATH, a path, or postgres://...")
 	f.StringVar(&labOpts.out, "out", "", "report directory (default out/<spec name>)")
 	f.BoolVar(&labOpts.fresh, "fresh", false, "start the run over (delete its stored trials)")
+	f.BoolVar(&labOpts.keepWorkDir, "keep-workdir", false, "keep each engine server's working directory (log, rendered files) after it stops")
 	f.BoolVar(&labOpts.retryFailed, "retry-failed", false, "run every stored failed trial again (a resume retries only crashes and hangs, once)")
 	f.BoolVar(&labOpts.dryRun, "dry-run", false, "print the plan and its ETA, run nothing")
 	f.BoolVar(&labOpts.grid, "grid", false, "also run the exhaustive grid over the same space and compare")
@@ -76,7 +78,7 @@ func runLab(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	opts := app.Options{Runtime: labOpts.runtime, TimeScale: labOpts.timeScale, Parallel: labOpts.parallel,
-		Coefficients: labOpts.coefficients, Analytic: labOpts.analytic}
+		Coefficients: labOpts.coefficients, Analytic: labOpts.analytic, KeepWorkDir: labOpts.keepWorkDir}
 	spec, coef, err := app.Spec(args[0], opts)
 	if err != nil {
 		return err

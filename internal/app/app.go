@@ -35,6 +35,8 @@ type Options struct {
 	// Analytic predicts with the lab's closed-form stand-in model instead
 	// of the simulator (tests).
 	Analytic bool
+	// KeepWorkDir keeps each engine server's working directory.
+	KeepWorkDir bool
 }
 
 // DefaultTimeScale is the sim runtime's clock speed-up when neither the
@@ -151,7 +153,7 @@ func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error)
 		return nil, fmt.Errorf("lab: hardware.count %d: %w", spec.Hardware.Count, err)
 	}
 	return &lab.LiveRunner{Runtime: rt, Requests: su.Requests, TimeScale: timeScale, SLO: spec.Objective.SLO, GPUs: gpus,
-		FreshStart: spec.FreshStartPerRepeat}, nil
+		FreshStart: spec.FreshStartPerRepeat, KeepWorkDir: su.opts.KeepWorkDir}, nil
 }
 
 // Preflight samples every workload that reads a dataset file, so a

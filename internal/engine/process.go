@@ -80,15 +80,27 @@ func startProcess(ctx context.Context, l Launch, wrap wrapFunc, ringSize int, po
 	if wrap != nil {
 		argv = wrap(l, argv)
 	}
+	// A working directory made here is the server's own: it goes when the
+	// server has exited (and now, if the start fails), unless kept.
+	removeDir := ""
 	if l.WorkDir == "" {
 		dir, err := os.MkdirTemp("", "perflab-engine-")
 		if err != nil {
 			return nil, fmt.Errorf("engine: work dir: %w", err)
 		}
 		l.WorkDir = dir
+		if !l.KeepWorkDir {
+			removeDir = dir
+		}
 	} else if err := os.MkdirAll(l.WorkDir, 0o755); err != nil {
 		return nil, fmt.Errorf("engine: work dir: %w", err)
 	}
+	started := false
+	defer func() {
+		if !started && removeDir != "" {
+			os.RemoveAll(removeDir)
+		}
+	}()
 	for name, content := range cmd.Files {
 		if filepath.IsAbs(name) || strings.Contains(name, "..") {
 			return nil, fmt.Errorf("engine: file name %q must be relative to the work dir", name)
@@ -166,6 +178,8 @@ func startProcess(ctx context.Context, l Launch, wrap wrapFunc, ringSize int, po
 		}
 		return nil, fmt.Errorf("engine: start %s: %w", argv[0], err)
 	}
+	started = true
+	h.removeDir = removeDir
 	// The group leader (the reaper on Linux): its pid is the group id.
 	h.pid = c.Process.Pid
 	register(h.pid)
@@ -195,6 +209,10 @@ type procHandle struct {
 	progress   atomic.Int64 // UnixNano of the last log line that was not a probe
 	done       chan struct{}
 	readerDone chan struct{}
+
+	// removeDir is the working directory to delete once the server has
+	// exited ("" to keep it).
+	removeDir string
 
 	mu       sync.Mutex
 	ready    bool
@@ -314,6 +332,10 @@ func (h *procHandle) wait(c *exec.Cmd, status *os.File) {
 		}
 		f.LogTail, f.ExitCode = tail, code
 		h.setFailure(f)
+	}
+	if h.removeDir != "" {
+		// The log lives on in the ring (LogTail) and in the trial's record.
+		os.RemoveAll(h.removeDir)
 	}
 	close(h.done)
 }

@@ -367,3 +367,59 @@ func TestSimPrefix(t *testing.T) {
 		t.Errorf("prefix = %s\nwant     %s", got, want)
 	}
 }
+
+// TestProcessRemovesItsWorkDir (issue 11, defect 11: 40
+// /tmp/perflab-engine-* folders were left behind): a working directory the
+// runtime made goes when the server stops, and when it crashes; one the
+// caller named, or asked to keep, stays.
+func TestProcessRemovesItsWorkDir(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	for _, tc := range []struct {
+		name  string
+		mode  string
+		keep  bool
+		given bool
+		gone  bool
+	}{
+		{"stopped", "serve", false, false, true},
+		{"crashed", "crash", false, false, true},
+		{"kept", "serve", true, false, false},
+		{"named by the caller", "serve", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := fakeLaunch(t, map[string]string{"FAKE_MODE": tc.mode})
+			l.Command.Files = map[string]string{"opts.yaml": "x: 1\n"}
+			if !tc.given {
+				l.WorkDir = ""
+			}
+			l.KeepWorkDir = tc.keep
+			before, _ := filepath.Glob(filepath.Join(tmp, "perflab-engine-*"))
+			h := start(t, &Process{PollInterval: 20 * time.Millisecond}, l)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_ = h.Ready(ctx)
+			if err := h.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			<-h.Done()
+			after, _ := filepath.Glob(filepath.Join(tmp, "perflab-engine-*"))
+			made := len(after) - len(before)
+			if tc.given {
+				if _, err := os.Stat(filepath.Join(l.WorkDir, "opts.yaml")); err != nil {
+					t.Errorf("the caller's work dir lost its files: %v", err)
+				}
+				return
+			}
+			if tc.gone && made != 0 {
+				t.Errorf("%d work dirs left: %v", made, after)
+			}
+			if !tc.gone && made != 1 {
+				t.Errorf("%d work dirs kept, want 1", made)
+			}
+			if len(h.LogTail(5)) == 0 {
+				t.Error("the log tail went with the work dir")
+			}
+		})
+	}
+}

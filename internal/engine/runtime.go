@@ -36,8 +36,10 @@ type Launch struct {
 	// CUDA_VISIBLE_DEVICES. Nil leaves the variable as inherited.
 	GPUs []int
 	// WorkDir is the server's working directory, where Command.Files are
-	// written. Empty means a fresh temporary directory.
-	WorkDir string
+	// written. Empty means a fresh temporary directory, removed when the
+	// server has exited unless KeepWorkDir is set.
+	WorkDir     string
+	KeepWorkDir bool
 	// LogPath receives stdout and stderr. Empty means WorkDir/engine.log.
 	LogPath string
 	// Host to bind; empty means 127.0.0.1. Port 0 means a free port.

@@ -51,6 +51,9 @@ type LiveRunner struct {
 	// reports' authors did, so that the noise floor includes start-to-start
 	// variance. Without it a config's server serves all its measurements.
 	FreshStart bool
+	// KeepWorkDir keeps each server's working directory (its log, its
+	// rendered files) after it stops; by default it is removed.
+	KeepWorkDir bool
 
 	pool pool
 }
@@ -214,7 +217,8 @@ func (r *LiveRunner) start(ctx context.Context, t TrialSpec, cmd engine.Command,
 	}
 	started := time.Now()
 	rec.Cost.EngineStart = true
-	h, err := r.Runtime.Start(ctx, engine.Launch{Config: t.Config, Command: r.startEnv(cmd, t.Config), GPUs: srv.gpus, ReadyTimeout: rt})
+	h, err := r.Runtime.Start(ctx, engine.Launch{Config: t.Config, Command: r.startEnv(cmd, t.Config), GPUs: srv.gpus,
+		ReadyTimeout: rt, KeepWorkDir: r.KeepWorkDir})
 	if err != nil {
 		if srv.gpus != nil {
 			r.GPUs.Release(srv.gpus)
