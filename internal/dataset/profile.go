@@ -12,6 +12,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/perflab/perflab/internal/safeyaml"
 )
 
 // Profile is a named workload: which requests to send and how fast.
@@ -121,6 +123,9 @@ func LoadProfile(path string) (Profile, error) {
 func DecodeProfile(data []byte, name string) (Profile, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return Profile{}, fmt.Errorf("dataset: profile %s: empty file", name)
+	}
+	if err := safeyaml.Check(data, safeyaml.Defaults); err != nil {
+		return Profile{}, fmt.Errorf("dataset: profile %s: %w", name, err)
 	}
 	var keys map[string]any
 	if err := yaml.UnmarshalWithOptions(data, &keys); err != nil {

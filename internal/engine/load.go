@@ -10,6 +10,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/perflab/perflab/internal/safeyaml"
 )
 
 // Engine names as written in Config.Engine.
@@ -45,6 +47,9 @@ func DecodeConfig(data []byte, name string) (Config, error) {
 	var c Config
 	if len(bytes.TrimSpace(data)) == 0 {
 		return c, fmt.Errorf("engine: %s: empty config", name)
+	}
+	if err := safeyaml.Check(data, safeyaml.Defaults); err != nil {
+		return Config{}, fmt.Errorf("engine: %s: %w", name, err)
 	}
 	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
 		if keys := labSpecKeys(data); len(keys) > 0 {

@@ -338,3 +338,25 @@ func TestWorkloadErrorSaidOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecAliasBomb (issue 11, defect 12: a 2 KB spec of nested aliases
+// grew `lab --dry-run` past 7 GB): refused at once, with its line.
+func TestSpecAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: bomb\nmodel: Qwen/Qwen3-14B\nengines: [{name: vllm}]\n")
+	b.WriteString(`x0: &a0 ["a","a","a","a","a","a","a","a","a","a"]` + "\n")
+	for i := 1; i <= 8; i++ {
+		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d,", i-1), 10), ",")
+		fmt.Fprintf(&b, "x%d: &a%d [%s]\n", i, i, refs)
+	}
+	b.WriteString("stages:\n  - name: max_num_seqs\n    values: *a8\n")
+	start := time.Now()
+	_, err := ParseSpec("bomb.yaml", []byte(b.String()))
+	var se *SpecError
+	if !errors.As(err, &se) || se.Line == 0 || !strings.Contains(se.Msg, "expands to more than") {
+		t.Fatalf("err = %v, want a SpecError with the line of the expansion", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusing took %s", d)
+	}
+}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/runtimes"
+
+	"github.com/perflab/perflab/internal/safeyaml"
 )
 
 // Runtime names, as internal/runtimes registers them (the lab asks a
@@ -372,6 +374,13 @@ func ParseSpecIn(name string, data []byte, base string) (*Spec, error) {
 			return nil, fmt.Errorf("lab: spec %s: %w", name, err)
 		}
 		base = wd
+	}
+	// Refused before decoding: a few KB of nested aliases would expand
+	// to billions of nodes in the decoder.
+	if err := safeyaml.Check(data, safeyaml.Defaults); err != nil {
+		var se *safeyaml.Error
+		errors.As(err, &se)
+		return nil, &SpecError{File: name, Line: se.Line, Msg: se.Msg}
 	}
 	var s Spec
 	if err := yaml.UnmarshalWithOptions(data, &s, yaml.Strict()); err != nil {

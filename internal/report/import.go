@@ -12,6 +12,8 @@ import (
 
 	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/store"
+
+	"github.com/perflab/perflab/internal/safeyaml"
 )
 
 // Imported is one result taken in from a file, ready to store.
@@ -39,6 +41,11 @@ func ImportFile(path string) ([]Imported, error) {
 // ImportBytes is ImportFile on data already read; name labels errors.
 func ImportBytes(data []byte, name string) ([]Imported, error) {
 	trim := bytes.TrimSpace(data)
+	if len(trim) > 0 && (trim[0] == '{' || trim[0] == '[') {
+		if err := safeyaml.CheckJSON(data, safeyaml.Limits{MaxBytes: 256 << 20}); err != nil {
+			return nil, fmt.Errorf("report: import %s: %w", name, err)
+		}
+	}
 	var out []Imported
 	add := func(format string, rs ...*metrics.Result) {
 		for i, r := range rs {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/perflab/perflab/internal/safeyaml"
 )
 
 // GPU is one accelerator of the hardware catalog. Compute figures are dense
@@ -181,6 +183,9 @@ func LoadModelConfig(path string) (Arch, error) {
 }
 
 func parseModelConfig(b []byte) (Arch, error) {
+	if err := safeyaml.CheckJSON(b, safeyaml.Defaults); err != nil {
+		return Arch{}, err
+	}
 	var raw struct {
 		Arch
 		NumLocalExperts    int             `json:"num_local_experts"`

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/perflab/perflab/internal/safeyaml"
 )
 
 // Coef holds the fitted efficiency and overhead figures of one engine
@@ -93,6 +95,9 @@ func DefaultCoefficients() *Coefficients {
 
 // ParseCoefficients decodes a coefficients JSON document.
 func ParseCoefficients(b []byte) (*Coefficients, error) {
+	if err := safeyaml.CheckJSON(b, safeyaml.Defaults); err != nil {
+		return nil, fmt.Errorf("sim: coefficients: %w", err)
+	}
 	var c Coefficients
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()

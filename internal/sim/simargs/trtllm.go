@@ -11,6 +11,8 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/perflab/perflab/internal/sim"
+
+	"github.com/perflab/perflab/internal/safeyaml"
 )
 
 // trtllmLLMArgs are TorchLlmArgs fields (tensorrt_llm/llmapi/llm_args.py at
@@ -117,6 +119,9 @@ func trtllmExtra(path string, pr *sim.Params, read func(string) ([]byte, error))
 			return startupError("trtllm", "FileNotFoundError", fmt.Sprintf("[Errno 2] No such file or directory: '%s'", path))
 		}
 		return fmt.Errorf("simargs: trtllm: read %s: %w", path, err)
+	}
+	if err := safeyaml.Check(b, safeyaml.Defaults); err != nil {
+		return fmt.Errorf("simargs: trtllm: %s: %w", path, err)
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal(b, &m); err != nil {
