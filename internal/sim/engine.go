@@ -1049,6 +1049,18 @@ func (e *Engine) finish(st *step) {
 	e.stats.Waiting = len(e.waiting)
 }
 
+// ResetPrefixCache forgets every cached prefix, as the engines' reset
+// endpoints do between two measurements on one server. Like vLLM's, it
+// refuses (false) while requests hold KV blocks: a reset then would free
+// blocks still in use.
+func (e *Engine) ResetPrefixCache() bool {
+	if len(e.running) > 0 || len(e.waiting) > 0 {
+		return false
+	}
+	clear(e.seen)
+	return true
+}
+
 // Cancel drops a request whose client went away, as the engines abort a
 // request on disconnect: a waiting one leaves the queue, a running one frees
 // its KV blocks and its batch slot. A step already in flight still takes the

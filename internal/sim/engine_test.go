@@ -360,3 +360,51 @@ func TestSGLangMixedChunk(t *testing.T) {
 		t.Errorf("Qwen3.5-9B mixed batch %.1f ms vs %.1f ms: its 256 decodes should pay the chunked scan", mix*1e3, plain*1e3)
 	}
 }
+
+// TestResetPrefixCache: a reset forgets cached prefixes, so the same
+// shared-prefix request computes its prefix again (a longer first token),
+// and it is refused while requests hold blocks.
+func TestResetPrefixCache(t *testing.T) {
+	e, err := New(Params{Engine: EngineVLLM, Version: "0.11.0", Model: "Qwen/Qwen3-14B", GPU: "H100"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttft := func(id string, at float64) float64 {
+		e.Submit(Req{ID: id, Arrival: at, PromptLen: 4000, OutputLen: 2, PrefixGroup: 7, PrefixLen: 3900})
+		first := -1.0
+		for {
+			next, ok := e.NextEventTime()
+			if !ok {
+				break
+			}
+			for _, ev := range e.Advance(next) {
+				if ev.ReqID == id && ev.Tokens > 0 && first < 0 {
+					first = ev.Time - at
+				}
+			}
+		}
+		return first
+	}
+	cold := ttft("a", 0)
+	warm := ttft("b", 10)
+	if !(warm < cold) {
+		t.Fatalf("a cached prefix did not shorten the first token: cold %.4f, warm %.4f", cold, warm)
+	}
+	e.Submit(Req{ID: "busy", Arrival: 20, PromptLen: 100, OutputLen: 50})
+	if e.ResetPrefixCache() {
+		t.Error("reset while a request waits")
+	}
+	for {
+		next, ok := e.NextEventTime()
+		if !ok {
+			break
+		}
+		e.Advance(next)
+	}
+	if !e.ResetPrefixCache() {
+		t.Fatal("reset refused on an idle engine")
+	}
+	if again := ttft("c", 40); again < cold*0.99 {
+		t.Errorf("after the reset the prefix was still cached: %.4f vs cold %.4f", again, cold)
+	}
+}

@@ -31,6 +31,17 @@ type Canceler interface {
 
 var _ Canceler = (*sim.Engine)(nil)
 
+// PrefixResetter is implemented by models that can forget their prefix
+// cache (the engines' reset endpoints); false while requests run.
+type PrefixResetter interface {
+	ResetPrefixCache() bool
+}
+
+var (
+	_ PrefixResetter = (*sim.Engine)(nil)
+	_ PrefixResetter = (*Replicas)(nil)
+)
+
 // tokenEvent is one model event as a stream sees it.
 type tokenEvent struct {
 	tokens   int
@@ -88,12 +99,14 @@ type msgKind int
 const (
 	msgSubmit msgKind = iota
 	msgCancel
+	msgReset
 )
 
 type msg struct {
-	kind msgKind
-	req  sim.Req
-	st   *stream
+	kind  msgKind
+	req   sim.Req
+	st    *stream
+	reply chan bool // msgReset: whether the cache was reset
 }
 
 // clock maps model time (seconds since the loop started, ×scale) to wall
@@ -256,6 +269,27 @@ func (l *loop) handle(m msg, t float64) {
 		if st, ok := l.streams[m.req.ID]; ok {
 			l.drop(st)
 		}
+	case msgReset:
+		l.dispatch(l.model.Advance(t))
+		r, ok := l.model.(PrefixResetter)
+		m.reply <- ok && len(l.streams) == 0 && r.ResetPrefixCache()
+	}
+}
+
+// resetPrefixCache asks the loop to reset the model's prefix cache; false
+// while requests run, when the model cannot, or when the loop has stopped.
+func (l *loop) resetPrefixCache() bool {
+	reply := make(chan bool, 1)
+	select {
+	case l.inbox <- msg{kind: msgReset, reply: reply}:
+	case <-l.done:
+		return false
+	}
+	select {
+	case ok := <-reply:
+		return ok
+	case <-l.done:
+		return false
 	}
 }
 

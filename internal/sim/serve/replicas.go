@@ -175,6 +175,18 @@ func (rs *Replicas) Advance(to float64) []sim.Event {
 }
 
 // Cancel drops a request from the replica that has it.
+// ResetPrefixCache resets every replica's prefix cache (vLLM's endpoint
+// resets all data-parallel ranks); false if any refused.
+func (rs *Replicas) ResetPrefixCache() bool {
+	ok := true
+	for _, e := range rs.engines {
+		if r, can := e.(PrefixResetter); can && !r.ResetPrefixCache() {
+			ok = false
+		}
+	}
+	return ok
+}
+
 func (rs *Replicas) Cancel(id string) bool {
 	k, ok := rs.owner[id]
 	if !ok {

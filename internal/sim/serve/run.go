@@ -152,6 +152,7 @@ func Run(ctx context.Context, o Options) error {
 	crashc := make(chan crash, 1)
 	srv, err := New(Config{Engine: rp.Engine, Model: model, Root: p.Model, ServedModelNames: res.Server.ServedModelNames,
 		MaxModelLen: rp.MaxModelLen, TimeScale: o.TimeScale, Counter: o.Counter, APIKey: res.Server.APIKey,
+		DevMode: o.Env["VLLM_SERVER_DEV_MODE"] == "1",
 		OnCrash: func(err error, at time.Time) {
 			select {
 			case crashc <- crash{err, at}:
@@ -162,7 +163,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer srv.Close()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: nil}
+	// Headers that never end and idle keep-alive connections are closed;
+	// bodies are bounded per request (Server.readBody).
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	lg.serving(ln.Addr().String())

@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -108,6 +109,17 @@ type Config struct {
 	// crash: a reproduced engine bug (sim.ErrCrashed). Run exits then, as
 	// the engine process would.
 	OnCrash func(err error, at time.Time)
+	// BodyTimeout bounds the read of a request body (default 30 s): a
+	// client that stops sending mid-body gets 408 and its connection
+	// back. MaxBodyBytes caps one body (default 64 MiB: 413), and
+	// MaxInflightBodyBytes all the bodies being read at once (default
+	// 256 MiB: 503, retry later).
+	BodyTimeout          time.Duration
+	MaxBodyBytes         int64
+	MaxInflightBodyBytes int64
+	// DevMode is vLLM's VLLM_SERVER_DEV_MODE=1: it serves
+	// POST /reset_prefix_cache.
+	DevMode bool
 }
 
 // Server is the OpenAI-compatible HTTP face of a simulated engine.
@@ -119,6 +131,7 @@ type Server struct {
 	seq     atomic.Int64
 	ok      atomic.Int64 // finished requests
 	closing chan struct{}
+	bodies  budget
 }
 
 // New builds a server and starts its event loop; Close stops it.
@@ -141,11 +154,21 @@ func New(cfg Config) (*Server, error) {
 	if cfg.DefaultChatMaxTokens == 0 {
 		cfg.DefaultChatMaxTokens = 256
 	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = defaultBodyTimeout
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if cfg.MaxInflightBodyBytes <= 0 {
+		cfg.MaxInflightBodyBytes = defaultMaxInflightBodyBytes
+	}
 	if cfg.Engine == "" {
 		cfg.Engine = sim.EngineVLLM
 	}
 	s := &Server{cfg: cfg, loop: newLoop(cfg.Model, cfg.TimeScale), created: time.Now().Unix(), closing: make(chan struct{})}
 	s.loop.onCrash = cfg.OnCrash
+	s.bodies.limit = cfg.MaxInflightBodyBytes
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
 	s.mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
@@ -153,6 +176,15 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.mux.HandleFunc("GET /version", s.version)
+	// The engines' prefix-cache resets, where the engine has one: vLLM's
+	// only in its development mode, SGLang's always; TensorRT-LLM's
+	// server has none.
+	switch {
+	case cfg.Engine == sim.EngineVLLM && cfg.DevMode:
+		s.mux.HandleFunc("POST /reset_prefix_cache", s.resetPrefixCache)
+	case cfg.Engine == sim.EngineSGLang:
+		s.mux.HandleFunc("/flush_cache", s.resetPrefixCache)
+	}
 	go s.loop.run()
 	return s, nil
 }
@@ -269,15 +301,55 @@ func (m chatMessage) text() (string, error) {
 	return b.String(), nil
 }
 
+// resetPrefixCache answers the engines' cache-reset endpoints: 200 when the
+// cache was reset, 400 while requests are running (nothing is reset then).
+func (s *Server) resetPrefixCache(w http.ResponseWriter, r *http.Request) {
+	if !s.loop.resetPrefixCache() {
+		apiError(w, http.StatusBadRequest, "BadRequestError", "the prefix cache was not reset: requests are running")
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// readBody decodes the request body within the body bounds (see
+// bodies.go), answering the client itself when it cannot.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, req *request) bool {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	body := s.bodies.reader(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	err := json.NewDecoder(body).Decode(req)
+	body.release()
+	// The stream that follows may outlast any read deadline.
+	_ = rc.SetReadDeadline(time.Time{})
+	if err == nil {
+		return true
+	}
+	var tooBig *http.MaxBytesError
+	var nerr net.Error
+	switch {
+	case errors.As(err, &tooBig):
+		apiError(w, http.StatusRequestEntityTooLarge, "BadRequestError",
+			fmt.Sprintf("request body larger than %d MiB", s.cfg.MaxBodyBytes>>20))
+	case errors.Is(err, errBodyBudget):
+		w.Header().Set("Retry-After", "1")
+		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", err.Error())
+	case errors.As(err, &nerr) && nerr.Timeout():
+		w.Header().Set("Connection", "close")
+		apiError(w, http.StatusRequestTimeout, "BadRequestError",
+			fmt.Sprintf("request body not received within %s", s.cfg.BodyTimeout))
+	default:
+		apiError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+	}
+	return false
+}
+
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) { s.generate(w, r, false) }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	var req request
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20))
-	if err := dec.Decode(&req); err != nil {
-		apiError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+	if !s.readBody(w, r, &req) {
 		return
 	}
 	if !s.served(req.Model) {
