@@ -65,3 +65,42 @@ func TestNonFiniteIsRefusedWholesale(t *testing.T) {
 		t.Error("a refused report changed report.json")
 	}
 }
+
+// TestImportRefusesIncomplete (issue 11, defect 17: a printed block
+// without its duration and throughput lines was stored as 0.00 tok/s, and
+// a JSON holding only {"duration":1} was stored too): a result lacking a
+// figure the report needs is refused, naming what it lacks, and nothing
+// of its file is imported; a complete block still imports.
+func TestImportRefusesIncomplete(t *testing.T) {
+	full := `============ Serving Benchmark Result ============
+Successful requests:                     20        
+Failed requests:                         0         
+Benchmark duration (s):                  2.00      
+Total input tokens:                      640       
+Total generated tokens:                  320       
+Request throughput (req/s):              10.00     
+Output token throughput (tok/s):         160.00    
+Total token throughput (tok/s):          480.00    
+==================================================
+`
+	partial := `============ Serving Benchmark Result ============
+Successful requests:                     20        
+Failed requests:                         0         
+Total input tokens:                      640       
+Total generated tokens:                  320       
+==================================================
+`
+	if got, err := ImportBytes([]byte(full), "full.txt"); err != nil || len(got) != 1 || got[0].Result.TotalTokenThroughput != 480 {
+		t.Fatalf("a complete block: %v %+v", err, got)
+	}
+	for _, tc := range []struct{ name, data, want string }{
+		{"block.txt", partial, "lacks duration, total_token_throughput"},
+		{"two.txt", full + "\n" + partial, "two.txt#2 lacks duration"},
+		{"only-duration.json", `{"duration": 1}`, "lacks completed, total_token_throughput"},
+	} {
+		got, err := ImportBytes([]byte(tc.data), tc.name)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || got != nil {
+			t.Errorf("%s: %d imported, err %v; want nothing and %q", tc.name, len(got), err, tc.want)
+		}
+	}
+}

@@ -47,11 +47,16 @@ func ImportBytes(data []byte, name string) ([]Imported, error) {
 		}
 	}
 	var out []Imported
+	var incomplete []string
 	add := func(format string, rs ...*metrics.Result) {
 		for i, r := range rs {
 			src := name
 			if len(rs) > 1 {
 				src = fmt.Sprintf("%s#%d", name, i+1)
+			}
+			if miss := missingFigures(r); len(miss) > 0 {
+				incomplete = append(incomplete, fmt.Sprintf("%s lacks %s", src, strings.Join(miss, ", ")))
+				continue
 			}
 			out = append(out, Imported{Source: src, Format: format, Result: r, Warnings: r.Validate()})
 		}
@@ -63,14 +68,14 @@ func ImportBytes(data []byte, name string) ([]Imported, error) {
 				return nil, fmt.Errorf("report: import %s: %w", name, err)
 			}
 			add("guidellm-json", rs...)
-			return out, nil
+			return complete(out, incomplete, name)
 		}
 		r, err := metrics.ParseJSON(trim)
 		if err != nil {
 			return nil, fmt.Errorf("report: import %s: %w", name, err)
 		}
 		add("vllm-json", r)
-		return out, nil
+		return complete(out, incomplete, name)
 	}
 	rs, err := metrics.ParseText(bytes.NewReader(data))
 	if err != nil {
@@ -80,6 +85,34 @@ func ImportBytes(data []byte, name string) ([]Imported, error) {
 		return nil, fmt.Errorf("report: import %s: no vLLM JSON, guidellm JSON or \"Serving Benchmark Result\" block found", name)
 	}
 	add("vllm-text", rs...)
+	return complete(out, incomplete, name)
+}
+
+// requiredFigures are what a report needs of a result: how long it ran,
+// how many requests completed, and a throughput.
+var requiredFigures = []string{"duration", "completed"}
+
+// missingFigures names the figures a report needs that the result's
+// source did not carry (a parsed zero is not a measured zero).
+func missingFigures(r *metrics.Result) []string {
+	var miss []string
+	for _, k := range requiredFigures {
+		if !r.Has(k) {
+			miss = append(miss, k)
+		}
+	}
+	if !r.Has("total_token_throughput") && !r.Has("output_throughput") {
+		miss = append(miss, "total_token_throughput (or output_throughput)")
+	}
+	return miss
+}
+
+// complete refuses an import with any incomplete result, naming each.
+func complete(out []Imported, incomplete []string, name string) ([]Imported, error) {
+	if len(incomplete) > 0 {
+		return nil, fmt.Errorf("report: import %s: %s; a report needs the duration, the completed count and a throughput of every result, so nothing was imported",
+			name, strings.Join(incomplete, "; "))
+	}
 	return out, nil
 }
 
