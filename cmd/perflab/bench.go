@@ -8,14 +8,12 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/perflab/perflab/internal/atomicfile"
 	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/metrics"
@@ -48,11 +46,8 @@ type benchFlags struct {
 	percentileMetric string
 	metricPercent    string
 	goodput          []string
-	saveResult       bool
 	saveDetailed     bool
-	resultDir        string
-	resultFilename   string
-	label            string
+	result           resultFlags
 	metadata         []string
 	numWarmups       int
 	readyCheck       int
@@ -121,11 +116,8 @@ result block and writes vLLM's --save-result JSON (plus a "perflab" section).
 	fl.StringVar(&f.metricPercent, "metric-percentiles", "99", "comma-separated percentiles")
 	fl.StringArrayVar(&f.goodput, "goodput", nil, "SLOs as KEY:VALUE in ms (ttft, tpot, e2el)")
 
-	fl.BoolVar(&f.saveResult, "save-result", false, "save the result to a JSON file")
+	f.result.register(fl)
 	fl.BoolVar(&f.saveDetailed, "save-detailed", false, "include per-request arrays in the saved result")
-	fl.StringVar(&f.resultDir, "result-dir", "", "directory for the result file")
-	fl.StringVar(&f.resultFilename, "result-filename", "", "result file name")
-	fl.StringVar(&f.label, "label", "", "result label (default: --backend)")
 	fl.StringArrayVar(&f.metadata, "metadata", nil, "KEY=VALUE saved in the result (repeatable)")
 
 	fl.IntVar(&f.numWarmups, "num-warmups", 0, "warm-up requests before the run")
@@ -215,31 +207,6 @@ func pyFloat(x float64) string {
 		s += ".0"
 	}
 	return s
-}
-
-// resultFilename is vLLM's compute_result_filename.
-func resultFilename(f *benchFlags, model, label, dt string) string {
-	base := model[strings.LastIndex(model, "/")+1:]
-	conc := ""
-	if f.maxConcurrency > 0 {
-		conc = fmt.Sprintf("-concurrency%d", f.maxConcurrency)
-	}
-	if label == "" {
-		label = f.backend
-	}
-	var name string
-	if f.rampUp != "" {
-		name = fmt.Sprintf("%s-ramp-up-%s-%dqps-%dqps%s-%s-%s.json", label, f.rampUp, f.rampStart, f.rampEnd, conc, base, dt)
-	} else {
-		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, pyFloat(f.requestRate), conc, base, dt)
-	}
-	if f.resultFilename != "" {
-		name = f.resultFilename
-	}
-	if f.resultDir != "" {
-		name = filepath.Join(f.resultDir, name)
-	}
-	return name
 }
 
 func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
@@ -416,7 +383,7 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 	}
 	res := out.Result
 	res.NumPrompts = f.dataset.NumPrompts
-	res.Label = f.label
+	res.Label = f.result.label
 	res.TokenizerID = tokID
 	res.Metadata = meta
 	res.Date = time.Now().Format("20060102-150405")
@@ -431,21 +398,12 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 	} else if err := res.WriteTextWith(stdout, metrics.TextOptions{Perflab: f.perflabMetrics}); err != nil {
 		return err
 	}
-	if f.saveResult {
-		name := resultFilename(f, model, f.label, res.Date)
-		if dir := filepath.Dir(name); dir != "." {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("bench: result dir: %w", err)
-			}
+	if f.result.save {
+		name := f.result.name(model, loadShape{backend: f.backend, rate: f.requestRate, maxConcurrency: f.maxConcurrency,
+			rampUp: f.rampUp, rampStart: f.rampStart, rampEnd: f.rampEnd}, res.Date)
+		if err := f.result.write(stderr, "bench", name, res); err != nil {
+			return err
 		}
-		b, err := json.Marshal(res)
-		if err != nil {
-			return fmt.Errorf("bench: encode result: %w", err)
-		}
-		if err := atomicfile.WriteFile(name, b, 0o644); err != nil {
-			return fmt.Errorf("bench: save result: %w", err)
-		}
-		fmt.Fprintf(stderr, "Saved result to %s\n", name)
 	}
 	if runErr == nil && !f.allowAllFailed {
 		runErr = allFailed(out.Records)

@@ -167,13 +167,13 @@ func TestBenchCLIErrors(t *testing.T) {
 }
 
 func TestResultFilename(t *testing.T) {
-	f := &benchFlags{backend: "openai", requestRate: 10}
-	if got := resultFilename(f, "org/Model-7B", "", "20250101-000000"); got != "openai-10.0qps-Model-7B-20250101-000000.json" {
+	var r resultFlags
+	if got := r.name("org/Model-7B", loadShape{backend: "openai", rate: 10}, "20250101-000000"); got != "openai-10.0qps-Model-7B-20250101-000000.json" {
 		t.Errorf("got %q", got)
 	}
-	f = &benchFlags{backend: "vllm", rampUp: "linear", rampStart: 1, rampEnd: 20, maxConcurrency: 4, resultDir: "out", requestRate: 1}
-	if got := resultFilename(f, "m", "x", "d"); got != filepath.Join("out", "x-ramp-up-linear-1qps-20qpsconcurrency4-m-d.json") &&
-		got != filepath.Join("out", "x-ramp-up-linear-1qps-20qps-concurrency4-m-d.json") {
+	r = resultFlags{dir: "out", label: "x"}
+	ld := loadShape{backend: "vllm", rampUp: "linear", rampStart: 1, rampEnd: 20, maxConcurrency: 4, rate: 1}
+	if got := r.name("m", ld, "d"); got != filepath.Join("out", "x-ramp-up-linear-1qps-20qps-concurrency4-m-d.json") {
 		t.Errorf("got %q", got)
 	}
 	if pyFloat(1e300) == "" || pyFloat(0.5) != "0.5" || pyFloat(3) != "3.0" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/sim/serve"
+	"github.com/perflab/perflab/internal/sim/simargs"
 	"github.com/perflab/perflab/internal/tokenizer"
 )
 
@@ -73,6 +74,11 @@ the way the engine would reject it. The server listens on the argv's
 				env[k] = v
 			}
 		}
+		version := o.version
+		if version == "" {
+			version = simargs.DefaultVersion(o.engine)
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), "perflab sim serve: "+simulating(o.engine, version, o.version != "", o.gpu, o.gpus))
 		err := serve.Run(cmd.Context(), serve.Options{
 			Engine: o.engine, Version: o.version, Argv: args, Env: env, GPU: o.gpu, GPUs: o.gpus,
 			ModelConfig: o.modelConfig, TimeScale: o.timeScale, StartupDelay: o.startupDelay, Counter: counter,
@@ -109,4 +115,20 @@ func init() {
 	f.StringVar(&simServeOpts.modelConfig, "model-config", "", "HF config.json for a model outside the built-in catalog")
 	simCmd.AddCommand(simServeCmd)
 	rootCmd.AddCommand(simCmd)
+}
+
+// simulating says which engine and version a command simulates, and
+// whether the version was chosen or is the default: the same argv gives
+// other figures at another version, and the lab's examples pin the
+// reports' versions while these commands default to the newest.
+func simulating(engine, version string, pinned bool, gpu string, gpus int) string {
+	name := map[string]string{"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}[engine]
+	if name == "" {
+		name = engine
+	}
+	how := "set by --engine-version"
+	if !pinned {
+		how = "the default; --engine-version pins another"
+	}
+	return fmt.Sprintf("simulating %s %s (%s) on %dx %s", name, version, how, max(gpus, 1), gpu)
 }

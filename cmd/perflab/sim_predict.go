@@ -24,13 +24,14 @@ func init() {
 }
 
 type simPredictFlags struct {
-	engine, version, gpu, tokenizer, coefficients, saveResult, output string
-	gpus                                                              int
-	dataset                                                           dataset.Options
-	requestRate, burstiness                                           float64
-	maxConcurrency                                                    int
-	seed                                                              int64
-	noFaults                                                          bool
+	engine, version, gpu, tokenizer, coefficients, output string
+	result                                                resultFlags
+	gpus                                                  int
+	dataset                                               dataset.Options
+	requestRate, burstiness                               float64
+	maxConcurrency                                        int
+	seed                                                  int64
+	noFaults                                              bool
 }
 
 func newSimPredictCmd() *cobra.Command {
@@ -62,7 +63,7 @@ Prints vLLM's result block (--output json: the --save-result JSON).`,
 	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of arrivals (1: Poisson)")
 	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "maximum concurrent requests")
 	fl.Int64Var(&f.seed, "seed", 0, "random seed (dataset and arrivals)")
-	fl.StringVar(&f.saveResult, "save-result", "", "also write the result JSON (vLLM's --save-result keys) to this file")
+	f.result.register(fl)
 	fl.StringVar(&f.output, "output", "text", "stdout format: text (vLLM's block) or json")
 	fl.BoolVar(&f.noFaults, "no-faults", false, "do not reproduce known engine bugs (a configuration the real engine crashes on runs to the end)")
 	return cmd
@@ -128,6 +129,7 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	if err != nil {
 		return fmt.Errorf("sim predict: %w", err)
 	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: "+simulating(pr.Params.Engine, pr.Params.Version, f.version != "", pr.Params.GPU, pr.Params.GPUs))
 	res := pr.Result
 	res.Backend, res.EndpointType = "openai-chat", "openai-chat"
 	if p.Engine != "vllm" {
@@ -149,13 +151,11 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	} else if err := res.WriteText(out); err != nil {
 		return err
 	}
-	if f.saveResult != "" {
-		b, err := json.Marshal(res)
-		if err != nil {
-			return fmt.Errorf("sim predict: encode result: %w", err)
-		}
-		if err := os.WriteFile(f.saveResult, b, 0o644); err != nil {
-			return fmt.Errorf("sim predict: save result: %w", err)
+	if f.result.save {
+		res.Label = f.result.label
+		name := f.result.name(p.Model, loadShape{backend: res.Backend, rate: f.requestRate, maxConcurrency: f.maxConcurrency}, res.Date)
+		if err := f.result.write(cmd.ErrOrStderr(), "sim predict", name, res); err != nil {
+			return err
 		}
 	}
 	return nil

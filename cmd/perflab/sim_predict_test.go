@@ -30,7 +30,10 @@ func TestSimPredictCLI(t *testing.T) {
 	save := filepath.Join(t.TempDir(), "pred.json")
 	base := []string{"--engine", "vllm", "--gpu", "H100", "--dataset-name", "random", "--num-prompts", "40",
 		"--random-input-len", "200", "--random-output-len", "20", "--seed", "7", "--tokenizer", tok}
-	out, err := execSimPredict(t, append(base, "--save-result", save, "--", "vllm", "serve", "Qwen/Qwen3-14B", "--max-num-seqs", "8")...)
+	// Spelled as bench spells it (issue 11, defect 10: sim predict took a
+	// path after --save-result).
+	out, err := execSimPredict(t, append(base, "--save-result", "--result-dir", filepath.Dir(save), "--result-filename",
+		filepath.Base(save), "--", "vllm", "serve", "Qwen/Qwen3-14B", "--max-num-seqs", "8")...)
 	if err != nil {
 		t.Fatalf("sim predict: %v", err)
 	}

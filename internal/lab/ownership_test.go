@@ -14,6 +14,8 @@ import (
 
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/sim"
+	"github.com/perflab/perflab/internal/sim/simargs"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -358,5 +360,19 @@ func TestSpecAliasBomb(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("refusing took %s", d)
+	}
+}
+
+// TestDefaultVersionsAgree (issue 11, defect 8: the lab, sim predict and
+// sim serve defaulted to different vLLM versions): an engine listed
+// without a version runs at the engine package's default, the one the
+// simulator and its argument parser use.
+func TestDefaultVersionsAgree(t *testing.T) {
+	s := mustSpec(t, "name: v\nmodel: Qwen/Qwen3-14B\nengines: [{name: vllm}, {name: sglang}, {name: trtllm}]\ntuning: {name: r, dataset: random, input_len: 8, output_len: 8}\n")
+	for _, e := range s.Engines {
+		want := engine.DefaultVersions[e.Name]
+		if want == "" || e.Version != want || sim.DefaultVersion(e.Name) != want || simargs.DefaultVersion(e.Name) != want {
+			t.Errorf("%s: lab %q, engine %q, sim %q, simargs %q", e.Name, e.Version, want, sim.DefaultVersion(e.Name), simargs.DefaultVersion(e.Name))
+		}
 	}
 }

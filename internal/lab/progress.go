@@ -48,8 +48,8 @@ func (p *LineProgress) Start(s *Spec, planned, stored int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.start, p.planned = time.Now(), planned
-	fmt.Fprintf(p.W, "lab %s: %s on %dx %s, runtime %s, objective %s; ~%d trials planned, %d already stored\n",
-		s.Name, s.Model, s.Hardware.Count, s.Hardware.GPU, s.Runtime, s.Objective.Metric, planned, stored)
+	fmt.Fprintf(p.W, "lab %s: %s on %dx %s, runtime %s, objective %s; engines %s; ~%d trials planned, %d already stored\n",
+		s.Name, s.Model, s.Hardware.Count, s.Hardware.GPU, s.Runtime, s.Objective.Metric, s.engineVersions(), planned, stored)
 }
 
 // Stage implements Progress.

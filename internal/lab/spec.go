@@ -659,8 +659,10 @@ func fillWorkload(w *Workload) {
 	}
 }
 
-// defaultVersions are the reports' engine versions (the 14B/32B reports).
-var defaultVersions = map[string]string{"vllm": "0.11.0", "sglang": "0.5.5.post1", "trtllm": "1.2.0rc1"}
+// defaultVersions are the engine package's one table: an engine a spec
+// lists without a version runs at the version engine command and the
+// simulator assume too. The examples pin the reports' versions.
+var defaultVersions = engine.DefaultVersions
 
 // Key identifies what the spec measures and decides: rerunning a spec with
 // the same key resumes its run. It hashes the spec without the run-control
@@ -716,6 +718,16 @@ func (s *Spec) version(eng string) string {
 		}
 	}
 	return defaultVersions[eng]
+}
+
+// engineVersions lists the spec's engines at their versions ("vllm
+// 0.11.0, sglang 0.5.5.post1"), for the lines that say what runs.
+func (s *Spec) engineVersions() string {
+	parts := make([]string, len(s.Engines))
+	for i, e := range s.Engines {
+		parts[i] = e.Name + " " + e.Version
+	}
+	return strings.Join(parts, ", ")
 }
 
 // baselineEngine is vLLM when listed (the reports' baseline), else the first.

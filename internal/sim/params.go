@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/perflab/perflab/internal/engine"
 )
 
 // Engine names as Params.Engine spells them.
@@ -14,13 +16,10 @@ const (
 	EngineTRTLLM = "trtllm"
 )
 
-// Default versions used when Params.Version is empty: the newest version of
-// each engine that the reference reports measured.
-var defaultVersions = map[string]string{
-	EngineVLLM:   "0.17.1",
-	EngineSGLang: "0.5.9",
-	EngineTRTLLM: "1.2.0rc1",
-}
+// defaultVersions are the versions used when Params.Version is empty: the
+// engine package's one table (engine.DefaultVersions), so the simulator,
+// the renderer and the lab never disagree on what an unpinned engine is.
+var defaultVersions = engine.DefaultVersions
 
 // Params is one simulated deployment: the engine and its knobs in the
 // engine's own meaning. Zero values mean "the engine's default"; call
@@ -142,6 +141,10 @@ func versionParts(v string) [3]int {
 // defaults were read from vLLM's engine/arg_utils.py (0.11.0, 0.17.1),
 // SGLang's server_args.py (0.5.5.post1, 0.5.9) and TensorRT-LLM's llm_args.py
 // / trtllm-serve (1.2.0rc1).
+// DefaultVersion is the version of engine used when none is given ("" for
+// an engine the simulator does not know).
+func DefaultVersion(engine string) string { return defaultVersions[engine] }
+
 func (p Params) WithDefaults() (Params, error) {
 	p.Engine = strings.ToLower(strings.TrimSpace(p.Engine))
 	switch p.Engine {

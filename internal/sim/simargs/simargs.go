@@ -104,19 +104,9 @@ func normEngine(e string) string {
 	return e
 }
 
-// DefaultVersion is the version assumed when none is given: the newest one
-// the reference reports measured.
-func DefaultVersion(engine string) string {
-	switch normEngine(engine) {
-	case sim.EngineVLLM:
-		return "0.17.1"
-	case sim.EngineSGLang:
-		return "0.5.9"
-	case sim.EngineTRTLLM:
-		return "1.2.0rc1"
-	}
-	return ""
-}
+// DefaultVersion is the version assumed when none is given: the one table
+// in the engine package, through the simulator.
+func DefaultVersion(engine string) string { return sim.DefaultVersion(normEngine(engine)) }
 
 // DefaultPort is the engine's default listening port.
 func DefaultPort(engine string) int {
