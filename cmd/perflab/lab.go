@@ -120,7 +120,7 @@ func runLab(cmd *cobra.Command, args []string) error {
 		progress = lab.NewTerminalProgress(stderr)
 	}
 	l := &lab.Lab{Spec: spec, Store: st, Runner: runner, Guide: su.Predict, Fresh: labOpts.fresh, Grid: labOpts.grid,
-		RetryFailed: labOpts.retryFailed, Progress: progress}
+		RetryFailed: labOpts.retryFailed, Progress: progress, GuideKey: su.GuideKey}
 	start := time.Now()
 	sum, runErr := l.Run(ctx)
 	if runErr != nil && sum == nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -47,6 +48,16 @@ func run() (code int) {
 	// Cancel on SIGINT/SIGTERM so every subcommand tears down what it started.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// PERFLAB_CPUPROFILE=FILE writes a CPU profile of the whole command,
+	// for `go tool pprof` (where a lab or a resume spends its time).
+	if path := os.Getenv("PERFLAB_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			defer f.Close() // after the profile is written: defers run last first
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	if err := rootCmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "perflab:", err)
 		return 1

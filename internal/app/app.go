@@ -7,10 +7,13 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/lab"
@@ -102,6 +105,8 @@ type Setup struct {
 	Predict *lab.PredictRunner
 	// Requests samples each workload's requests (cached).
 	Requests lab.Requests
+	// GuideKey identifies the guide's predictions (lab.Lab.GuideKey).
+	GuideKey string
 
 	coef *sim.Coefficients
 	opts Options
@@ -115,15 +120,36 @@ func NewSetup(ctx context.Context, spec *lab.Spec, coef *sim.Coefficients, opts 
 	if opts.Analytic {
 		predictor, requests = lab.AnalyticPredictor{}, lab.StandinRequests
 	} else {
-		tok, err := Tokenizer(ctx, spec)
-		if err != nil {
-			return nil, err
+		// The tokenizer loads (0.7 s for Qwen3's) when a workload is first
+		// sampled: a resume whose every trial and prediction is stored
+		// needs none.
+		var (
+			once    sync.Once
+			sampler lab.Requests
+			tokErr  error
+		)
+		requests = func(w lab.Workload) ([]dataset.Request, error) {
+			once.Do(func() {
+				tok, err := Tokenizer(context.WithoutCancel(ctx), spec)
+				if err != nil {
+					tokErr = err
+					return
+				}
+				sampler = lab.DatasetRequests(tok)
+			})
+			if tokErr != nil {
+				return nil, tokErr
+			}
+			return sampler(w)
 		}
-		requests = lab.DatasetRequests(tok)
 	}
 	requests = lab.CachedRequests(requests)
 	predict := &lab.PredictRunner{Predictor: predictor, Hardware: spec.Hardware, Requests: requests, Noise: spec.Noise}
-	return &Setup{Predict: predict, Requests: requests, coef: coef, opts: opts}, nil
+	key := sim.Fingerprint(coef)
+	if opts.Analytic {
+		key = "analytic"
+	}
+	return &Setup{Predict: predict, Requests: requests, GuideKey: key, coef: coef, opts: opts}, nil
 }
 
 // Runner returns what measures the spec's trials: the predictions
@@ -156,20 +182,41 @@ func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error)
 		FreshStart: spec.FreshStartPerRepeat, KeepWorkDir: su.opts.KeepWorkDir}, nil
 }
 
-// Preflight samples every workload that reads a dataset file, so a
-// missing or truncated file stops the lab before it stores a run, with the
-// file named. The sampler is cached: the trials reuse what it read.
+// Preflight reads every dataset file the workloads name, to its end,
+// so a truncated or malformed file stops the lab before it stores a run
+// or touches a report, with the file and the place named. It tokenizes
+// nothing: that waits for a trial that needs the requests.
 func (su *Setup) Preflight(spec *lab.Spec) error {
-	ws := append([]lab.Workload{*spec.Tuning}, spec.Generalization...)
-	for _, w := range ws {
+	for _, w := range append([]lab.Workload{*spec.Tuning}, spec.Generalization...) {
 		if w.Path == "" {
 			continue
 		}
-		if _, err := su.Requests(w); err != nil {
-			return err
+		if err := checkJSONFile(w.Path); err != nil {
+			return fmt.Errorf("lab: workload %s: %w", w.Name, err)
 		}
 	}
 	return nil
+}
+
+// checkJSONFile reads a JSON file through, token by token.
+func checkJSONFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("dataset file: %w", err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	for {
+		if _, err := dec.Token(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("dataset file %s: truncated JSON after byte %d", path, dec.InputOffset())
+			}
+			return fmt.Errorf("dataset file %s: invalid JSON near byte %d: %w", path, dec.InputOffset(), err)
+		}
+	}
 }
 
 // Tokenizer loads the spec's tokenizer: a local path when it exists (the

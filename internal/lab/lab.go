@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,10 @@ type Lab struct {
 	// Guide ranks untested configs for the joint search (nil: no joint
 	// search).
 	Guide Guide
+	// GuideKey identifies the guide's predictions (the simulator's
+	// fingerprint and calibration): with one, and a store that keeps
+	// them, a prediction is made once and read back on every resume.
+	GuideKey string
 	// Progress receives events (nil: none).
 	Progress Progress
 	// Fresh starts the run over; Grid also runs the exhaustive grid.
@@ -65,6 +70,8 @@ type Lab struct {
 	start   time.Time
 	sem     *gpuSem
 	sum     *Summary
+	// guide is Guide, through the store's prediction cache when it has one.
+	guide Guide
 	// attempts holds the attempt count of each stored failure being
 	// retried, by measurement key, so the retry is saved as the next one.
 	attempts map[string]int
@@ -135,6 +142,12 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		if prev, err = l.adoptLegacy(ctx); err != nil {
 			return nil, err
 		}
+	}
+	l.guide = l.Guide
+	if gc, ok := l.Store.(guideCache); ok && l.Guide != nil && l.GuideKey != "" {
+		slo, _ := json.Marshal(s.Objective.SLO)
+		l.guide = &cachedGuide{inner: l.Guide, cache: gc,
+			prefix: fmt.Sprintf("%s|%s|%d|%s", l.GuideKey, s.Hardware.GPU, s.Hardware.Count, slo)}
 	}
 	l.attempts = map[string]int{}
 	stored := 0

@@ -380,7 +380,7 @@ func (l *Lab) guessAll(ctx context.Context, pts []Point) (map[string]float64, er
 			defer wg.Done()
 			for p := range work {
 				cfg, _ := s.Config(p)
-				o, err := l.Guide.Guess(ctx, cfg, *s.Tuning, s.Search.GuidePrompts)
+				o, err := l.guide.Guess(ctx, cfg, *s.Tuning, s.Search.GuidePrompts)
 				if err != nil {
 					if ctx.Err() != nil {
 						mu.Lock()

@@ -236,3 +236,26 @@ func TestRunInfos(t *testing.T) {
 		})
 	}
 }
+
+// TestGuideCache: a guiding prediction is stored and read back by key,
+// and replaced when saved again.
+func TestGuideCache(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			if _, ok, err := s.Guess(ctx, "k"); ok || err != nil {
+				t.Fatalf("empty cache: %v %v", ok, err)
+			}
+			for _, v := range []string{`{"a":1}`, `{"a":2}`} {
+				if err := s.SaveGuess(ctx, "k", []byte(v)); err != nil {
+					t.Fatal(err)
+				}
+				got, ok, err := s.Guess(ctx, "k")
+				if !ok || err != nil || string(got) != v {
+					t.Fatalf("got %s %v %v, want %s", got, ok, err, v)
+				}
+			}
+		})
+	}
+}
