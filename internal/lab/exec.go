@@ -73,13 +73,21 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 		l.mu.Unlock()
 		if ok {
 			l.mu.Lock()
-			l.reused++
+			// A measurement is "from the store" the first time this
+			// invocation uses one an earlier invocation stored; asked for
+			// again (a later stage, a repeat pair) it is neither a trial
+			// nor news.
+			fromStore := l.stored[mk]
+			delete(l.stored, mk)
+			if fromStore {
+				l.reused++
+			}
 			if t.Workload.keyName() == l.Spec.Tuning.keyName() && t.Stage != "grid" {
 				l.tuning[mk] = true
 			}
 			l.mu.Unlock()
 			out[i] = l.evaluate(t, prev)
-			if l.Progress != nil {
+			if l.Progress != nil && fromStore {
 				l.Progress.Trial(t, prev, out[i].score, true)
 			}
 			continue

@@ -70,6 +70,9 @@ type Lab struct {
 	start   time.Time
 	sem     *gpuSem
 	sum     *Summary
+	// stored holds the measurement keys an earlier invocation stored that
+	// this one has not used yet.
+	stored map[string]bool
 	// guide is Guide, through the store's prediction cache when it has one.
 	guide Guide
 	// attempts holds the attempt count of each stored failure being
@@ -150,6 +153,7 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 			prefix: fmt.Sprintf("%s|%s|%d|%s", l.GuideKey, s.Hardware.GPU, s.Hardware.Count, slo)}
 	}
 	l.attempts = map[string]int{}
+	l.stored = map[string]bool{}
 	stored := 0
 	for _, t := range prev {
 		if !t.Ended.IsZero() && t.Ended.After(t.Started) {
@@ -160,6 +164,7 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 			continue
 		}
 		l.done[measurementKey(t.Key)] = t
+		l.stored[measurementKey(t.Key)] = true
 		stored++
 	}
 	l.sum = &Summary{
@@ -394,6 +399,9 @@ func (l *Lab) method(ctx context.Context) error {
 	s := l.Spec
 	// Baseline: vLLM with its defaults in BF16, as the reports.
 	basePt := Point{KnobEngine: s.baselineEngine()}
+	if l.Progress != nil {
+		l.Progress.Stage("baseline", 1)
+	}
 	base, err := l.measureOne(ctx, "baseline", basePt, *s.Tuning, 0)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -419,5 +420,52 @@ func TestGuideCacheResume(t *testing.T) {
 	}
 	if _, n3 := run("sim-r3-bbbb"); n3 == 0 {
 		t.Error("another guide key reused the old guide's predictions")
+	}
+}
+
+// TestProgressLines (issue 11, defect 6): the first trial line follows
+// its stage header and never shows an empty best; the line names the
+// incumbent, and a higher measured figure beside it; a fresh database
+// reports nothing "from the store"; a resume reports each stored trial
+// once and runs none.
+func TestProgressLines(t *testing.T) {
+	s := mustSpec(t, smallSpec)
+	st := sqliteStore(t)
+	var buf bytes.Buffer
+	l := analyticLab(s, st)
+	l.Progress = &LineProgress{W: &buf}
+	sum, err := l.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	if !strings.HasPrefix(lines[1], "== stage baseline") || !strings.Contains(lines[2], "] ran ") {
+		t.Errorf("the first trial line does not follow a stage header:\n%s\n%s", lines[1], lines[2])
+	}
+	if strings.Contains(buf.String(), "best ;") || strings.Contains(buf.String(), "incumbent ;") {
+		t.Errorf("an empty best was printed:\n%s", buf.String())
+	}
+	if sum.TrialsReused != 0 || strings.Contains(buf.String(), "] stored ") {
+		t.Errorf("a fresh run reported %d trials from the store", sum.TrialsReused)
+	}
+	sawTop := false
+	for _, line := range lines {
+		if strings.Contains(line, "top measured") {
+			sawTop = true
+		}
+	}
+	if !sawTop {
+		t.Error("no line named a measured figure above the incumbent")
+	}
+	buf.Reset()
+	again := analyticLab(s, st)
+	again.Progress = &LineProgress{W: &buf}
+	sum2, err := again.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum2.TrialsRun != 0 || sum2.TrialsReused != sum.TrialsRun || strings.Count(buf.String(), "] stored ") != sum.TrialsRun {
+		t.Errorf("resume: %d run, %d from the store, %d stored lines; want 0, %d, %d",
+			sum2.TrialsRun, sum2.TrialsReused, strings.Count(buf.String(), "] stored "), sum.TrialsRun, sum.TrialsRun)
 	}
 }

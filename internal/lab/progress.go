@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,7 +21,8 @@ type Progress interface {
 	// Trial reports one finished trial; reused is true when it came from
 	// the store (a resumed run).
 	Trial(t TrialSpec, rec store.Trial, score float64, reused bool)
-	// Best reports a new incumbent.
+	// Best reports a new incumbent: the configuration kept so far (which
+	// the next stages build on), not merely the highest figure measured.
 	Best(name string, score float64, unit string)
 	// Done reports the end.
 	Done(sum *Summary)
@@ -39,6 +41,10 @@ type LineProgress struct {
 	ranTime time.Duration
 	stage   string
 	best    string
+	// top is the highest score measured so far, and unit the objective's.
+	top     float64
+	topName string
+	unit    string
 }
 
 var _ Progress = (*LineProgress)(nil)
@@ -47,7 +53,7 @@ var _ Progress = (*LineProgress)(nil)
 func (p *LineProgress) Start(s *Spec, planned, stored int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.start, p.planned = time.Now(), planned
+	p.start, p.planned, p.unit = time.Now(), planned, s.Objective.Unit()
 	fmt.Fprintf(p.W, "lab %s: %s on %dx %s, runtime %s, objective %s; engines %s; ~%d trials planned, %d already stored\n",
 		s.Name, s.Model, s.Hardware.Count, s.Hardware.GPU, s.Runtime, s.Objective.Metric, s.engineVersions(), planned, stored)
 }
@@ -75,20 +81,38 @@ func (p *LineProgress) Trial(t TrialSpec, rec store.Trial, score float64, reused
 	res := fmt.Sprintf("%.1f", score)
 	if rec.Status != "ok" {
 		res = "FAILED " + rec.FailureClass
+	} else if score > p.top {
+		p.top, p.topName = score, t.Name
 	}
-	fmt.Fprintf(p.W, "  [%d/~%d] %s %s (%s, repeat %d): %s; best %s; ETA %s\n",
-		p.n, max(p.planned, p.n), how, t.Name, t.Workload.Name, t.Repeat, res, p.best, p.eta())
+	fmt.Fprintf(p.W, "  [%d/~%d] %s %s (%s, repeat %d): %s; %s; ETA %s\n",
+		p.n, max(p.planned, p.n), how, t.Name, t.Workload.Name, t.Repeat, res, p.standing(), p.eta())
+}
+
+// standing says where the lab is: the incumbent (kept so far) and, when
+// another configuration measured higher, that one too; callers hold mu.
+func (p *LineProgress) standing() string {
+	inc := "incumbent " + p.best
+	if p.best == "" {
+		inc = "no incumbent yet"
+	}
+	if p.topName != "" && !strings.HasPrefix(p.best, p.topName+" ") {
+		inc += fmt.Sprintf("; top measured %s %.1f %s", p.topName, p.top, p.unit)
+	}
+	return inc
 }
 
 func (p *LineProgress) eta() string { return eta(p.start, p.n, p.ran, p.planned) }
 
-// eta is the time left for planned trials at the mean time of the n done
-// since start ("-" before any trial ran here or once the plan is reached).
+// eta is the time left for the planned trials not yet done, at the wall
+// time per trial run here since start ("-" before any trial ran here or
+// once the plan is reached). Trials read from the store take no time and
+// do not count in the rate: counting them made a resumed lab's first ETA
+// tiny and the next ones jump.
 func eta(start time.Time, n, ran, planned int) string {
 	if ran == 0 || planned <= n {
 		return "-"
 	}
-	per := time.Since(start) / time.Duration(n)
+	per := time.Since(start) / time.Duration(ran)
 	return (per * time.Duration(planned-n)).Round(time.Second).String()
 }
 

@@ -75,7 +75,12 @@ func (b *BarProgress) Start(s *Spec, planned, stored int) {
 			decor.CountersNoUnit(" %d/%d ")),
 		mpb.AppendDecorators(
 			b.text(func() string { return " ETA " + b.eta() }),
-			b.text(func() string { return " | best " + b.best })))
+			b.text(func() string {
+				if b.best == "" {
+					return " | no incumbent yet"
+				}
+				return " | incumbent " + b.best
+			})))
 	b.bar.SetTotal(int64(max(planned, 1)), false)
 }
 

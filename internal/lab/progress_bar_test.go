@@ -42,8 +42,8 @@ func TestBarProgress(t *testing.T) {
 	if n := sum.TrialsRun + sum.TrialsReused; last[1] != itoa(n) {
 		t.Errorf("bar counted %s trials, the lab ran %d", last[1], n)
 	}
-	if !strings.Contains(out, "best ") {
-		t.Errorf("bar never showed the best so far:\n%s", out)
+	if !strings.Contains(out, "incumbent ") {
+		t.Errorf("bar never showed the incumbent:\n%s", out)
 	}
 }
 
