@@ -93,7 +93,7 @@ func runLab(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if labOpts.dryRun {
-		return printPlan(ctx, cmd.OutOrStdout(), spec, su.Predict)
+		return printPlan(ctx, cmd.OutOrStdout(), spec, su)
 	}
 	// A missing or truncated dataset stops the lab here, before a run is
 	// stored or a report overwritten.
@@ -158,21 +158,34 @@ func runLab(cmd *cobra.Command, args []string) error {
 	return app.AllFailed(trials)
 }
 
-// printPlan prints the stages, trial counts and an ETA from the
-// simulator's predicted durations plus the engines' start-up times.
-func printPlan(ctx context.Context, w io.Writer, spec *lab.Spec, predict *lab.PredictRunner) error {
-	plan := spec.Plan()
-	per, err := lab.EstimateTrialSeconds(ctx, spec, predict)
+// printPlan runs the lab on the in-process simulator into a throwaway
+// store and prints its path: the trials of each stage, the engine starts
+// and GPU-hours, and the ETA. On sim-predict that path is the run's own.
+func printPlan(ctx context.Context, w io.Writer, spec *lab.Spec, su *app.Setup) error {
+	mem, err := store.Open(ctx, "sqlite::memory:")
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	p, err := lab.DryRun(ctx, spec, su.Predict, su.GuideKey, mem)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "lab %s: %s on %dx %s, runtime %s, objective %s\n", spec.Name, spec.Model, spec.Hardware.Count, spec.Hardware.GPU, spec.Runtime, spec.Objective.Metric)
-	fmt.Fprintf(w, "%-28s %10s %8s\n", "stage", "candidates", "repeats")
-	for _, s := range plan.Stages {
-		fmt.Fprintf(w, "%-28s %10d %8d\n", s.Name, s.Candidates, s.Repeats)
+	fmt.Fprintf(w, "%-28s %8s\n", "stage", "trials")
+	for _, s := range p.Stages {
+		fmt.Fprintf(w, "%-28s %8d\n", s.Name, s.Trials)
 	}
-	eta := time.Duration(per * float64(plan.Trials) * float64(time.Second))
-	fmt.Fprintf(w, "about %d trials at ~%.1f s each: ETA %s (exhaustive grid: %d configs)\n", plan.Trials, per, eta.Round(time.Second), plan.Grid)
+	how := "the run's own path (sim-predict)"
+	if !p.Exact {
+		how = fmt.Sprintf("the path the run takes where its measurements match the simulator's; at most %d", p.UpperBound)
+	}
+	fmt.Fprintf(w, "about %d trials: %s; ETA %s; winner on this path: %s\n", p.Trials, how, p.ETA.Round(time.Second), p.Winner)
+	on := "on " + spec.Runtime
+	if p.Exact {
+		on = "on GPUs (process runtime)"
+	}
+	fmt.Fprintf(w, "%s: %d engine starts at %.0f s each, %.2f GPU-hours\n", on, p.Starts, p.StartupSeconds, p.GPUHours)
 	return nil
 }
 

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -467,5 +469,65 @@ func TestProgressLines(t *testing.T) {
 	if sum2.TrialsRun != 0 || sum2.TrialsReused != sum.TrialsRun || strings.Count(buf.String(), "] stored ") != sum.TrialsRun {
 		t.Errorf("resume: %d run, %d from the store, %d stored lines; want 0, %d, %d",
 			sum2.TrialsRun, sum2.TrialsReused, strings.Count(buf.String(), "] stored "), sum.TrialsRun, sum.TrialsRun)
+	}
+}
+
+// TestDryRunIsTheRun (issue 11, defect 5: the dry run said about 63
+// trials, a combinations stage and a 24-candidate joint search, while the
+// run ran 46 trials and another search): on sim-predict the dry run walks
+// the run's own path, so its count and winner are the run's.
+func TestDryRunIsTheRun(t *testing.T) {
+	s := mustSpec(t, smallSpec+"noise: {sigma: 0.01, seed: 3}\n")
+	mem, err := store.Open(context.Background(), "sqlite::memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	guide := &PredictRunner{Predictor: AnalyticPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests), Noise: s.Noise}
+	plan, err := DryRun(context.Background(), s, guide, "analytic", mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := analyticLab(s, sqliteStore(t)).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Trials != sum.TrialsRun || !plan.Exact || plan.Winner != sum.Winner.Name {
+		t.Errorf("dry run: %d trials, winner %q; the run: %d, %q", plan.Trials, plan.Winner, sum.TrialsRun, sum.Winner.Name)
+	}
+	total := 0
+	for _, st := range plan.Stages {
+		total += st.Trials
+	}
+	if total != plan.Trials || plan.UpperBound < plan.Trials {
+		t.Errorf("stages sum to %d of %d trials; upper bound %d", total, plan.Trials, plan.UpperBound)
+	}
+	if plan.Starts == 0 || plan.Starts > plan.Trials || !(plan.GPUHours > 0) {
+		t.Errorf("starts %d of %d trials, %.3f GPU-hours", plan.Starts, plan.Trials, plan.GPUHours)
+	}
+}
+
+// TestProjectStarts: on one GPU, a config's repeats share a server,
+// another config stops it, a failed trial's server is not kept, an engine
+// without a cache reset is restarted, and fresh starts restart every time.
+func TestProjectStarts(t *testing.T) {
+	tr := func(eng, model, status string) store.Trial {
+		cfg, _ := json.Marshal(engine.Config{Engine: eng, Model: model})
+		return store.Trial{Config: cfg, Status: status}
+	}
+	seq := []store.Trial{tr("vllm", "a", "ok"), tr("vllm", "a", "ok"), tr("vllm", "b", "ok"), tr("vllm", "a", "failed"),
+		tr("vllm", "a", "ok"), tr("trtllm", "c", "ok"), tr("trtllm", "c", "ok")}
+	got := projectStarts(seq, 1, false)
+	want := []bool{true, false, true, true, true, true, true}
+	if !slices.Equal(got, want) {
+		t.Errorf("starts %v, want %v", got, want)
+	}
+	if fresh := projectStarts(seq, 1, true); slices.Contains(fresh, false) {
+		t.Errorf("fresh starts %v, want a start every trial", fresh)
+	}
+	// On two GPUs, two configs alternate on their own servers.
+	alt := []store.Trial{tr("vllm", "a", "ok"), tr("vllm", "b", "ok"), tr("vllm", "a", "ok"), tr("vllm", "b", "ok")}
+	if got := projectStarts(alt, 2, false); !slices.Equal(got, []bool{true, true, false, false}) {
+		t.Errorf("two GPUs: %v", got)
 	}
 }

@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -54,7 +53,7 @@ func (p *LineProgress) Start(s *Spec, planned, stored int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.start, p.planned, p.unit = time.Now(), planned, s.Objective.Unit()
-	fmt.Fprintf(p.W, "lab %s: %s on %dx %s, runtime %s, objective %s; engines %s; ~%d trials planned, %d already stored\n",
+	fmt.Fprintf(p.W, "lab %s: %s on %dx %s, runtime %s, objective %s; engines %s; at most %d trials (--dry-run tells the path), %d already stored\n",
 		s.Name, s.Model, s.Hardware.Count, s.Hardware.GPU, s.Runtime, s.Objective.Metric, s.engineVersions(), planned, stored)
 }
 
@@ -84,7 +83,7 @@ func (p *LineProgress) Trial(t TrialSpec, rec store.Trial, score float64, reused
 	} else if score > p.top {
 		p.top, p.topName = score, t.Name
 	}
-	fmt.Fprintf(p.W, "  [%d/~%d] %s %s (%s, repeat %d): %s; %s; ETA %s\n",
+	fmt.Fprintf(p.W, "  [%d/≤%d] %s %s (%s, repeat %d): %s; %s; ETA %s\n",
 		p.n, max(p.planned, p.n), how, t.Name, t.Workload.Name, t.Repeat, res, p.standing(), p.eta())
 }
 
@@ -217,34 +216,3 @@ func NewProgress(w io.Writer) Progress { return &LineProgress{W: w} }
 
 // NewTerminalProgress returns a live bar for a terminal (BarProgress).
 func NewTerminalProgress(w io.Writer) Progress { return &BarProgress{W: w} }
-
-// EstimateTrialSeconds estimates one trial's wall time for the ETA: for
-// sim-predict, the measured time of one prediction of the baseline; for the
-// live runtimes, the simulator's predicted benchmark duration (÷ the time
-// scale for sim) plus the engine start-up time.
-func EstimateTrialSeconds(ctx context.Context, s *Spec, p *PredictRunner) (float64, error) {
-	cfg, _ := s.Config(Point{KnobEngine: s.baselineEngine()})
-	reqs, err := p.Requests(*s.Tuning)
-	if err != nil {
-		return 0, err
-	}
-	t0 := time.Now()
-	pred, err := p.Predictor.Predict(ctx, cfg, s.Hardware, reqs, *s.Tuning)
-	if err != nil {
-		return 0, err
-	}
-	wall := time.Since(t0).Seconds()
-	kind := s.RuntimeKind()
-	if !kind.Servers() {
-		return wall, nil
-	}
-	startup := s.StartupSeconds
-	if startup == 0 {
-		startup = kind.StartupSeconds()
-	}
-	k := s.TimeScale
-	if k <= 0 || kind.DefaultTimeScale() == 0 {
-		k = 1
-	}
-	return pred.Seconds/k + startup, nil
-}

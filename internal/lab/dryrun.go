@@ -1,0 +1,174 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/store"
+)
+
+// DryRunPlan is the lab's path as the simulator predicts it: the run
+// itself, made on the in-process simulator into a throwaway store. On
+// sim-predict it is the run exactly; on a live runtime it is the path the
+// run takes where the measurements agree with the predictions.
+type DryRunPlan struct {
+	// Stages counts the trials of each stage, in the order they ran.
+	Stages []DryRunStage
+	// Trials is how many trials the path runs; UpperBound how many the
+	// spec allows at most, whatever the measurements (Spec.Plan).
+	Trials, UpperBound int
+	// Exact is true when the path is the run's own (sim-predict).
+	Exact bool
+	// Starts counts the engine servers the path starts, with one server
+	// per config kept between its measurements (see LiveRunner); GPUHours
+	// is what its trials hold GPUs for, starts and benchmarks, at
+	// StartupSeconds a start. Both are for the spec's runtime, or for the
+	// process runtime when the spec's has no servers (what a real run on
+	// GPUs would cost).
+	Starts         int
+	GPUHours       float64
+	StartupSeconds float64
+	// ETA is the run's expected wall time.
+	ETA time.Duration
+	// Winner is the configuration the path ends on.
+	Winner string
+}
+
+// DryRunStage is one stage's trials in a dry run.
+type DryRunStage struct {
+	Name   string
+	Trials int
+}
+
+// DryRun walks the lab's plan without running anything: the lab itself,
+// with guide measuring every trial (the simulator in process, with the
+// spec's noise on sim-predict, none elsewhere), into an in-memory store.
+// The trial count, the engine starts and the GPU-hours come from that
+// path.
+func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey string, mem Store) (*DryRunPlan, error) {
+	sp := *spec
+	kind := sp.RuntimeKind()
+	runner := *guide
+	if !kind.Noisy() {
+		runner.Noise = Noise{}
+	}
+	l := &Lab{Spec: &sp, Store: mem, Runner: &runner, Guide: guide, GuideKey: guideKey}
+	start := time.Now()
+	sum, err := l.Run(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lab: dry run: %w", err)
+	}
+	took := time.Since(start)
+	trials, err := mem.Trials(ctx, l.StoredRun().ID)
+	if err != nil {
+		return nil, fmt.Errorf("lab: dry run: %w", err)
+	}
+	p := &DryRunPlan{Trials: len(trials), UpperBound: spec.Plan().Trials, Exact: !kind.Servers()}
+	for _, t := range trials {
+		if n := len(p.Stages); n > 0 && p.Stages[n-1].Name == t.Stage {
+			p.Stages[n-1].Trials++
+			continue
+		}
+		p.Stages = append(p.Stages, DryRunStage{Name: t.Stage, Trials: 1})
+	}
+	p.UpperBound = max(p.UpperBound, p.Trials)
+	if sum.Winner != nil {
+		p.Winner = sum.Winner.Name
+	}
+	// What the path costs on GPUs: the spec's runtime, or the process
+	// runtime's start when the spec's starts no server.
+	p.StartupSeconds = spec.StartupSeconds
+	if p.StartupSeconds == 0 {
+		p.StartupSeconds = kind.StartupSeconds()
+		if !kind.Servers() {
+			p.StartupSeconds = processStartupSeconds
+		}
+	}
+	starts := projectStarts(trials, spec.Hardware.Count, spec.FreshStartPerRepeat)
+	var busy float64
+	for i, t := range trials {
+		obs, _ := ParseObservation(t.Result)
+		cost := store.Cost{GPUs: GPUs(trialConfig(t)), BenchSeconds: obs.Duration}
+		if starts[i] {
+			p.Starts++
+			cost.StartupSeconds = p.StartupSeconds
+		}
+		p.GPUHours += cost.GPUHours()
+		busy += cost.StartupSeconds + cost.BenchSeconds/timeScale(spec)
+	}
+	if kind.Servers() {
+		par := spec.Parallel
+		if par <= 0 {
+			par = max(spec.Hardware.Count, 1)
+		}
+		p.ETA = time.Duration(busy / float64(par) * float64(time.Second))
+	} else {
+		p.ETA = took
+	}
+	return p, nil
+}
+
+// processStartupSeconds is a real engine's start on a GPU (model load,
+// CUDA graphs), for what a sim-predict plan would cost on GPUs.
+const processStartupSeconds = 180
+
+// timeScale is the spec's clock speed-up where its runtime has one.
+func timeScale(s *Spec) float64 {
+	if s.RuntimeKind().DefaultTimeScale() > 0 && s.TimeScale > 0 {
+		return s.TimeScale
+	}
+	return 1
+}
+
+// trialConfig decodes a stored trial's engine config (zero on error).
+func trialConfig(t store.Trial) engine.Config {
+	var cfg engine.Config
+	_ = json.Unmarshal(t.Config, &cfg)
+	return cfg
+}
+
+// projectStarts replays trials in order on capacity GPUs with the live
+// runner's policy, and says which of them start a server: a config's
+// server is kept after a clean measurement when its engine can reset its
+// cache (and fresh is false), and idle servers are stopped, least recently
+// used first, when a trial needs their GPUs.
+func projectStarts(trials []store.Trial, capacity int, fresh bool) []bool {
+	type kept struct {
+		key  string
+		gpus int
+		used int
+	}
+	var idle []kept
+	free := max(capacity, 1)
+	out := make([]bool, len(trials))
+	for i, t := range trials {
+		cfg := trialConfig(t)
+		key, n := ConfigHash(cfg), min(max(GPUs(cfg), 1), max(capacity, 1))
+		j := slices.IndexFunc(idle, func(k kept) bool { return k.key == key })
+		if j >= 0 {
+			free += idle[j].gpus
+			idle = slices.Delete(idle, j, j+1)
+		} else {
+			out[i] = true
+			for free < n && len(idle) > 0 {
+				oldest := 0
+				for m := range idle {
+					if idle[m].used < idle[oldest].used {
+						oldest = m
+					}
+				}
+				free += idle[oldest].gpus
+				idle = slices.Delete(idle, oldest, oldest+1)
+			}
+		}
+		if t.Status == "ok" && !fresh && engine.Reusable(cfg) {
+			free -= n
+			idle = append(idle, kept{key: key, gpus: n, used: i})
+		}
+	}
+	return out
+}
