@@ -531,3 +531,17 @@ func TestProjectStarts(t *testing.T) {
 		t.Errorf("two GPUs: %v", got)
 	}
 }
+
+// TestFeatureLabels (issue 11, defect 7: "Why not kept" showed keys such
+// as vllm|quantization=fp8-checkpoint): unmeasured features read as the
+// report names configurations.
+func TestFeatureLabels(t *testing.T) {
+	got := featureLabels([]string{"vllm|quantization=fp8-checkpoint", "trtllm|max_num_seqs=256", "engine=sglang"})
+	want := "FP8 on vLLM, max_num_seqs=256 on TensorRT-LLM, SGLang"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if strings.Contains(got, "|") {
+		t.Errorf("%q carries a feature key", got)
+	}
+}

@@ -172,6 +172,31 @@ func features(p Point, ks []string) []string {
 	return out
 }
 
+// featureLabels says which calibration features a config had that no
+// trial had measured, in the report's words ("max_num_seqs=256 on vLLM"),
+// not the features' keys ("vllm|max_num_seqs=256").
+func featureLabels(fs []string) string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		eng, kv, ok := strings.Cut(f, "|")
+		if !ok {
+			// The engine feature itself: "engine=vllm".
+			_, v, _ := strings.Cut(f, "=")
+			out[i] = Label(Point{KnobEngine: v})
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		name := Label(Point{KnobEngine: eng, k: v})
+		if _, rest, ok := strings.Cut(name, " + "); ok {
+			name = rest
+		} else {
+			name = k + "=" + v // a default value: Label leaves it out
+		}
+		out[i] = name + " on " + Label(Point{KnobEngine: eng})
+	}
+	return strings.Join(out, ", ")
+}
+
 func fitCalibration(obs []calObs) calibration {
 	c := calibration{b: map[string]float64{}}
 	if len(obs) == 0 {
@@ -330,7 +355,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 			batch = append(batch, c.p)
 			preds[c.p.String()] = c.pred
 			if len(c.unseen) > 0 {
-				why[c.p.String()] = "unmeasured: " + strings.Join(c.unseen, ", ")
+				why[c.p.String()] = "not yet measured: " + featureLabels(c.unseen)
 			}
 		}
 

@@ -7,6 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,4 +94,63 @@ func count(img image.Image) (dark, blue int) {
 		}
 	}
 	return dark, blue
+}
+
+// TestHTMLNoSidewaysScroll (issue 11, defect 7: the page scrolled sideways
+// at 1400 px): in Chromium at 1400 px wide, the page is no wider than the
+// window, even with a long unbreakable reason in a table cell. A script
+// appended to a copy of the page writes the widths into the DOM, which
+// Chromium dumps.
+func TestHTMLNoSidewaysScroll(t *testing.T) {
+	bin := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium not found under CI=true: .ci/run must install it")
+		}
+		t.Skip("chromium not installed")
+	}
+	run, trials := fixture(t)
+	r, err := Build(run, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "--speculative-config=" + strings.Repeat("x", 400)
+	r.Tried = append(r.Tried, Candidate{Stage: "joint search", Name: "vLLM + " + long, Status: "ok", Decision: "skipped", Reason: long})
+	dir := t.TempDir()
+	if _, err := WriteAll(r, dir, "html"); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := strings.Replace(string(page), "</body>",
+		`<script>document.body.setAttribute("data-widths", document.documentElement.scrollWidth + " " + document.documentElement.clientWidth)</script></body>`, 1)
+	path := filepath.Join(dir, "probe.html")
+	if err := os.WriteFile(path, []byte(probe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=1400,1000", "--dump-dom", "file://"+path).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	m := regexp.MustCompile(`data-widths="(\d+) (\d+)"`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no widths in the dumped page")
+	}
+	sw, _ := strconv.Atoi(string(m[1]))
+	cw, _ := strconv.Atoi(string(m[2]))
+	if sw > cw {
+		t.Errorf("the page is %d px wide in a %d px window: it scrolls sideways", sw, cw)
+	}
 }

@@ -89,7 +89,7 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 	gpus := max(sum.GPUs, 1)
 	r := &Report{
 		RunName: nonEmpty(sum.Name, run.Name), Model: sum.Model, GPU: sum.GPU, GPUs: sum.GPUs,
-		Runtime: sum.Runtime, Objective: nonEmpty(sum.Objective, "total_throughput"), Engines: sum.Engines,
+		Runtime: sum.Runtime, Objective: nonEmpty(sum.Objective, "total_throughput"), Unit: nonEmpty(sum.Unit, "tok/s"), Engines: sum.Engines,
 		NoiseFloor: sum.NoiseFloor, Workloads: sum.Workloads,
 	}
 	r.Title = fmt.Sprintf("Optimizing %s Throughput", nonEmpty(shortModel(r.Model), r.RunName))
@@ -158,7 +158,7 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 	r.Baseline = from(sum.Baseline, "baseline")
 	r.Recommended = from(sum.Winner, "winner")
 	for i, s := range sum.Stages {
-		st := Stage{Index: i + 1, Name: s.Name, Title: s.Name, Incumbent: from(s.Incumbent, s.Name)}
+		st := Stage{Index: i + 1, Name: s.Name, Title: s.Name, Incumbent: from(s.Incumbent, s.Name), NoiseFloor: s.NoiseFloor}
 		if s.Skipped != "" {
 			st.Title += " (skipped: " + s.Skipped + ")"
 		}
@@ -206,10 +206,10 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 		}
 		r.Search = &SearchInfo{Trials: sum.TuningTrials, Note: j.StopReason}
 		if sum.Staged != nil {
-			r.Search.GreedyBest = sum.Staged.Score
+			r.Search.GreedyBest, r.Search.GreedyConfig = sum.Staged.Score, sum.Staged.Name
 		}
 		if sum.Winner != nil {
-			r.Search.FinalBest = sum.Winner.Score
+			r.Search.FinalBest, r.Search.FinalConfig = sum.Winner.Score, sum.Winner.Name
 		}
 		if g := sum.Grid; g != nil && g.Best != nil {
 			r.Search.GridTrials, r.Search.GridBest, r.Search.GridBestConfig = g.Size, g.Best.Score, g.Best.Name

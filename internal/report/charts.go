@@ -153,6 +153,10 @@ func stageChart(r *Report) (*plot.Plot, error) {
 		names = append(names, st.Name)
 		vals = append(vals, st.Winner.Metrics.TotalTPS)
 	}
+	if r.Search.tookLead() && r.Recommended != nil {
+		names = append(names, "joint search")
+		vals = append(vals, r.Recommended.Metrics.TotalTPS)
+	}
 	p := plot.New()
 	p.Y.Label.Text = "Incumbent Total TPS after the stage"
 	bars, err := plotter.NewBarChart(vals, barWidth(len(vals), 1))
@@ -226,12 +230,31 @@ func paretoChart(r *Report) (*plot.Plot, error) {
 		p.Add(w)
 		p.Legend.Add("recommended", w)
 	}
-	// Trade-off points fall from top left to bottom right: the bottom
-	// left corner is free for the legend.
+	// The legend gets a band of its own below the lowest point, so that no
+	// point can sit under it (a slow baseline lies bottom left, where the
+	// trade-off's empty corner usually is).
 	p.Legend.Top, p.Legend.Left = false, true
 	padRange(&p.X, 0.08)
 	padRange(&p.Y, 0.08)
+	reserveLegendBand(p, pts, 3)
 	return p, nil
+}
+
+// reserveLegendBand lowers the y axis so that a bottom legend of n entries
+// sits in a band that holds no point of pts.
+func reserveLegendBand(p *plot.Plot, pts plotter.XYs, n int) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, q := range pts {
+		lo, hi = math.Min(lo, q.Y), math.Max(hi, q.Y)
+	}
+	span := hi - lo
+	if span <= 0 {
+		span = math.Max(math.Abs(hi), 1)
+	}
+	// Each legend entry takes about 7% of the plot's height.
+	band := 0.07 * float64(n+1)
+	p.Y.Min = lo - span*band/(1-band)
+	p.Y.Max = math.Max(p.Y.Max, hi+0.05*span)
 }
 
 // barWidth sizes bars so that groups of k bars fill about 60% of each of n

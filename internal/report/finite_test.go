@@ -104,3 +104,25 @@ Total generated tokens:                  320
 		}
 	}
 }
+
+// TestParetoLegendBand (issue 11, defect 7: the Pareto chart's legend
+// covered a point): the y axis leaves a band below the lowest point for
+// the legend, whatever corner the points fill.
+func TestParetoLegendBand(t *testing.T) {
+	r := &Report{Tried: []Candidate{
+		{Status: "ok", Metrics: Metrics{TokensPerUser: 3, TPSPerGPU: 5000}}, // slow baseline: bottom left
+		{Status: "ok", Metrics: Metrics{TokensPerUser: 30, TPSPerGPU: 12000}},
+		{Status: "ok", Metrics: Metrics{TokensPerUser: 10, TPSPerGPU: 11000}},
+	}}
+	p, err := paretoChart(r)
+	if err != nil || p == nil {
+		t.Fatal(err)
+	}
+	span := 12000.0 - 5000
+	if band := 5000 - p.Y.Min; band < 0.25*span {
+		t.Errorf("the band below the lowest point is %.0f, want at least a quarter of the span (%.0f)", band, 0.25*span)
+	}
+	if p.Legend.Top {
+		t.Error("the legend is not at the bottom, where its band is")
+	}
+}

@@ -43,9 +43,9 @@ func WriteHTML(w io.Writer, r *Report, chartDir string) error {
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
 h1{font-size:1.7em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:1em 0;width:100%}th,td{border:1px solid #ccc;padding:.35em .6em;text-align:left;vertical-align:top}
-th{background:#f4f6f8}pre{background:#f6f8fa;padding:.8em;overflow-x:auto;font-size:.85em}
+th{background:#f4f6f8}td,th{overflow-wrap:anywhere}pre{background:#f6f8fa;padding:.8em;overflow-x:auto;font-size:.85em;max-width:100%;box-sizing:border-box}
 code{background:#f6f8fa;padding:0 .2em}.up{background:#c7f0c2}.down{background:#f6c8c8}
-.chart svg{max-width:100%;height:auto}
+.chart svg,img{max-width:100%;height:auto}
 </style></head><body>
 `)
 	if err := markdownToHTML(&b, md.String(), svgs); err != nil {

@@ -190,7 +190,7 @@ func TestHTMLCarriesTheMarkdown(t *testing.T) {
 	hb, _ := os.ReadFile(filepath.Join(dir, "report.html"))
 	h := plainHTML(string(hb))
 	for _, want := range []string{"Other Benchmark Cases", "Configurations tried and not kept", "Engine metrics at the end of each run",
-		"42.0%", "Repeats (Total TPS):", "noise floor of ±1.20%", "the lab stopped early: budget | time"} {
+		"42.0%", "Repeats (Total TPS):", "noise floor of 1.20%", "the lab stopped early: budget | time"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("html lacks %q", want)
 		}

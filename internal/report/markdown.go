@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/perflab/perflab/internal/runtimes"
 )
 
 // WriteMarkdown writes the report in the reference reports' structure:
@@ -41,8 +43,18 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 		p("\n")
 	}
-	if r.NoiseFloor > 0 {
-		p("Every gain above was required to exceed the measured run-to-run noise floor of ±%.2f%% (from repeated runs of the incumbent and the best candidate).\n\n", 100*r.NoiseFloor)
+	if lo, hi := floorRange(r); hi > 0 {
+		// Each decision used its own stage's floor; the ± on single runs
+		// above is the largest of them.
+		if lo < hi {
+			p("Each change was kept only when its gain beat the run-to-run noise floor measured in its own stage, from repeated runs of the incumbent and the best candidate: %.2f%% to %.2f%% here (each decision below gives its own). The ± on single-run cases is the largest, ±%.2f%%.\n\n", 100*lo, 100*hi, 100*hi)
+		} else {
+			p("Each change was kept only when its gain beat the run-to-run noise floor of %.2f%% measured from repeated runs of the incumbent and the best candidate; the ± on single-run cases is that floor.\n\n", 100*hi)
+		}
+	}
+	if k, err := runtimes.Lookup(r.Runtime); err == nil && k.Provenance() != "" {
+		// Said here, next to the numbers, and not only under the setup.
+		p("Runtime `%s`: these figures are %s.\n\n", r.Runtime, k.Provenance())
 	}
 
 	p("## Optimization Objective\n\n%s\n\n", objectiveSentence(r.Objective))
@@ -136,6 +148,13 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			gain, kept = pct(st.Gain), st.Winner.Name
 		}
 		p("| %s | %s | %s | %s |\n", st.Name, gain, kept, stageNotes(st))
+	}
+	if s := r.Search; s.tookLead() {
+		// The recommendation came from past the stages: say so here, or
+		// the table would end on a configuration that is not the one
+		// recommended.
+		p("| joint search (beyond the stages) | %s | %s | took the lead from %s (%.2f → %.2f %s) |\n",
+			pctOf(rel(s.GreedyBest, s.FinalBest)), s.FinalConfig, s.GreedyConfig, s.GreedyBest, s.FinalBest, r.Unit)
 	}
 	p("\n")
 
@@ -337,12 +356,11 @@ func gpuPhrase(r *Report) string {
 	return fmt.Sprintf("%d× NVIDIA %s", r.GPUs, r.GPU)
 }
 
+// runtimeNote says where a run's figures come from, as its runtime tells
+// ("" for GPU measurements, or a runtime this build does not know).
 func runtimeNote(rt string) string {
-	switch rt {
-	case "sim-predict":
-		return " — figures are the calibrated simulator's predictions, not GPU measurements."
-	case "sim":
-		return " — figures were measured over HTTP against the simulator running as real server processes, not on GPUs."
+	if k, err := runtimes.Lookup(rt); err == nil && k.Provenance() != "" {
+		return " — figures are " + k.Provenance() + "."
 	}
 	return ""
 }
@@ -380,4 +398,24 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// floorRange is the smallest and largest noise floor the decisions used
+// (0, 0 when none was measured).
+func floorRange(r *Report) (lo, hi float64) {
+	for _, st := range r.Stages {
+		if f := st.NoiseFloor; f > 0 {
+			if lo == 0 || f < lo {
+				lo = f
+			}
+			hi = max(hi, f)
+		}
+	}
+	if r.NoiseFloor > hi {
+		hi = r.NoiseFloor
+	}
+	if lo == 0 {
+		lo = hi
+	}
+	return lo, hi
 }

@@ -22,6 +22,8 @@ type Report struct {
 	GPUs      int    `json:"gpus"`
 	Runtime   string `json:"runtime,omitempty"`
 	Objective string `json:"objective"`
+	// Unit is the objective's unit ("tok/s").
+	Unit string `json:"unit,omitempty"`
 	// Engines lists "name version" pairs as the spec names them.
 	Engines []EngineVersion `json:"engines"`
 	// Recommended is the winning configuration.
@@ -129,6 +131,9 @@ type Case struct {
 
 // Stage is one experiment stage.
 type Stage struct {
+	// NoiseFloor is the floor this stage's decision used (0 when none
+	// got as far as repeats).
+	NoiseFloor float64     `json:"noise_floor,omitempty"`
 	Index      int         `json:"index"`
 	Name       string      `json:"name"`
 	Title      string      `json:"title"`
@@ -155,13 +160,23 @@ type Workload struct {
 
 // SearchInfo reports the search beyond the greedy pass.
 type SearchInfo struct {
-	GreedyBest     float64 `json:"greedy_best"`
-	FinalBest      float64 `json:"final_best"`
+	GreedyBest float64 `json:"greedy_best"`
+	FinalBest  float64 `json:"final_best"`
+	// GreedyConfig is where the staged pass stopped, FinalConfig where the
+	// search ended: the recommendation when the search took the lead.
+	GreedyConfig   string  `json:"greedy_config,omitempty"`
+	FinalConfig    string  `json:"final_config,omitempty"`
 	Trials         int     `json:"trials"`
 	GridTrials     int     `json:"grid_trials,omitempty"`
 	GridBest       float64 `json:"grid_best,omitempty"`
 	GridBestConfig string  `json:"grid_best_config,omitempty"`
 	Note           string  `json:"note,omitempty"`
+}
+
+// tookLead says whether the joint search ended on another configuration
+// than the staged pass, with a higher figure.
+func (s *SearchInfo) tookLead() bool {
+	return s != nil && s.FinalConfig != "" && s.FinalConfig != s.GreedyConfig && s.FinalBest > s.GreedyBest
 }
 
 // Chart is a chart file written with the report.

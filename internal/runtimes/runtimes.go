@@ -56,6 +56,9 @@ type Kind interface {
 	// New returns the engine runtime that starts its servers; nil for a
 	// runtime without servers.
 	New(env Env) (engine.Runtime, error)
+	// Provenance says where its figures come from, for a report to print
+	// next to them ("" for measurements on GPUs).
+	Provenance() string
 }
 
 // Names of the built-in runtimes.
@@ -110,6 +113,9 @@ func (predictKind) GPUs(context.Context, int) (*engine.Allocator, error) {
 	return nil, nil
 }
 func (predictKind) New(Env) (engine.Runtime, error) { return nil, nil }
+func (predictKind) Provenance() string {
+	return "the calibrated simulator's predictions, not GPU measurements"
+}
 
 // simKind starts `perflab sim serve` as a local process per server, on a
 // compressed clock, with simulated GPUs.
@@ -135,6 +141,10 @@ func (simKind) GPUs(_ context.Context, count int) (*engine.Allocator, error) {
 	return engine.NewAllocator(ids), nil
 }
 
+func (simKind) Provenance() string {
+	return "measured over HTTP against the simulator running as real server processes, not on GPUs"
+}
+
 func (simKind) New(env Env) (engine.Runtime, error) {
 	if env.GPU == "" {
 		return nil, fmt.Errorf("runtimes: sim: the simulated GPU type is required")
@@ -157,6 +167,7 @@ func (processKind) GPUs(ctx context.Context, count int) (*engine.Allocator, erro
 	return HostGPUs(ctx, count)
 }
 func (processKind) New(Env) (engine.Runtime, error) { return &engine.Process{}, nil }
+func (processKind) Provenance() string              { return "" }
 
 // host is this process's one allocator of the host's real GPUs, shared by
 // every lab and every runtime that runs on them, so two labs in one
