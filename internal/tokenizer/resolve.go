@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
+
+	"github.com/perflab/perflab/internal/hfhub"
 )
 
 // ResolveOptions says where Resolve may look for a model's tokenizer. Zero
@@ -43,8 +42,6 @@ type ResolveOptions struct {
 
 // tokenizerFiles are fetched from the Hub; only the first is required.
 var tokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}
-
-var commitRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // fp8Suffix matches the FP8 repositories that share their base model's
 // tokenizer (Qwen/Qwen3-14B-FP8 -> Qwen/Qwen3-14B).
@@ -101,7 +98,8 @@ func (e *NotFoundError) Error() string {
 // nil, nil when the tokenizer is simply not there, and an error for a
 // tokenizer that is there but broken (or a cancelled context).
 func resolveRepo(ctx context.Context, repo string, opt ResolveOptions, tried *[]string) (*Tokenizer, error) {
-	if dir, ok := cachedSnapshot(opt.CacheDir, repo, opt.Revision); ok {
+	hub := opt.hub()
+	if dir, ok := hub.Cached(repo, tokenizerFiles[0]); ok {
 		return Load(dir)
 	} else {
 		*tried = append(*tried, "cache: "+dir+" (no tokenizer.json)")
@@ -110,7 +108,7 @@ func resolveRepo(ctx context.Context, repo string, opt ResolveOptions, tried *[]
 		*tried = append(*tried, fmt.Sprintf("hub: %s skipped (offline: HF_HUB_OFFLINE is set)", repo))
 		return nil, nil
 	}
-	dir, err := download(ctx, repo, opt)
+	dir, err := hub.Download(ctx, repo, tokenizerFiles)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("tokenizer: download %s: %w", repo, ctx.Err())
@@ -119,6 +117,12 @@ func resolveRepo(ctx context.Context, repo string, opt ResolveOptions, tried *[]
 		return nil, nil
 	}
 	return Load(dir)
+}
+
+// hub is the options as the Hub client takes them.
+func (o ResolveOptions) hub() hfhub.Options {
+	return hfhub.Options{Revision: o.Revision, CacheDir: o.CacheDir, Endpoint: o.Endpoint, Token: o.Token,
+		Offline: o.Offline, HTTPClient: o.HTTPClient, Logf: func(format string, a ...any) { o.logf("tokenizer: "+format, a...) }}
 }
 
 func loadPath(path string) (*Tokenizer, error) {
@@ -137,31 +141,8 @@ func loadPath(path string) (*Tokenizer, error) {
 }
 
 func (o ResolveOptions) withDefaults() ResolveOptions {
-	if o.Revision == "" {
-		o.Revision = "main"
-	}
-	if o.CacheDir == "" {
-		o.CacheDir = defaultCacheDir()
-	}
-	if o.Endpoint == "" {
-		o.Endpoint = os.Getenv("HF_ENDPOINT")
-	}
-	if o.Endpoint == "" {
-		o.Endpoint = "https://huggingface.co"
-	}
-	o.Endpoint = strings.TrimRight(o.Endpoint, "/")
-	if o.Token == "" {
-		o.Token = os.Getenv("HF_TOKEN")
-	}
-	if !o.Offline {
-		switch strings.ToLower(os.Getenv("HF_HUB_OFFLINE")) {
-		case "1", "true", "yes", "on":
-			o.Offline = true
-		}
-	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 5 * time.Minute}
-	}
+	h := o.hub().WithDefaults()
+	o.Revision, o.CacheDir, o.Endpoint, o.Token, o.Offline, o.HTTPClient = h.Revision, h.CacheDir, h.Endpoint, h.Token, h.Offline, h.HTTPClient
 	return o
 }
 
@@ -169,145 +150,4 @@ func (o ResolveOptions) logf(format string, args ...any) {
 	if o.Logf != nil {
 		o.Logf(format, args...)
 	}
-}
-
-func defaultCacheDir() string {
-	if d := os.Getenv("HF_HUB_CACHE"); d != "" {
-		return d
-	}
-	if d := os.Getenv("HF_HOME"); d != "" {
-		return filepath.Join(d, "hub")
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "huggingface", "hub")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(".cache", "huggingface", "hub")
-	}
-	return filepath.Join(home, ".cache", "huggingface", "hub")
-}
-
-// repoDir is the hub cache folder of a model repository.
-func repoDir(cache, repo string) string {
-	return filepath.Join(cache, "models--"+strings.ReplaceAll(repo, "/", "--"))
-}
-
-// cachedSnapshot returns the snapshot directory for repo at rev (a branch or
-// tag resolved through refs/, or a commit) and whether it holds a
-// tokenizer.json.
-func cachedSnapshot(cache, repo, rev string) (string, bool) {
-	root := repoDir(cache, repo)
-	commit := rev
-	if !commitRe.MatchString(rev) {
-		data, err := os.ReadFile(filepath.Join(root, "refs", rev))
-		if err != nil {
-			return filepath.Join(root, "refs", rev), false
-		}
-		commit = strings.TrimSpace(string(data))
-	}
-	dir := filepath.Join(root, "snapshots", commit)
-	_, err := os.Stat(filepath.Join(dir, "tokenizer.json"))
-	return dir, err == nil
-}
-
-// download fetches the tokenizer files into the cache layout
-// (snapshots/COMMIT/FILE and refs/REV) and returns the snapshot directory.
-func download(ctx context.Context, repo string, opt ResolveOptions) (string, error) {
-	var commit string
-	files := map[string][]byte{}
-	for i, name := range tokenizerFiles {
-		u := fmt.Sprintf("%s/%s/resolve/%s/%s", opt.Endpoint, repo, url.PathEscape(opt.Revision), name)
-		data, c, err := fetchFile(ctx, opt, u)
-		if err != nil {
-			if i == 0 {
-				return "", err
-			}
-			if !errors.Is(err, errNotFound) {
-				return "", err
-			}
-			continue
-		}
-		if commit == "" {
-			commit = c
-		}
-		files[name] = data
-	}
-	if commit == "" || strings.ContainsAny(commit, `/\`) || commit == "." || commit == ".." {
-		commit = opt.Revision
-	}
-	root := repoDir(opt.CacheDir, repo)
-	dir := filepath.Join(root, "snapshots", commit)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("%s: save: %w", repo, err)
-	}
-	for name, data := range files {
-		if err := writeAtomic(filepath.Join(dir, name), data); err != nil {
-			return "", fmt.Errorf("%s: save: %w", repo, err)
-		}
-	}
-	if commit != opt.Revision {
-		if err := os.MkdirAll(filepath.Join(root, "refs"), 0o755); err != nil {
-			return "", fmt.Errorf("%s: save: %w", repo, err)
-		}
-		if err := writeAtomic(filepath.Join(root, "refs", opt.Revision), []byte(commit)); err != nil {
-			return "", fmt.Errorf("%s: save: %w", repo, err)
-		}
-	}
-	opt.logf("tokenizer: downloaded %s (%s) into %s", repo, commit, dir)
-	return dir, nil
-}
-
-var errNotFound = errors.New("not found")
-
-// fetchFile GETs u and returns the body and the X-Repo-Commit header.
-func fetchFile(ctx context.Context, opt ResolveOptions, u string) ([]byte, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", u, err)
-	}
-	if opt.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+opt.Token)
-	}
-	req.Header.Set("User-Agent", "perflab")
-	resp, err := opt.HTTPClient.Do(req)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusOK:
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, "", fmt.Errorf("%s: %w (HTTP 404)", u, errNotFound)
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		hint := "set HF_TOKEN to a token with access"
-		if opt.Token != "" {
-			hint = "the HF_TOKEN given has no access"
-		}
-		return nil, "", fmt.Errorf("%s: HTTP %d (gated or private repository: %s)", u, resp.StatusCode, hint)
-	default:
-		return nil, "", fmt.Errorf("%s: HTTP %d", u, resp.StatusCode)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: read: %w", u, err)
-	}
-	return data, resp.Header.Get("X-Repo-Commit"), nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
