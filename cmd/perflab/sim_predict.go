@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/hfhub"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/sim/simargs"
 	"github.com/perflab/perflab/internal/tokenizer"
@@ -25,6 +26,7 @@ func init() {
 
 type simPredictFlags struct {
 	engine, version, gpu, tokenizer, coefficients, output string
+	modelConfig                                           string
 	result                                                resultFlags
 	gpus                                                  int
 	dataset                                               dataset.Options
@@ -64,6 +66,7 @@ Prints vLLM's result block (--output json: the --save-result JSON).`,
 	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "maximum concurrent requests")
 	fl.Int64Var(&f.seed, "seed", 0, "random seed (dataset and arrivals)")
 	f.result.register(fl)
+	fl.StringVar(&f.modelConfig, "model-config", "", "the model's HF config.json (default: a local model directory, the HF cache, the catalog, then the Hub)")
 	fl.StringVar(&f.output, "output", "text", "stdout format: text (vLLM's block) or json")
 	fl.BoolVar(&f.noFaults, "no-faults", false, "do not reproduce known engine bugs (a configuration the real engine crashes on runs to the end)")
 	return cmd
@@ -102,6 +105,17 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	if f.gpus > 0 {
 		p.GPUs = f.gpus
 	}
+	p.ModelConfig = f.modelConfig
+	modelFrom := "--model-config"
+	if p.ModelConfig == "" {
+		src, err := sim.ResolveModel(cmd.Context(), p.Model, hfhub.Options{Logf: func(format string, a ...any) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: "+format+"\n", a...)
+		}})
+		if err != nil {
+			return fmt.Errorf("sim predict: %w", err)
+		}
+		p.ModelConfig, modelFrom = src.ConfigPath, src.From
+	}
 	p.NoFaults = f.noFaults
 	var coef *sim.Coefficients
 	if f.coefficients != "" {
@@ -129,7 +143,8 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	if err != nil {
 		return fmt.Errorf("sim predict: %w", err)
 	}
-	fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: "+simulating(pr.Params.Engine, pr.Params.Version, f.version != "", pr.Params.GPU, pr.Params.GPUs))
+	fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: "+simulating(pr.Params.Engine, pr.Params.Version, f.version != "", pr.Params.GPU, pr.Params.GPUs)+
+		"; "+p.Model+" from "+modelFrom)
 	res := pr.Result
 	res.Backend, res.EndpointType = "openai-chat", "openai-chat"
 	if p.Engine != "vllm" {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -134,6 +135,9 @@ func ModelNames() []string {
 	return out
 }
 
+// releaseDate matches a release's date suffix ("-2507", "-0528").
+var releaseDate = regexp.MustCompile(`-\d{4}$`)
+
 // LookupModel resolves a catalog name or HF repo id ("Qwen/Qwen3-14B",
 // "meta-llama/Llama-3.1-8B-Instruct", "Qwen3-32B-FP8"). A "-FP8" suffix
 // means the base architecture with FP8 weights.
@@ -151,8 +155,19 @@ func LookupModel(name string) (Arch, error) {
 			break
 		}
 	}
-	for _, suf := range []string{"-instruct", "-base"} {
-		low = strings.TrimSuffix(low, suf)
+	// Release names add a tuning and a date to the architecture's name
+	// ("Qwen3-235B-A22B-Instruct-2507", "-Thinking-2507"): the weights
+	// differ, the shapes the simulator prices do not.
+	for changed := true; changed; {
+		changed = false
+		if m := releaseDate.FindStringIndex(low); m != nil {
+			low, changed = low[:m[0]], true
+		}
+		for _, suf := range []string{"-instruct", "-base", "-thinking", "-chat", "-it"} {
+			if strings.HasSuffix(low, suf) {
+				low, changed = strings.TrimSuffix(low, suf), true
+			}
+		}
 	}
 	low = strings.Replace(low, "meta-llama-", "llama-", 1)
 	for k, a := range archCatalog {

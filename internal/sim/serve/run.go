@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perflab/perflab/internal/hfhub"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/sim/simargs"
 )
@@ -86,6 +87,15 @@ func Run(ctx context.Context, o Options) error {
 	}
 	p := res.Params
 	p.GPU, p.GPUs, p.ModelConfig = o.GPU, o.GPUs, o.ModelConfig
+	if p.ModelConfig == "" {
+		src, err := sim.ResolveModel(ctx, p.Model, hfhub.Options{})
+		if err != nil {
+			fmt.Fprintln(o.Stderr, "perflab sim serve:", err)
+			return &ExitError{Code: 1, Err: err}
+		}
+		p.ModelConfig = src.ConfigPath
+		fmt.Fprintf(o.Stderr, "perflab sim serve: %s's architecture from %s\n", p.Model, src.From)
+	}
 	p.NoFaults = o.NoFaults
 	lg := newStartupLog(o.Stderr, p, res)
 	for _, w := range res.Warnings {
