@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -316,6 +317,86 @@ repeats: 1
 		}
 	})
 
+	t.Run("runs lists the stored runs", func(t *testing.T) {
+		for _, args := range [][]string{{"runs", "--db", n.db}, {"report", "list", "--db", n.db}} {
+			o, _ := n.must(time.Minute, args...)
+			for _, want := range []string{"qwen3-14b-h100", "Qwen/Qwen3-14B", "too-big", "failed"} {
+				if !strings.Contains(o, want) {
+					t.Errorf("perflab %s lacks %q:\n%s", strings.Join(args, " "), want, o)
+				}
+			}
+		}
+	})
+
+	t.Run("version", func(t *testing.T) {
+		if o, _ := n.must(time.Minute, "--version"); !strings.HasPrefix(o, "perflab ") {
+			t.Errorf("--version printed %q", o)
+		}
+	})
+
+	t.Run("a lab spec given to engine command", func(t *testing.T) {
+		_, e, code := n.run(time.Minute, "engine", "command", spec)
+		if code == 0 || !strings.Contains(e, "is a lab spec") || !strings.Contains(e, "perflab lab") {
+			t.Errorf("exit %d, stderr %q", code, e)
+		}
+		o, _ := n.must(time.Minute, "engine", "command", n.example("engine-vllm-qwen3-14b.yaml"))
+		if !strings.HasPrefix(o, "vllm serve Qwen/Qwen3-14B-FP8") {
+			t.Errorf("the example engine config rendered %q", o)
+		}
+	})
+
+	t.Run("a bad --db is refused before anything runs", func(t *testing.T) {
+		for _, db := range []string{"sqlite:", "mysql://x"} {
+			_, e, code := n.run(time.Minute, "lab", spec, "--db", db)
+			if code == 0 || !strings.Contains(e, "want sqlite:PATH") || strings.Contains(e, "] ran ") {
+				t.Errorf("--db %s: exit %d, stderr %q", db, code, e)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(n.home, "mysql:")); err == nil {
+			t.Error("--db mysql://x made a SQLite file")
+		}
+	})
+
+	seed := []string{"--", "vllm", "serve", "Qwen/Qwen3-235B-A22B-Instruct-2507", "--tensor-parallel-size", "8"}
+	t.Run("sim predict with a seed's own model name", func(t *testing.T) {
+		args := append([]string{"sim", "predict", "--gpu", "H100", "--gpus", "8", "--dataset-name", "random",
+			"--random-input-len", "128", "--random-output-len", "16", "--num-prompts", "20",
+			"--tokenizer", shareddata.Path(t, "data", "tokenizers", "qwen3")}, seed...)
+		o, e := n.must(2*time.Minute, args...)
+		if !strings.Contains(o, "Serving Benchmark Result") || !strings.Contains(e, "simulating vLLM") ||
+			!strings.Contains(e, "catalog (Qwen3-235B-A22B)") {
+			t.Errorf("stdout:\n%s\nstderr:\n%s", o, e)
+		}
+	})
+
+	t.Run("sim serve with a seed's own model name", func(t *testing.T) {
+		args := append([]string{"sim", "serve", "--gpu", "H100", "--gpus", "8", "--startup-delay", "0s"}, seed...)
+		args = append(args, "--port", "0")
+		cmd := exec.Command(n.bin, args...)
+		cmd.Dir = n.home
+		cmd.Env = append(os.Environ(), "HF_HUB_OFFLINE=1", "HF_HOME="+filepath.Join(n.home, ".cache", "huggingface"))
+		var e syncBuffer
+		cmd.Stderr = &e
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			cmd.Process.Signal(os.Interrupt)
+			cmd.Wait()
+		}()
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) && !strings.Contains(e.String(), "Application startup complete") {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !strings.Contains(e.String(), "Application startup complete") {
+			t.Errorf("sim serve did not start in 60 s")
+		}
+		if !strings.Contains(e.String(), "simulating vLLM") || !strings.Contains(e.String(), "catalog (Qwen3-235B-A22B)") ||
+			strings.Contains(e.String(), "unknown model") {
+			t.Errorf("sim serve stderr:\n%s", e.String())
+		}
+	})
+
 	t.Run("errors say it once", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"lab", filepath.Join(n.home, "missing.yaml")},
@@ -330,4 +411,22 @@ repeats: 1
 			}
 		}
 	})
+}
+
+// syncBuffer is a bytes.Buffer a process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
