@@ -19,19 +19,7 @@ import (
 // the inlined charts drawing coloured bars), not merely a file that exists.
 // .ci/run installs Debian's chromium; under CI=true its absence fails.
 func TestHTMLInChromium(t *testing.T) {
-	bin := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium not found under CI=true: .ci/run must install it")
-		}
-		t.Skip("chromium not installed")
-	}
+	bin := chromium(t)
 	run, trials := fixture(t)
 	r, err := Build(run, trials)
 	if err != nil {
@@ -50,10 +38,8 @@ func TestHTMLInChromium(t *testing.T) {
 	shot := filepath.Join(dir, "shot.png")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--hide-scrollbars", "--window-size=1200,1600",
-		"--screenshot="+shot, "file://"+filepath.Join(dir, "report.html"))
+	cmd := exec.CommandContext(ctx, bin, append(headless(dir), "--hide-scrollbars", "--window-size=1200,1600",
+		"--screenshot="+shot, "file://"+filepath.Join(dir, "report.html"))...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
 	}
@@ -79,6 +65,29 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 }
 
+// chromium finds the browser; under CI=true its absence is a failure.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium not found under CI=true: .ci/run must install it")
+	}
+	t.Skip("chromium not installed")
+	return ""
+}
+
+// headless are the flags a test's Chromium runs with: no sandbox (root),
+// and none of the background connections this machine refuses.
+func headless(dir string) []string {
+	return []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + filepath.Join(dir, "profile")}
+}
+
 func count(img image.Image) (dark, blue int) {
 	b := img.Bounds()
 	for y := b.Min.Y; y < b.Max.Y; y++ {
@@ -102,19 +111,7 @@ func count(img image.Image) (dark, blue int) {
 // appended to a copy of the page writes the widths into the DOM, which
 // Chromium dumps.
 func TestHTMLNoSidewaysScroll(t *testing.T) {
-	bin := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium not found under CI=true: .ci/run must install it")
-		}
-		t.Skip("chromium not installed")
-	}
+	bin := chromium(t)
 	run, trials := fixture(t)
 	r, err := Build(run, trials)
 	if err != nil {
@@ -138,9 +135,7 @@ func TestHTMLNoSidewaysScroll(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=1400,1000", "--dump-dom", "file://"+path).Output()
+	out, err := exec.CommandContext(ctx, bin, append(headless(dir), "--window-size=1400,1000", "--dump-dom", "file://"+path)...).Output()
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
