@@ -47,7 +47,7 @@ func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardwa
 	}
 	p.GPU = simGPU(hw.GPU)
 	_, load := w.resolve()
-	pred, err := predictReplicas(p, sp.Coefficients, reqs, sim.Load{RequestRate: load.rate, MaxConcurrency: load.maxConc, Seed: load.seed})
+	pred, err := sim.PredictWith(p, sp.Coefficients, reqs, sim.Load{RequestRate: load.rate, MaxConcurrency: load.maxConc, Seed: load.seed})
 	if err != nil {
 		switch {
 		case errors.Is(err, sim.ErrOOM):
@@ -70,58 +70,6 @@ func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardwa
 	}
 	out.Result, out.Seconds = b, pred.Duration
 	return out, nil
-}
-
-// predictReplicas predicts a deployment of p.DP data-parallel replicas as
-// p.DP engines behind one load balancer. The simulator runs one scheduler
-// per engine and does not split the load across replicas itself (its DP
-// only widens the KV pool and shards experts under EP), so without this
-// TP4 × 2 replicas would be predicted at one replica's throughput on 8
-// GPUs and every per-GPU comparison against TP8 would be wrong by 2×.
-// Requests go round-robin (what vLLM's DP front end does for equal-shaped
-// queues at rate inf); a finite rate and a concurrency cap are split evenly.
-// Each replica keeps p as parsed (DP included), so memory, expert sharding
-// and the all-to-all cost under EP stay the simulator's; what is not
-// modelled is the step-lock of EP ranks in MoE layers.
-func predictReplicas(p sim.Params, coef *sim.Coefficients, reqs []dataset.Request, load sim.Load) (*sim.Prediction, error) {
-	dp := p.DP
-	if dp <= 1 || len(reqs) < 2 {
-		return sim.PredictWith(p, coef, reqs, load)
-	}
-	dp = min(dp, len(reqs))
-	shards := make([][]dataset.Request, dp)
-	index := make([][]int, dp)
-	for i, r := range reqs {
-		shards[i%dp] = append(shards[i%dp], r)
-		index[i%dp] = append(index[i%dp], i)
-	}
-	merged := &sim.Prediction{Records: make([]metrics.Record, len(reqs))}
-	for k := range dp {
-		l := load
-		if l.RequestRate > 0 && !math.IsInf(l.RequestRate, 1) {
-			l.RequestRate /= float64(dp)
-		}
-		if load.MaxConcurrency > 0 {
-			l.MaxConcurrency = max(load.MaxConcurrency/dp, 1)
-			if k < load.MaxConcurrency%dp {
-				l.MaxConcurrency++
-			}
-		}
-		l.Seed = load.Seed + int64(k)
-		pr, err := sim.PredictWith(p, coef, shards[k], l)
-		if err != nil {
-			return nil, fmt.Errorf("replica %d of %d: %w", k+1, dp, err)
-		}
-		for j, rec := range pr.Records {
-			i := index[k][j]
-			rec.ID = "sim-" + strconv.Itoa(i)
-			merged.Records[i] = rec
-		}
-		merged.Duration = max(merged.Duration, pr.Duration)
-		merged.Params = pr.Params
-		merged.KVCapacityTokens += pr.KVCapacityTokens
-	}
-	return merged, nil
 }
 
 // simGPU maps a hardware name to the simulator's catalog name

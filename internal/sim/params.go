@@ -36,6 +36,10 @@ type Params struct {
 	Model string `json:"model"`
 	// ModelConfig is an HF config.json path for a model not in the catalog.
 	ModelConfig string `json:"model_config,omitempty"`
+	// Route is how the front end spreads requests over DP replicas (the
+	// engine's: vLLM's least-loaded balancer, SGLang's
+	// --load-balance-method).
+	Route Route `json:"route,omitempty"`
 	// GPU is a hardware catalog name ("H100", "H200", "A100", "L40S", "B200").
 	GPU string `json:"gpu"`
 	// GPUs is how many GPUs the deployment has (0 = TP*DP).

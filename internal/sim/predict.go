@@ -45,13 +45,112 @@ func Predict(p Params, reqs []dataset.Request, load Load) (*Prediction, error) {
 	return PredictWith(p, nil, reqs, load)
 }
 
-// PredictWith is Predict with explicit coefficients (nil = embedded).
+// PredictWith is Predict with explicit coefficients (nil = embedded). A
+// deployment of p.DP > 1 data-parallel replicas runs as p.DP engines
+// behind one front end that routes each request as the engine's does
+// (p.Route, the Router sim serve uses too), all on one clock.
 func PredictWith(p Params, c *Coefficients, reqs []dataset.Request, load Load) (*Prediction, error) {
 	e, err := New(p, c)
 	if err != nil {
 		return nil, err
 	}
-	return e.run(reqs, load, false)
+	if e.p.DP <= 1 {
+		return e.run(reqs, load, false)
+	}
+	engines := []*Engine{e}
+	for k := 1; k < e.p.DP; k++ {
+		r, err := New(p, c)
+		if err != nil {
+			return nil, fmt.Errorf("sim: data-parallel replica %d: %w", k, err)
+		}
+		engines = append(engines, r)
+	}
+	cl := &cluster{engines: engines, router: NewRouter(e.p.Route, len(engines))}
+	return runModel(cl, reqs, load, false)
+}
+
+// predictModel is what the prediction loop drives: one engine, or a
+// data-parallel cluster of them.
+type predictModel interface {
+	setEmit(func(s *seq, t float64, tokens int, fin bool, err error))
+	submit(r Req, user int)
+	NextEventTime() (float64, bool)
+	advance(to float64)
+	// clock is where the client stands after an advance: the engine's
+	// own time (past the step it ran); for a cluster, the earliest of its
+	// engines' (an idle replica takes a request at once).
+	clock() float64
+	queues() (waiting, running int)
+	summary() (Params, Stats, int)
+}
+
+func (e *Engine) setEmit(f func(s *seq, t float64, tokens int, fin bool, err error)) { e.emit = f }
+func (e *Engine) clock() float64                                                     { return e.now }
+func (e *Engine) queues() (int, int)                                                 { return len(e.waiting), len(e.running) }
+func (e *Engine) summary() (Params, Stats, int)                                      { return e.p, e.Stats(), e.KVCapacityTokens() }
+
+// cluster is p.DP engines behind one front end.
+type cluster struct {
+	engines []*Engine
+	router  *Router
+}
+
+func (c *cluster) setEmit(f func(s *seq, t float64, tokens int, fin bool, err error)) {
+	for _, e := range c.engines {
+		e.emit = f
+	}
+}
+
+func (c *cluster) submit(r Req, user int) {
+	k := c.router.Pick(r.Arrival, func(k int) Stats { return c.engines[k].Stats() })
+	c.engines[k].submit(r, user)
+}
+
+func (c *cluster) NextEventTime() (float64, bool) {
+	t, found := math.Inf(1), false
+	for _, e := range c.engines {
+		if et, ok := e.NextEventTime(); ok {
+			t, found = math.Min(t, et), true
+		}
+	}
+	return t, found
+}
+
+func (c *cluster) advance(to float64) {
+	for _, e := range c.engines {
+		e.advance(to)
+	}
+}
+
+func (c *cluster) clock() float64 {
+	t := math.Inf(1)
+	for _, e := range c.engines {
+		t = math.Min(t, e.now)
+	}
+	return t
+}
+
+func (c *cluster) queues() (w, r int) {
+	for _, e := range c.engines {
+		w, r = w+len(e.waiting), r+len(e.running)
+	}
+	return w, r
+}
+
+// summary is the deployment's parameters, its summed counts and its
+// whole KV capacity (each engine's already counts every replica).
+func (c *cluster) summary() (Params, Stats, int) {
+	var s Stats
+	for _, e := range c.engines {
+		st := e.Stats()
+		s.Running += st.Running
+		s.Waiting += st.Waiting
+		s.KVUsage += st.KVUsage / float64(len(c.engines))
+		s.Preemptions += st.Preemptions
+		s.PromptTokens += st.PromptTokens
+		s.GenerationTokens += st.GenerationTokens
+	}
+	return c.engines[0].p, s, c.engines[0].KVCapacityTokens()
 }
 
 type tracker struct {
@@ -66,6 +165,11 @@ type tracker struct {
 // the calibration fit predicts each reference case thousands of times and
 // reads only TTFT, latency and token counts.
 func (e *Engine) run(reqs []dataset.Request, load Load, lite bool) (*Prediction, error) {
+	return runModel(e, reqs, load, lite)
+}
+
+// runModel is run for an engine or a cluster.
+func runModel(e predictModel, reqs []dataset.Request, load Load, lite bool) (*Prediction, error) {
 	n := len(reqs)
 	rate := load.RequestRate
 	if rate <= 0 {
@@ -106,7 +210,7 @@ func (e *Engine) run(reqs []dataset.Request, load Load, lite bool) (*Prediction,
 		releases[i] = t
 	}
 	done := 0
-	e.emit = func(s *seq, t float64, tokens int, fin bool, err error) {
+	e.setEmit(func(s *seq, t float64, tokens int, fin bool, err error) {
 		i := s.user
 		r := tr[i].rec
 		if err != nil {
@@ -153,7 +257,7 @@ func (e *Engine) run(reqs []dataset.Request, load Load, lite bool) (*Prediction,
 			done++
 			release(t)
 		}
-	}
+	})
 	send := func(i int, t float64) {
 		r := &recs[i]
 		r.Sent = t
@@ -202,15 +306,16 @@ func (e *Engine) run(reqs []dataset.Request, load Load, lite bool) (*Prediction,
 		}
 		if !ok && math.IsInf(ta, 1) {
 			if done < n {
-				return nil, fmt.Errorf("sim: engine stalled with %d of %d requests unfinished (waiting %d, running %d)", n-done, n, len(e.waiting), len(e.running))
+				w, r := e.queues()
+				return nil, fmt.Errorf("sim: engine stalled with %d of %d requests unfinished (waiting %d, running %d)", n-done, n, w, r)
 			}
 			break
 		}
 		if ok && te <= ta {
 			e.advance(te)
 			now = math.Max(now, te)
-			if e.now > now {
-				now = e.now
+			if c := e.clock(); c > now {
+				now = c
 			}
 			if !ok {
 				continue
@@ -227,12 +332,14 @@ func (e *Engine) run(reqs []dataset.Request, load Load, lite bool) (*Prediction,
 		}
 	}
 	if lite {
-		return &Prediction{Records: recs, Duration: dur, Params: e.p, Stats: e.Stats(), KVCapacityTokens: e.KVCapacityTokens()}, nil
+		p, st, kv := e.summary()
+		return &Prediction{Records: recs, Duration: dur, Params: p, Stats: st, KVCapacityTokens: kv}, nil
 	}
 	opt := metrics.DefaultOptions()
 	opt.MaxConcurrency = load.MaxConcurrency
 	opt.RequestRate = rate
 	opt.Burstiness = burst
 	res := metrics.Compute(recs, dur, opt)
-	return &Prediction{Records: recs, Duration: dur, Result: res, Params: e.p, Stats: e.Stats(), KVCapacityTokens: e.KVCapacityTokens()}, nil
+	p, st, kv := e.summary()
+	return &Prediction{Records: recs, Duration: dur, Result: res, Params: p, Stats: st, KVCapacityTokens: kv}, nil
 }

@@ -3,71 +3,23 @@ package serve
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/perflab/perflab/internal/sim"
 )
 
-// Route is how a data-parallel front end picks the replica for a new
-// request.
-type Route int
+// Route is the simulator's data-parallel routing (sim.Route), under the
+// names this package's callers and tests already use.
+type Route = sim.Route
 
+// The routes (see sim.Route).
 const (
-	// RouteLeastLoaded is vLLM's DP load balancer (DPLBAsyncMPClient): the
-	// replica with the lowest waiting×4 + running, from counts the
-	// coordinator publishes every 100 ms, each routed request adding one
-	// to its replica's waiting count until the next publication; ties go to
-	// the lowest index.
-	RouteLeastLoaded Route = iota
-	// RouteRoundRobin is SGLang's default (--load-balance-method round_robin).
-	RouteRoundRobin
-	// RouteShortestQueue is SGLang's shortest_queue: the replica with the
-	// fewest running and waiting requests, read live.
-	RouteShortestQueue
+	RouteLeastLoaded   = sim.RouteLeastLoaded
+	RouteRoundRobin    = sim.RouteRoundRobin
+	RouteShortestQueue = sim.RouteShortestQueue
 )
 
-// String names the policy as the engines spell it.
-func (r Route) String() string {
-	switch r {
-	case RouteRoundRobin:
-		return "round_robin"
-	case RouteShortestQueue:
-		return "shortest_queue"
-	}
-	return "least_loaded (waiting*4+running)"
-}
-
-// RouteFor is the routing an engine's DP front end uses for argv: vLLM's
-// load balancer; SGLang's --load-balance-method (round_robin by default;
-// minimum_tokens is taken as shortest_queue, which the simulator cannot
-// tell apart for requests it has only counted).
-func RouteFor(engine string, argv []string) Route {
-	if engine != sim.EngineSGLang {
-		return RouteLeastLoaded
-	}
-	switch flagValue(argv, "--load-balance-method") {
-	case "shortest_queue", "minimum_tokens":
-		return RouteShortestQueue
-	}
-	return RouteRoundRobin
-}
-
-// flagValue is the last value argv gives name ("--name v" or "--name=v").
-func flagValue(argv []string, name string) string {
-	v := ""
-	for i, a := range argv {
-		if a == name && i+1 < len(argv) {
-			v = argv[i+1]
-		} else if val, ok := strings.CutPrefix(a, name+"="); ok {
-			v = val
-		}
-	}
-	return v
-}
-
-// countsPeriod is how often vLLM's DP coordinator publishes the replicas'
-// request counts to the front end (stats_update_interval_ms), model time.
-const countsPeriod = 0.1
+// RouteFor is sim.RouteFor.
+func RouteFor(engine string, argv []string) Route { return sim.RouteFor(engine, argv) }
 
 // Replicas is a data-parallel deployment: independent engines (each with
 // its own scheduler and KV cache) behind one API endpoint whose front end
@@ -75,11 +27,8 @@ const countsPeriod = 0.1
 // owns it.
 type Replicas struct {
 	engines []Model
-	route   Route
+	router  *sim.Router
 	owner   map[string]int // request -> replica, until it ends
-	next    int            // round robin
-	counts  [][2]int       // vLLM's published (waiting, running), plus local increments
-	pubAt   float64        // model time of the next publication
 	routed  []int64
 	success []int64
 	evs     []sim.Event
@@ -95,43 +44,14 @@ func NewReplicas(engines []Model, r Route) (*Replicas, error) {
 	if len(engines) == 0 {
 		return nil, fmt.Errorf("serve: no replicas")
 	}
-	return &Replicas{engines: engines, route: r, owner: map[string]int{},
-		counts: make([][2]int, len(engines)), routed: make([]int64, len(engines)), success: make([]int64, len(engines)), pubAt: math.Inf(-1)}, nil
+	return &Replicas{engines: engines, router: sim.NewRouter(r, len(engines)), owner: map[string]int{},
+		routed: make([]int64, len(engines)), success: make([]int64, len(engines))}, nil
 }
 
-// pick chooses the replica for a request arriving at t.
+// pick chooses the replica for a request arriving at t, with the one
+// router the predictor uses too.
 func (rs *Replicas) pick(t float64) int {
-	n := len(rs.engines)
-	switch rs.route {
-	case RouteRoundRobin:
-		k := rs.next
-		rs.next = (k + 1) % n
-		return k
-	case RouteShortestQueue:
-		best, bestLoad := 0, math.MaxInt
-		for k, e := range rs.engines {
-			st := e.Stats()
-			if l := st.Running + st.Waiting; l < bestLoad {
-				best, bestLoad = k, l
-			}
-		}
-		return best
-	}
-	if t >= rs.pubAt {
-		for k, e := range rs.engines {
-			st := e.Stats()
-			rs.counts[k] = [2]int{st.Waiting, st.Running}
-		}
-		rs.pubAt = t + countsPeriod
-	}
-	best, bestScore := 0, math.MaxInt
-	for k, c := range rs.counts {
-		if s := c[0]*4 + c[1]; s < bestScore {
-			best, bestScore = k, s
-		}
-	}
-	rs.counts[best][0]++
-	return best
+	return rs.router.Pick(t, func(k int) sim.Stats { return rs.engines[k].Stats() })
 }
 
 // Submit routes r to a replica.

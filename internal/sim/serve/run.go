@@ -144,7 +144,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 			engines = append(engines, e)
 		}
-		route := RouteFor(rp.Engine, o.Argv)
+		route := rp.Route // the engine's own, read from its argv
 		if model, err = NewReplicas(engines, route); err != nil {
 			return err
 		}

@@ -77,6 +77,16 @@ func ParseFiles(engine, version string, argv []string, env, files map[string]str
 
 // ParseAllFiles is ParseAll with ParseFiles' in-memory side files.
 func ParseAllFiles(engine, version string, argv []string, env, files map[string]string) (*Result, error) {
+	r, err := parseAllFiles(engine, version, argv, env, files)
+	if err == nil {
+		// The data-parallel front end's routing, as the engine reads it
+		// from its own argv.
+		r.Params.Route = sim.RouteFor(r.Params.Engine, argv)
+	}
+	return r, err
+}
+
+func parseAllFiles(engine, version string, argv []string, env, files map[string]string) (*Result, error) {
 	engine = normEngine(engine)
 	switch engine {
 	case sim.EngineVLLM:

@@ -126,7 +126,7 @@ func TestAccept(t *testing.T) {
 		}},
 		{"vllm ignored real flags", "vllm", "0.11.0", "vllm serve M --trust-remote-code --reasoning-parser qwen3 --disable-log-requests --enable-auto-tool-choice --tool-call-parser hermes --dtype bfloat16", nil, nil},
 		{"sglang plain", "sglang", "0.5.5.post1", "python3 -m sglang.launch_server --model-path Qwen/Qwen3-14B-FP8", nil, func(t *testing.T, r *Result) {
-			want := sim.Params{Engine: "sglang", Version: "0.5.5.post1", Model: "Qwen/Qwen3-14B-FP8", Quantization: "fp8"}
+			want := sim.Params{Engine: "sglang", Version: "0.5.5.post1", Model: "Qwen/Qwen3-14B-FP8", Quantization: "fp8", Route: sim.RouteRoundRobin}
 			if !equalParams(r.Params, want) {
 				t.Errorf("params = %+v", r.Params)
 			}
@@ -139,7 +139,7 @@ func TestAccept(t *testing.T) {
 			nil, func(t *testing.T, r *Result) {
 				want := sim.Params{Engine: "sglang", Version: "0.5.9", Model: "Qwen/Qwen3-32B", TP: 2, DP: 2, EP: true, AttentionBackend: "fa3", MaxNumSeqs: 256,
 					MaxNumBatchedTokens: 4096, ChunkedPrefill: &tru, PrefixCaching: &fls, MemFraction: 0.8, MaxModelLen: 32768, KVCacheDtype: "fp8",
-					EnforceEager: true, AsyncScheduling: &fls, SpecMethod: "eagle3", SpecTokens: 3}
+					EnforceEager: true, AsyncScheduling: &fls, SpecMethod: "eagle3", SpecTokens: 3, Route: sim.RouteRoundRobin}
 				if !equalParams(r.Params, want) {
 					t.Errorf("params =\n %+v\nwant\n %+v", r.Params, want)
 				}
