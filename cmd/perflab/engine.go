@@ -10,11 +10,13 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/runtimes"
 )
 
 func init() {
@@ -115,14 +117,16 @@ func newEngineLaunchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var rt engine.Runtime
-			switch runtime {
-			case "process":
-				rt = &engine.Process{}
-			case "sim":
-				rt = &engine.Sim{Binary: binary, GPU: gpu, TimeScale: timeScale, StartupDelay: startupDelay, Tokenizer: tokenizer}
-			default:
-				return fmt.Errorf("engine launch: unknown --runtime %q (want process or sim)", runtime)
+			kind, err := runtimes.Lookup(runtime)
+			if err != nil {
+				return fmt.Errorf("engine launch: %w", err)
+			}
+			rt, err := kind.New(runtimes.Env{Binary: binary, GPU: gpu, TimeScale: timeScale, StartupDelay: startupDelay, Tokenizer: tokenizer})
+			if err != nil {
+				return fmt.Errorf("engine launch: %w", err)
+			}
+			if rt == nil {
+				return fmt.Errorf("engine launch: runtime %s starts no server (%s)", runtime, kind.Summary())
 			}
 			ctx := cmd.Context()
 			h, err := rt.Start(ctx, engine.Launch{
@@ -172,7 +176,7 @@ func newEngineLaunchCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&runtime, "runtime", "process", "process (run the engine) or sim (run perflab sim serve)")
+	f.StringVar(&runtime, "runtime", runtimes.Process, "where the server runs: "+strings.Join(runtimes.Names(), ", "))
 	f.StringVar(&gpu, "gpu", "H100", "simulated GPU model (sim runtime)")
 	f.Float64Var(&timeScale, "time-scale", 1, "simulated time speed-up (sim runtime)")
 	f.DurationVar(&startupDelay, "startup-delay", 0, "simulated load time (sim runtime)")

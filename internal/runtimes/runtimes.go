@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/perflab/perflab/internal/engine"
 )
@@ -27,6 +28,11 @@ type Env struct {
 	Tokenizer string
 	// Coefficients is a calibration file for the simulator.
 	Coefficients string
+	// StartupDelay is the simulated model load (sim runtime).
+	StartupDelay time.Duration
+	// Binary is the perflab executable the sim runtime starts (default:
+	// this one).
+	Binary string
 }
 
 // Kind is one runtime: what the lab must know about it, and how to start
@@ -149,7 +155,8 @@ func (simKind) New(env Env) (engine.Runtime, error) {
 	if env.GPU == "" {
 		return nil, fmt.Errorf("runtimes: sim: the simulated GPU type is required")
 	}
-	return &engine.Sim{GPU: env.GPU, TimeScale: env.TimeScale, Tokenizer: env.Tokenizer, Coefficients: env.Coefficients}, nil
+	return &engine.Sim{Binary: env.Binary, GPU: env.GPU, TimeScale: env.TimeScale, StartupDelay: env.StartupDelay,
+		Tokenizer: env.Tokenizer, Coefficients: env.Coefficients}, nil
 }
 
 // processKind starts the real engines as local processes on this host's
