@@ -22,6 +22,9 @@ type labSummary struct {
 	GPU          string          `json:"gpu"`
 	GPUs         int             `json:"gpus"`
 	NoiseFloor   float64         `json:"noise_floor"`
+	EngineStarts int             `json:"engine_starts"`
+	GPUHours     float64         `json:"gpu_hours"`
+	FreshStarts  bool            `json:"fresh_starts"`
 	Engines      []EngineVersion `json:"engines"`
 	Workloads    []Workload      `json:"workloads"`
 	Tuning       string          `json:"tuning_workload"`
@@ -91,6 +94,7 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 		RunName: nonEmpty(sum.Name, run.Name), Model: sum.Model, GPU: sum.GPU, GPUs: sum.GPUs,
 		Runtime: sum.Runtime, Objective: nonEmpty(sum.Objective, "total_throughput"), Unit: nonEmpty(sum.Unit, "tok/s"), Engines: sum.Engines,
 		NoiseFloor: sum.NoiseFloor, Workloads: sum.Workloads,
+		EngineStarts: sum.EngineStarts, GPUHours: sum.GPUHours, FreshStarts: sum.FreshStarts,
 	}
 	r.Title = fmt.Sprintf("Optimizing %s Throughput", nonEmpty(shortModel(r.Model), r.RunName))
 	if r.GPU != "" {

@@ -126,3 +126,29 @@ func TestParetoLegendBand(t *testing.T) {
 		t.Error("the legend is not at the bottom, where its band is")
 	}
 }
+
+// TestCostInReport (issue 12): a run on a runtime with servers says how
+// many it started, the GPU-hours, and how the noise floor was measured.
+func TestCostInReport(t *testing.T) {
+	for _, fresh := range []bool{false, true} {
+		var b strings.Builder
+		r := &Report{Title: "t", RunName: "r", Runtime: "process", EngineStarts: 26, GPUHours: 2.0123, FreshStarts: fresh}
+		if err := WriteMarkdown(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		want := "one server per configuration"
+		if fresh {
+			want = "start-to-start variance"
+		}
+		if !strings.Contains(b.String(), "Engine servers started: 26, GPU-hours: 2.01") || !strings.Contains(b.String(), want) {
+			t.Errorf("fresh=%v: the report lacks the cost line with %q:\n%s", fresh, want, b.String())
+		}
+	}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, &Report{Title: "t", RunName: "r", Runtime: "sim-predict"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "Engine servers started") {
+		t.Error("a run without servers reports engine starts")
+	}
+}

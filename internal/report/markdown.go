@@ -69,6 +69,13 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	if r.Runtime != "" {
 		p("\nRuntime: `%s`%s\n", r.Runtime, runtimeNote(r.Runtime))
+		if r.EngineStarts > 0 {
+			how := "one server per configuration, serving its repeats and workloads with its prefix cache reset between them; the noise floor is repeat-to-repeat on one server"
+			if r.FreshStarts {
+				how = "a server started for every measurement; the noise floor includes start-to-start variance"
+			}
+			p("\nEngine servers started: %d, GPU-hours: %.2f (starts and benchmarks of every trial; %s).\n", r.EngineStarts, r.GPUHours, how)
+		}
 	}
 	p("\n### Benchmark Dataset\n\n")
 	if len(r.Workloads) == 0 {

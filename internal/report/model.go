@@ -24,6 +24,12 @@ type Report struct {
 	Objective string `json:"objective"`
 	// Unit is the objective's unit ("tok/s").
 	Unit string `json:"unit,omitempty"`
+	// EngineStarts and GPUHours are what the run's trials cost on a
+	// runtime with servers (0 on sim-predict); FreshStarts says whether
+	// every measurement started its own server.
+	EngineStarts int     `json:"engine_starts,omitempty"`
+	GPUHours     float64 `json:"gpu_hours,omitempty"`
+	FreshStarts  bool    `json:"fresh_starts,omitempty"`
 	// Engines lists "name version" pairs as the spec names them.
 	Engines []EngineVersion `json:"engines"`
 	// Recommended is the winning configuration.
