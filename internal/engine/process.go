@@ -124,7 +124,7 @@ func startProcess(ctx context.Context, l Launch, wrap wrapFunc, ringSize int, po
 		return nil, fmt.Errorf("engine: pipe: %w", err)
 	}
 
-	c, status, err := groupCommand(argv, l.WorkDir)
+	c, status, err := groupCommand(argv, l.WorkDir, removeDir)
 	if err != nil {
 		pr.Close()
 		pw.Close()

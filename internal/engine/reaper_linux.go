@@ -29,6 +29,11 @@ import (
 // for the argv that follows: [resolved engine path, engine argv...].
 const reaperEnv = "PERFLAB_ENGINE_REAPER"
 
+// reaperRmdirEnv names a working directory the reaper removes when perflab
+// dies: perflab removes it after a normal stop, but a perflab killed with
+// -9 cannot, and the directory would outlive it.
+const reaperRmdirEnv = "PERFLAB_ENGINE_REAPER_RMDIR"
+
 // reaperName is the reaper's argv[0], so `ps` shows what it is.
 const reaperName = "perflab-engine-reaper"
 
@@ -48,7 +53,7 @@ func init() {
 // led by a reaper, and the read end of the pipe on which the reaper reports
 // the engine's wait status. The caller adds the engine's environment in
 // front of c.Env and closes c.ExtraFiles after Start.
-func groupCommand(argv []string, dir string) (*exec.Cmd, *os.File, error) {
+func groupCommand(argv []string, dir, removeDir string) (*exec.Cmd, *os.File, error) {
 	path, err := resolveEngine(argv[0], dir)
 	if err != nil {
 		return nil, nil, err
@@ -67,6 +72,9 @@ func groupCommand(argv []string, dir string) (*exec.Cmd, *os.File, error) {
 	// Only the reaper's own variable: the caller puts the engine's
 	// environment in front of it.
 	c.Env = []string{reaperEnv + "=" + strconv.Itoa(os.Getpid())}
+	if removeDir != "" {
+		c.Env = append(c.Env, reaperRmdirEnv+"="+removeDir)
+	}
 	c.ExtraFiles = []*os.File{sw}
 	// Own group so one signal reaches every worker. SIGUSR1 (not SIGKILL)
 	// as the parent-death signal, so the reaper can pass the death on to
@@ -134,6 +142,8 @@ func runReaper(parent string, args []string) int {
 		}
 	}
 	os.Unsetenv(reaperEnv)
+	rmdir := os.Getenv(reaperRmdirEnv)
+	os.Unsetenv(reaperRmdirEnv)
 
 	c := &exec.Cmd{Path: args[0], Args: args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	// Should the reaper itself be SIGKILLed, the engine goes with it;
@@ -151,6 +161,10 @@ func runReaper(parent string, args []string) int {
 	}()
 	select {
 	case <-died:
+		if rmdir != "" {
+			// Unlinked under the running engine, which dies next.
+			_ = os.RemoveAll(rmdir)
+		}
 		_ = syscall.Kill(0, syscall.SIGKILL)
 		select {} // the SIGKILL above is ours too
 	case <-exited:

@@ -43,7 +43,8 @@ func standInPerflab() int {
 		Config: Config{Engine: VLLM, Model: "fake-model"},
 		Command: Command{Argv: []string{os.Getenv("PERFLAB_TEST_FAKE"), "serve", "fake-model"},
 			Env: map[string]string{"FAKE_MODE": "hang", "FAKE_PIDFILE": filepath.Join(dir, "child.pid")}},
-		WorkDir: dir,
+		// A working directory of its own (under the test's TMPDIR), which
+		// the reaper must remove when this stand-in is killed.
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stand-in perflab:", err)
@@ -96,7 +97,8 @@ func TestReaperKillsGroupWhenPerflabDies(t *testing.T) {
 	}
 	dir := t.TempDir()
 	perflab := exec.Command(self)
-	perflab.Env = append(os.Environ(), testRoleEnv+"=perflab", "PERFLAB_TEST_DIR="+dir, "PERFLAB_TEST_FAKE="+fakeEngine)
+	tmp := t.TempDir()
+	perflab.Env = append(os.Environ(), testRoleEnv+"=perflab", "PERFLAB_TEST_DIR="+dir, "PERFLAB_TEST_FAKE="+fakeEngine, "TMPDIR="+tmp)
 	var out strings.Builder
 	perflab.Stdout, perflab.Stderr = &out, &out
 	if err := perflab.Start(); err != nil {
@@ -131,6 +133,19 @@ func TestReaperKillsGroupWhenPerflabDies(t *testing.T) {
 	waitGone(t, engine)
 	waitGone(t, worker)
 	waitGone(t, group)
+	// Its working directory went with it (issue 11: a lab killed with -9
+	// left its engines' /tmp/perflab-engine-* folders behind).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left, _ := filepath.Glob(filepath.Join(tmp, "perflab-engine-*"))
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("work dirs left after perflab was killed: %v", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestReaperStopIsGraceful: Stop's SIGTERM reaches the engine, which gets

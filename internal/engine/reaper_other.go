@@ -13,7 +13,7 @@ import (
 // SIGKILLed perflab can leave the group behind; a graceful perflab exit
 // still kills it (KillAll). The nil status pipe makes the leader's own wait
 // status the engine's.
-func groupCommand(argv []string, dir string) (*exec.Cmd, *os.File, error) {
+func groupCommand(argv []string, dir, removeDir string) (*exec.Cmd, *os.File, error) {
 	c := exec.Command(argv[0], argv[1:]...)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return c, nil, nil
