@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	KillAll(time.Second) // belt and braces: no test leaves a process behind
 	os.RemoveAll(dir)
+	if perflabBin != "" {
+		os.RemoveAll(filepath.Dir(perflabBin)) // the perflab the integration tests built
+	}
 	os.Exit(code)
 }
 
