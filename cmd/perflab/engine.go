@@ -144,12 +144,12 @@ func newEngineLaunchCmd() *cobra.Command {
 				}
 			}()
 			if pidFile != "" {
-				if err := os.WriteFile(pidFile, []byte(strconv.Itoa(h.Pid())), 0o644); err != nil {
+				if err := os.WriteFile(pidFile, []byte(strconv.Itoa(engine.PidOf(h))), 0o644); err != nil {
 					return fmt.Errorf("engine launch: %w", err)
 				}
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "started pid %d, waiting for %s\n", h.Pid(), h.BaseURL())
+			fmt.Fprintf(out, "started pid %d, waiting for %s\n", engine.PidOf(h), h.BaseURL())
 			if err := h.Ready(ctx); err != nil {
 				var f *engine.Failure
 				if errors.As(err, &f) {

@@ -40,7 +40,7 @@ func TestBenchAgainstProcess(t *testing.T) {
 		Requests: requests(6, 20), RequestRate: math.Inf(1), MaxConcurrency: 2}
 
 	t.Run("complete run", func(t *testing.T) {
-		h.MarkBenchmarking()
+		MarkBenchmarking(h)
 		out, err := bench.Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("bench: %v", err)
@@ -62,7 +62,7 @@ func TestBenchAgainstProcess(t *testing.T) {
 			out, err = bench.Run(context.Background(), cfg)
 		}()
 		time.Sleep(700 * time.Millisecond)
-		if kerr := syscall.Kill(h.Pid(), syscall.SIGKILL); kerr != nil {
+		if kerr := syscall.Kill(PidOf(h), syscall.SIGKILL); kerr != nil {
 			t.Fatal(kerr)
 		}
 		wg.Wait()
@@ -194,7 +194,7 @@ func TestSimRuntime(t *testing.T) {
 			if err := h.Ready(context.Background()); err != nil {
 				t.Fatalf("ready: %v\n%s", err, strings.Join(h.LogTail(30), "\n"))
 			}
-			h.MarkBenchmarking()
+			MarkBenchmarking(h)
 			out, err := bench.Run(context.Background(), bench.Config{BaseURL: h.BaseURL(), Backend: bench.BackendOpenAI,
 				Model: cfg.ServedName(), Requests: requests(8, 16), RequestRate: math.Inf(1)})
 			if err != nil {
@@ -203,7 +203,7 @@ func TestSimRuntime(t *testing.T) {
 			if out.Result.Completed != 8 {
 				t.Errorf("completed %d of 8", out.Result.Completed)
 			}
-			pid := h.Pid()
+			pid := PidOf(h)
 			if err := h.Stop(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +225,7 @@ func TestSimRuntime(t *testing.T) {
 		if err := h.Ready(context.Background()); err != nil {
 			t.Fatalf("ready: %v\n%s", err, strings.Join(h.LogTail(30), "\n"))
 		}
-		h.MarkBenchmarking()
+		MarkBenchmarking(h)
 		var out *bench.Outcome
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -235,7 +235,7 @@ func TestSimRuntime(t *testing.T) {
 				Model: cfg.ServedName(), Requests: requests(200, 64), RequestRate: 100})
 		}()
 		time.Sleep(1500 * time.Millisecond)
-		syscall.Kill(h.Pid(), syscall.SIGKILL)
+		syscall.Kill(PidOf(h), syscall.SIGKILL)
 		wg.Wait()
 		<-h.Done()
 		if f := h.Failure(); f == nil || f.Class != ClassCrashDuringBench {

@@ -223,7 +223,11 @@ type procHandle struct {
 	failure  *Failure
 }
 
-var _ Handle = (*procHandle)(nil)
+var (
+	_ Handle      = (*procHandle)(nil)
+	_ Benchmarker = (*procHandle)(nil)
+	_ PIDer       = (*procHandle)(nil)
+)
 
 func (h *procHandle) BaseURL() string        { return h.baseURL }
 func (h *procHandle) Done() <-chan struct{}  { return h.done }

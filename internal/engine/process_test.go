@@ -149,7 +149,7 @@ func TestProcessServeAndStop(t *testing.T) {
 		t.Errorf("log file: %v %q", err, b)
 	}
 	child := readPid(t, pidfile)
-	leader := h.Pid()
+	leader := PidOf(h)
 	if err := h.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -248,8 +248,8 @@ func TestProcessCrashDuringBench(t *testing.T) {
 	if err := h.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	h.MarkBenchmarking()
-	if err := syscall.Kill(h.Pid(), syscall.SIGKILL); err != nil {
+	MarkBenchmarking(h)
+	if err := syscall.Kill(PidOf(h), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitDone(t, h, 5*time.Second, "after kill -9")
@@ -265,7 +265,7 @@ func TestProcessDiesAfterReady(t *testing.T) {
 	if err := h.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	syscall.Kill(h.Pid(), syscall.SIGKILL)
+	syscall.Kill(PidOf(h), syscall.SIGKILL)
 	<-h.Done()
 	if f := h.Failure(); f == nil || f.Class != ClassUnhealthy {
 		t.Fatalf("failure = %+v, want unhealthy", f)
@@ -290,7 +290,7 @@ func TestProcessStopEscalates(t *testing.T) {
 	if took := time.Since(begin); took < 300*time.Millisecond {
 		t.Errorf("stopped after %v: SIGTERM should have been ignored", took)
 	}
-	waitGone(t, h.Pid())
+	waitGone(t, PidOf(h))
 	waitGone(t, child)
 }
 
@@ -301,7 +301,7 @@ func TestProcessLeaderExitKillsGroup(t *testing.T) {
 	l := fakeLaunch(t, map[string]string{"FAKE_MODE": "serve", "FAKE_PIDFILE": pidfile})
 	h := start(t, &Process{PollInterval: 20 * time.Millisecond}, l)
 	child := readPid(t, pidfile)
-	syscall.Kill(h.Pid(), syscall.SIGKILL)
+	syscall.Kill(PidOf(h), syscall.SIGKILL)
 	<-h.Done()
 	waitGone(t, child)
 }
@@ -319,7 +319,7 @@ func TestKillAll(t *testing.T) {
 		t.Errorf("KillAll death recorded as failure %v", f)
 	}
 	for _, g := range LiveGroups() {
-		if g == h.Pid() {
+		if g == PidOf(h) {
 			t.Error("group still registered")
 		}
 	}

@@ -50,7 +50,7 @@ func standInPerflab() int {
 		fmt.Fprintln(os.Stderr, "stand-in perflab:", err)
 		return 1
 	}
-	if err := os.WriteFile(filepath.Join(dir, "group.pid"), []byte(strconv.Itoa(h.Pid())), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "group.pid"), []byte(strconv.Itoa(PidOf(h))), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "stand-in perflab:", err)
 		return 1
 	}
@@ -193,7 +193,7 @@ func TestReaperStopIsGraceful(t *testing.T) {
 	if f := h.Failure(); f != nil {
 		t.Errorf("graceful stop recorded failure %v", f)
 	}
-	waitGone(t, h.Pid())
+	waitGone(t, PidOf(h))
 }
 
 // TestReaperReportsEngineStatus: failures carry the engine's own exit, not
@@ -218,7 +218,7 @@ func TestReaperReportsEngineStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		engine, worker := readPid(t, pidfile+".leader"), readPid(t, pidfile)
-		h.MarkBenchmarking()
+		MarkBenchmarking(h)
 		if err := syscall.Kill(engine, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -228,6 +228,6 @@ func TestReaperReportsEngineStatus(t *testing.T) {
 			t.Fatalf("failure = %+v, want crash_during_bench killed by SIGKILL", f)
 		}
 		waitGone(t, worker)
-		waitGone(t, h.Pid())
+		waitGone(t, PidOf(h))
 	})
 }

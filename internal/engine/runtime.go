@@ -9,7 +9,8 @@ package engine
 // its environment, Files as a mounted config map), BaseURL would be the
 // published port or service address, Stop would delete the container or pod,
 // and LogTail would read the container log. Nothing in Launch or Handle
-// assumes a local PID except Handle.Pid, which such runtimes report as 0.
+// assumes a local process: a process id (PIDer) and the benchmark marker
+// (Benchmarker) are optional capabilities.
 
 import (
 	"context"
@@ -72,11 +73,40 @@ type Handle interface {
 	// Failure says why the server failed, or nil if it did not (a server
 	// stopped by Stop has not failed).
 	Failure() *Failure
+}
+
+// What only some runtimes' handles have, as optional capabilities rather
+// than methods every runtime must stub (a container or a pod has no local
+// process id).
+
+// Benchmarker is a Handle that can tell a death during a benchmark from
+// one outside it (crash_during_bench against unhealthy).
+type Benchmarker interface {
 	// MarkBenchmarking records that a benchmark is running against the
 	// server, so that a death from now on is a crash_during_bench.
 	MarkBenchmarking()
-	// Pid is the server's process (group) id, or 0 where there is none.
+}
+
+// PIDer is a Handle backed by a local process group.
+type PIDer interface {
+	// Pid is the server's process group id.
 	Pid() int
+}
+
+// MarkBenchmarking tells h that a benchmark starts, if h can hear it.
+func MarkBenchmarking(h Handle) {
+	if b, ok := h.(Benchmarker); ok {
+		b.MarkBenchmarking()
+	}
+}
+
+// PidOf is h's process group id, or 0 for a server without a local
+// process.
+func PidOf(h Handle) int {
+	if p, ok := h.(PIDer); ok {
+		return p.Pid()
+	}
+	return 0
 }
 
 // FailureClass names why a server failed.

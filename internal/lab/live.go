@@ -124,7 +124,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		// spec's rate (the records are stretched back below).
 		sendRate *= k
 	}
-	h.MarkBenchmarking()
+	engine.MarkBenchmarking(h)
 	benchStart := time.Now()
 	out, err := bench.Run(ctx, bench.Config{
 		BaseURL: h.BaseURL(), Backend: "openai-chat", Endpoint: "/v1/chat/completions",
@@ -228,7 +228,7 @@ func (r *LiveRunner) start(ctx context.Context, t TrialSpec, cmd engine.Command,
 		}
 		return fail(FailStartupCrash, err.Error(), nil)
 	}
-	srv.h, srv.pid = h, h.Pid()
+	srv.h, srv.pid = h, engine.PidOf(h)
 	if r.Started != nil && srv.pid > 0 {
 		r.Started(srv.pid)
 	}
