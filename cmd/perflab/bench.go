@@ -343,7 +343,7 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 	}
 	reqs, err := dataset.Sample(f.dataset, tok)
 	if err != nil {
-		return fmt.Errorf("bench: dataset: %w", err)
+		return fmt.Errorf("bench: %w", err) // it starts "dataset: "
 	}
 
 	cfg := bench.Config{
@@ -536,6 +536,6 @@ func tokenizerHint(err error, flag string) string {
 	if !errors.As(err, &nf) {
 		return ""
 	}
-	return "\n" + flag + " takes a local tokenizer (a directory holding tokenizer.json, or the file), or a Hub id; " +
-		"the Hub is skipped under HF_HUB_OFFLINE=1, and HF_TOKEN opens gated models"
+	return "\ngive one with " + flag + " DIR (a directory holding tokenizer.json, or the file itself) or " + flag +
+		" ORG/NAME (a Hub id: HF_TOKEN opens gated models, HF_HUB_OFFLINE=1 keeps perflab off the Hub)"
 }

@@ -312,3 +312,79 @@ func TestBenchAllFailedExitsNonZero(t *testing.T) {
 		})
 	}
 }
+
+// labelSegment is a "label: " an error layer adds (one or two words, as
+// "bench", "dataset", "workload ShareGPT").
+var labelSegment = regexp.MustCompile(`^[A-Za-z][\w.-]*( [\w.-]+)?$`)
+
+// repeatedLabel returns a label that msg's first line says twice, or "".
+func repeatedLabel(msg string) string {
+	first, _, _ := strings.Cut(msg, "\n")
+	seen := map[string]bool{}
+	for _, seg := range strings.Split(first, ": ") {
+		if !labelSegment.MatchString(seg) {
+			continue
+		}
+		if seen[seg] {
+			return seg
+		}
+		seen[seg] = true
+	}
+	return ""
+}
+
+// TestBenchErrorsSayEachContextOnce (issue 11, defects 9 and 21: "bench:
+// tokenizer: tokenizer: no tokenizer", "bench: dataset: dataset: ..."):
+// each layer names itself once, and a missing tokenizer says what was
+// tried and how to give one.
+func TestBenchErrorsSayEachContextOnce(t *testing.T) {
+	if repeatedLabel("lab: workload ShareGPT: lab: workload ShareGPT: x") == "" || repeatedLabel("bench: dataset: open x: no") != "" {
+		t.Fatal("repeatedLabel does not tell a repeated label")
+	}
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	tok := sharedTokenizer(t)
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	truncated := write("truncated.json", `[{"id": "a", "conversations": [`)
+	badLine := write("bad.jsonl", "{\"prompt\": \"a\"}\n[1]\n")
+	// Nothing listens: every case fails before the first request.
+	base := []string{"--base-url", "http://127.0.0.1:1", "--disable-tqdm", "--num-prompts", "2"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"no tokenizer", []string{"--model", "Qwen/Qwen3-14B"},
+			[]string{"bench: tokenizer: no tokenizer for \"Qwen/Qwen3-14B\"", "local:", "cache:", "offline", "--tokenizer DIR"}},
+		{"tokenizer path missing", []string{"--model", "m", "--tokenizer", filepath.Join(dir, "nope")},
+			[]string{"path: stat", "--tokenizer DIR"}},
+		{"dataset missing", []string{"--model", "m", "--tokenizer", tok, "--dataset-name", "sharegpt", "--dataset-path", filepath.Join(dir, "nope.json")},
+			[]string{"bench: dataset: sharegpt: open"}},
+		{"dataset truncated", []string{"--model", "m", "--tokenizer", tok, "--dataset-name", "sharegpt", "--dataset-path", truncated},
+			[]string{"bench: dataset: " + truncated + ": entry 0: truncated JSON"}},
+		{"custom bad line", []string{"--model", "m", "--tokenizer", tok, "--dataset-name", "custom", "--dataset-path", badLine},
+			[]string{"bench: dataset: " + badLine + ":2:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runBenchCmd(t, append(append([]string(nil), base...), tc.args...)...)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q:\n%v", w, err)
+				}
+			}
+			if l := repeatedLabel(err.Error()); l != "" {
+				t.Errorf("%q said twice:\n%v", l, err)
+			}
+		})
+	}
+}

@@ -54,7 +54,7 @@ HF_HOME), then the Hub (HF_TOKEN, HF_ENDPOINT; HF_HUB_OFFLINE=1 forbids it).`,
 				Logf: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) },
 			})
 			if err != nil {
-				return err
+				return fmt.Errorf("tokenize: %w%s", err, tokenizerHint(err, "--tokenizer"))
 			}
 			in, name, err := openInput(cmd, args)
 			if err != nil {

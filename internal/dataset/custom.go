@@ -113,7 +113,7 @@ func sampleCustom(opt Options, tok Tokenizer) ([]Request, error) {
 	}
 	f, err := os.Open(opt.Path)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: open custom file: %w", err)
+		return nil, fmt.Errorf("dataset: custom: %w", err) // "open PATH: ..."
 	}
 	defer f.Close()
 	rows, err := readCustom(opt.Path, f)

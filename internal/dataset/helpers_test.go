@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -90,4 +91,13 @@ func sampleRandomCached(t testing.TB, opt Options) ([]Request, [][]int) {
 		t.Fatal(r.err)
 	}
 	return r.reqs, r.ids
+}
+
+// prefixedOnce fails unless err's message starts with prefix and says it
+// once: each layer adds its own context, once (issue 11, defect 21).
+func prefixedOnce(t testing.TB, err error, prefix string) {
+	t.Helper()
+	if msg := err.Error(); !strings.HasPrefix(msg, prefix) || strings.Count(msg, prefix) != 1 {
+		t.Errorf("err %q: want it to start with %q and say it once", msg, prefix)
+	}
 }

@@ -14,7 +14,7 @@ func TestShareGPTBadInput(t *testing.T) {
 		name, body string
 		want       []string
 	}{
-		{"truncated", `[{"id": "a", "conversations": [`, []string{"truncated JSON"}},
+		{"truncated", `[{"id": "a", "conversations": [`, []string{"entry 0: truncated JSON"}},
 		{"syntax", "[\n {\"id\": \"a\",\n  \"conversations\": [} ]", []string{"malformed JSON at byte", "(line 3)"}},
 		{"not array", `{"id": "a"}`, []string{"want a JSON array", `"{"`}},
 		{"scalar", `42`, []string{"want a JSON array"}},
@@ -37,8 +37,14 @@ func TestShareGPTBadInput(t *testing.T) {
 					t.Errorf("err %q does not mention %q", err, w)
 				}
 			}
+			prefixedOnce(t, err, "dataset: "+p+": ")
 		})
 	}
+	_, err := Sample(Options{Name: NameShareGPT, Path: filepath.Join(t.TempDir(), "missing.json"), NumPrompts: 5}, byteTok{})
+	if err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Fatalf("missing file: err = %v", err)
+	}
+	prefixedOnce(t, err, "dataset: ")
 }
 
 func TestShareGPTFiltersAndOutputLen(t *testing.T) {
@@ -122,7 +128,9 @@ func TestCustom(t *testing.T) {
 		_, err := Sample(Options{Name: NameCustom, Path: p}, byteTok{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: err = %v, want %q", c.body, err, c.want)
+			continue
 		}
+		prefixedOnce(t, err, "dataset: ")
 	}
 	p = writeFile(t, "noout.jsonl", "{\"prompt\": \"a\"}\n")
 	if _, err := Sample(Options{Name: NameCustom, Path: p, CustomOutputLen: -1}, byteTok{}); err == nil || !strings.Contains(err.Error(), "noout.jsonl:1") {

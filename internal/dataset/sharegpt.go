@@ -44,7 +44,7 @@ type shareGPTIndex struct {
 // indexShareGPT streams the top-level JSON array token by token.
 func indexShareGPT(path string, r io.Reader) (*shareGPTIndex, error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
-	tokErr := func(err error) error { return jsonErr(path, err) }
+	tokErr := func(err error) error { return jsonErr(path, "", err) }
 	t, err := dec.Token()
 	if err != nil {
 		return nil, tokErr(err)
@@ -59,7 +59,7 @@ func indexShareGPT(path string, r io.Reader) (*shareGPTIndex, error) {
 			Conversations *[]json.RawMessage `json:"conversations"`
 		}
 		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("entry %d: %w", idx.total, tokErr(err))
+			return nil, jsonErr(path, fmt.Sprintf("entry %d: ", idx.total), err)
 		}
 		idx.total++
 		switch {
@@ -96,19 +96,21 @@ func describeToken(t json.Token) string {
 	}
 }
 
-// jsonErr turns encoding/json errors into ones that say where.
-func jsonErr(path string, err error) error {
+// jsonErr turns encoding/json errors into ones that say where: the file,
+// then entry ("entry 3: " or ""), then the place in the file. It is the
+// only layer that adds "dataset: PATH: ".
+func jsonErr(path, entry string, err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return fmt.Errorf("dataset: %s: malformed JSON at byte %d%s: %w", path, se.Offset, lineOf(path, se.Offset), err)
+		return fmt.Errorf("dataset: %s: %smalformed JSON at byte %d%s: %w", path, entry, se.Offset, lineOf(path, se.Offset), err)
 	case errors.As(err, &te):
-		return fmt.Errorf("dataset: %s: wrong schema at byte %d%s: field %q: want %v, got %s", path, te.Offset, lineOf(path, te.Offset), te.Field, te.Type, te.Value)
+		return fmt.Errorf("dataset: %s: %swrong schema at byte %d%s: field %q: want %v, got %s", path, entry, te.Offset, lineOf(path, te.Offset), te.Field, te.Type, te.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return fmt.Errorf("dataset: %s: truncated JSON: %w", path, io.ErrUnexpectedEOF)
+		return fmt.Errorf("dataset: %s: %struncated JSON: %w", path, entry, io.ErrUnexpectedEOF)
 	default:
-		return fmt.Errorf("dataset: %s: %w", path, err)
+		return fmt.Errorf("dataset: %s: %s%w", path, entry, err)
 	}
 }
 
@@ -147,7 +149,7 @@ func readEntry(path string, f io.ReaderAt, s span) (*shareGPTEntry, error) {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			te.Offset += s.end - int64(len(buf))
-			return nil, jsonErr(path, te)
+			return nil, jsonErr(path, "", te)
 		}
 		return nil, fmt.Errorf("dataset: %s: entry at byte %d: %w", path, s.start, err)
 	}
@@ -192,7 +194,7 @@ func sampleShareGPT(opt Options, tok Tokenizer) ([]Request, error) {
 	}
 	f, err := os.Open(opt.Path)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: open sharegpt file: %w", err)
+		return nil, fmt.Errorf("dataset: sharegpt: %w", err) // "open PATH: ..."
 	}
 	defer f.Close()
 	idx, err := indexShareGPT(opt.Path, f)

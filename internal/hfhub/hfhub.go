@@ -190,7 +190,7 @@ func (o Options) fetch(ctx context.Context, u string) ([]byte, string, error) {
 	req.Header.Set("User-Agent", "perflab")
 	resp, err := o.HTTPClient.Do(req)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", u, err)
+		return nil, "", err // a *url.Error: it names the method and u
 	}
 	defer resp.Body.Close()
 	switch {

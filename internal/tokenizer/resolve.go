@@ -59,11 +59,18 @@ func Resolve(ctx context.Context, model string, opt ResolveOptions) (*Tokenizer,
 	if model == "" {
 		return nil, errors.New("tokenizer: resolve: no model name and no tokenizer path")
 	}
-	if st, err := os.Stat(model); err == nil && (st.IsDir() || strings.HasSuffix(model, ".json")) {
+	st, err := os.Stat(model)
+	switch {
+	case err == nil && (st.IsDir() || strings.HasSuffix(model, ".json")):
+		return loadPath(model)
+	case looksLikePath(model):
+		// A Hub id never starts with / or . nor ends in .json: looking
+		// "/data/tok" up in the cache and on the Hub would only hide the
+		// typo behind two misses.
 		return loadPath(model)
 	}
 	opt = opt.withDefaults()
-	var tried []string
+	tried := []string{fmt.Sprintf("local: no directory or tokenizer .json named %s here", model)}
 	candidates := []string{model}
 	if base := fp8Suffix.ReplaceAllString(model, ""); base != model {
 		candidates = append(candidates, base)
@@ -90,6 +97,7 @@ type NotFoundError struct {
 	Tried []string
 }
 
+// Error lists the places tried, one a line.
 func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("tokenizer: no tokenizer for %q; tried:\n  %s", e.Model, strings.Join(e.Tried, "\n  "))
 }
@@ -125,8 +133,19 @@ func (o ResolveOptions) hub() hfhub.Options {
 		Offline: o.Offline, HTTPClient: o.HTTPClient, Logf: func(format string, a ...any) { o.logf("tokenizer: "+format, a...) }}
 }
 
+// looksLikePath is a name that can only mean a local file or directory.
+func looksLikePath(name string) bool {
+	return filepath.IsAbs(name) || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "~") ||
+		strings.HasSuffix(name, ".json") || strings.HasPrefix(name, string(filepath.Separator))
+}
+
+// loadPath loads an explicit tokenizer path; a path that is not there is a
+// NotFoundError, so callers can say how to give one.
 func loadPath(path string) (*Tokenizer, error) {
 	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, &NotFoundError{Model: path, Tried: []string{"path: " + err.Error()}}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}

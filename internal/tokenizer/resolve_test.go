@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -226,6 +227,46 @@ func TestResolve(t *testing.T) {
 		_, err = Resolve(context.Background(), "Org/Model", ResolveOptions{CacheDir: cache, Offline: true})
 		if err == nil || !strings.Contains(err.Error(), "offline") {
 			t.Errorf("offline miss: err = %v, want it to say downloads were skipped", err)
+		}
+	})
+
+	// Issue 11, defect 9: the error said "no tokenizer" without what was
+	// tried; a typed NotFoundError lists the local look, the cache and the
+	// Hub, says "tokenizer:" once, and a name that can only be a path is
+	// not looked up on the Hub.
+	t.Run("not found says what was tried", func(t *testing.T) {
+		clearHFEnv(t)
+		h := &hub{files: map[string]map[string][]byte{}}
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		cache := t.TempDir()
+		missing := filepath.Join(t.TempDir(), "tok")
+		for _, tc := range []struct {
+			name, model, path string
+			want              []string
+		}{
+			{"hub id offline", "Qwen/Qwen3-14B", "", []string{"local: no directory", "cache: " + filepath.Join(cache, "models--Qwen--Qwen3-14B"), "skipped (offline"}},
+			{"path-like name", missing, "", []string{"path: stat " + missing + ": no such file"}},
+			{"explicit path", "Qwen/Qwen3-14B", missing, []string{"path: stat " + missing + ": no such file"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := Resolve(context.Background(), tc.model, ResolveOptions{Path: tc.path, CacheDir: cache, Endpoint: srv.URL, Offline: tc.path == "" && tc.model == "Qwen/Qwen3-14B"})
+				var nf *NotFoundError
+				if !errors.As(err, &nf) {
+					t.Fatalf("err = %v, want a *NotFoundError", err)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error does not mention %q:\n%v", w, err)
+					}
+				}
+				if n := strings.Count(err.Error(), "tokenizer:"); n != 1 {
+					t.Errorf("\"tokenizer:\" said %d times:\n%v", n, err)
+				}
+			})
+		}
+		if len(h.requests) != 0 {
+			t.Errorf("the Hub was asked for %v", h.requests)
 		}
 	})
 }
