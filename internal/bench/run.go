@@ -240,6 +240,12 @@ dispatch:
 	}
 	settleOutput(ctx, out.Records, keptEnds, cfg.Tokenizer, cfg.KeepText)
 	out.Result = cl.result(out, n)
+	if cause == nil && ctx.Err() != nil {
+		// Interrupted after the last request, while counting output
+		// tokens: the figures are partly the server's counts, and a
+		// script must not take them for a finished run.
+		return out, fmt.Errorf("bench: interrupted while counting output tokens: %w", ctx.Err())
+	}
 	if cause != nil {
 		if errors.Is(cause, ErrStopped) {
 			out.Stopped = cause.Error()
@@ -362,10 +368,14 @@ func settleOutput(ctx context.Context, recs []metrics.Record, ends [][]int32, to
 			return
 		}
 		r := &recs[k]
+		// The text's tokens, when counted here: the split below reuses
+		// them rather than tokenizing a long output a second time.
+		var ids []int
 		if r.Success && r.OutputLenSource == "" {
 			switch {
 			case tok != nil:
-				r.OutputLen = len(tok.Encode(r.GeneratedText))
+				ids = tok.Encode(r.GeneratedText)
+				r.OutputLen = len(ids)
 				r.OutputLenSource = "tokenizer"
 			default:
 				s := 0
@@ -382,7 +392,10 @@ func settleOutput(ctx context.Context, recs []metrics.Record, ends [][]int32, to
 				sum += c
 			}
 			if sum != r.OutputLen {
-				r.ChunkTokens = splitByTokenizer(r.GeneratedText, e, tok)
+				if ids == nil {
+					ids = tok.Encode(r.GeneratedText)
+				}
+				r.ChunkTokens = splitTokens(r.GeneratedText, e, tok, ids)
 			}
 		}
 		if !keepText {
@@ -398,7 +411,11 @@ func settleOutput(ctx context.Context, recs []metrics.Record, ends [][]int32, to
 // one request of 16,000 chunks. ends[i] is the byte offset where chunk i
 // ends.
 func splitByTokenizer(text string, ends []int32, tok dataset.Tokenizer) []int {
-	ids := tok.Encode(text)
+	return splitTokens(text, ends, tok, tok.Encode(text))
+}
+
+// splitTokens is splitByTokenizer given the text's tokens, ids.
+func splitTokens(text string, ends []int32, tok dataset.Tokenizer, ids []int) []int {
 	if tb, ok := tok.(tokenByter); ok {
 		if out, ok := splitByOffsets(ids, ends, tb, len(text)); ok {
 			return out
