@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -43,18 +44,30 @@ func status(t *testing.T, c net.Conn, within time.Duration) int {
 // TestBodyBounds (issue 11, defect 20: 2,000 connections that never
 // finished their bodies stayed open, and 8 bodies of 60 MB took 1.2 GB):
 // a stalled body is answered 408 when its time is up, a body over the cap
-// 413, and a body beyond the in-flight budget 503; the budget comes back
-// when the stalled body is given up.
+// 413, and a body beyond the in-flight budget 503, both before a byte of
+// it is read when its Content-Length says so; the budget comes back when
+// the stalled body is given up.
 func TestBodyBounds(t *testing.T) {
+	// Each body is charged three times its size (buffer, raw JSON, text).
 	_, ts := newTestServer(t, Config{Model: newFake(0.001, 0.001), BodyTimeout: 400 * time.Millisecond,
-		MaxBodyBytes: 2000, MaxInflightBodyBytes: 3000})
+		MaxBodyBytes: 2000, MaxInflightBodyBytes: 9000})
 	addr := strings.TrimPrefix(ts.URL, "http://")
 
-	stalled := rawPost(t, addr, 1900, 1800) // holds 1,800 of the 3,000-byte budget
+	stalled := rawPost(t, addr, 1900, 1800) // holds 5,700 of the 9,000-byte budget
 	time.Sleep(100 * time.Millisecond)
 	over := rawPost(t, addr, 1500, 1500)
 	if got := status(t, over, 5*time.Second); got != http.StatusServiceUnavailable {
 		t.Errorf("a body beyond the in-flight budget: %d, want 503", got)
+	}
+	// Refused on its headers alone: the old server waited for the body
+	// and answered 408.
+	unsent := rawPost(t, addr, 1500, 0)
+	if got := status(t, unsent, 5*time.Second); got != http.StatusServiceUnavailable {
+		t.Errorf("an unsent body beyond the in-flight budget: %d, want 503", got)
+	}
+	huge := rawPost(t, addr, 60<<20, 0)
+	if got := status(t, huge, 5*time.Second); got != http.StatusRequestEntityTooLarge {
+		t.Errorf("an unsent body announced over the cap: %d, want 413", got)
 	}
 	start := time.Now()
 	if got := status(t, stalled, 5*time.Second); got != http.StatusRequestTimeout {
@@ -73,6 +86,40 @@ func TestBodyBounds(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("a normal request after the stalled one: %d", resp.StatusCode)
+	}
+}
+
+// TestBodyChargedForDecoding: a body is charged what decoding it holds
+// (three times its size), not its size alone, so the budget bounds the
+// memory the bodies take; a body that fits goes through.
+func TestBodyChargedForDecoding(t *testing.T) {
+	_, ts := newTestServer(t, Config{Model: newFake(0.001, 0.001), MaxBodyBytes: 2000, MaxInflightBodyBytes: 3000})
+	body := `{"model":"Qwen/Qwen3-14B","max_tokens":2,"prompt":"` + strings.Repeat("a", 1100) + `"}`
+	resp := post(t, ts.URL+"/v1/completions", body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a %d-byte body under a 3,000-byte budget: %d, want 503", len(body), resp.StatusCode)
+	}
+	body = `{"model":"Qwen/Qwen3-14B","max_tokens":2,"prompt":"` + strings.Repeat("a", 900) + `"}`
+	resp = post(t, ts.URL+"/v1/completions", body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a %d-byte body under a 3,000-byte budget: %d, want 200", len(body), resp.StatusCode)
+	}
+	// Chunked bodies (no Content-Length) are charged as they arrive.
+	for _, tc := range []struct {
+		n    int
+		want int
+	}{{900, http.StatusOK}, {1100, http.StatusServiceUnavailable}} {
+		body := `{"model":"Qwen/Qwen3-14B","max_tokens":2,"prompt":"` + strings.Repeat("a", tc.n) + `"}`
+		resp, err := http.Post(ts.URL+"/v1/completions", "application/json", io.MultiReader(strings.NewReader(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("a chunked %d-byte body: %d, want %d", len(body), resp.StatusCode, tc.want)
+		}
 	}
 }
 

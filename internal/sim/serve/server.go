@@ -111,9 +111,10 @@ type Config struct {
 	OnCrash func(err error, at time.Time)
 	// BodyTimeout bounds the read of a request body (default 30 s): a
 	// client that stops sending mid-body gets 408 and its connection
-	// back. MaxBodyBytes caps one body (default 64 MiB: 413), and
-	// MaxInflightBodyBytes all the bodies being read at once (default
-	// 256 MiB: 503, retry later).
+	// back. MaxBodyBytes caps one body (default 16 MiB: 413, before
+	// reading when its Content-Length says so), and MaxInflightBodyBytes
+	// the memory of all the bodies being read and decoded at once, each
+	// charged three times its size (default 256 MiB: 503, retry later).
 	BodyTimeout          time.Duration
 	MaxBodyBytes         int64
 	MaxInflightBodyBytes int64
@@ -312,35 +313,72 @@ func (s *Server) resetPrefixCache(w http.ResponseWriter, r *http.Request) {
 }
 
 // readBody decodes the request body within the body bounds (see
-// bodies.go), answering the client itself when it cannot.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, req *request) bool {
+// bodies.go), answering the client itself when it cannot. A body whose
+// Content-Length is over the cap, or whose cost does not fit the budget,
+// is refused before a byte of it is read. The body's charge stays taken
+// until release, which the caller calls once the prompt is counted (the
+// decoded prompt is garbage then); release may be called more than once.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, req *request) (release func(), ok bool) {
+	release = func() {}
+	refuse := func(code int, typ, msg string) (func(), bool) {
+		// The body is left unread: the connection cannot carry another
+		// request.
+		w.Header().Set("Connection", "close")
+		apiError(w, code, typ, msg)
+		return release, false
+	}
+	limit := s.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		return refuse(http.StatusRequestEntityTooLarge, "BadRequestError",
+			fmt.Sprintf("request body of %d bytes is over the %d MiB limit", r.ContentLength, limit>>20))
+	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
-	body := s.bodies.reader(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	err := json.NewDecoder(body).Decode(req)
-	body.release()
+	var data []byte
+	var err error
+	if r.ContentLength >= 0 {
+		charge := bodyCostFactor * r.ContentLength
+		if !s.bodies.take(charge) {
+			w.Header().Set("Retry-After", "1")
+			return refuse(http.StatusServiceUnavailable, "ServiceUnavailableError",
+				fmt.Sprintf("%v (%d MiB); retry later", errBodyBudget, s.bodies.limit>>20))
+		}
+		release = func() { s.bodies.give(charge); charge = 0 }
+		// One buffer of the announced size: reading into a growing one
+		// would hold up to twice the body.
+		data = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, data)
+	} else {
+		br := s.bodies.reader(http.MaxBytesReader(w, r.Body, limit))
+		release = br.release
+		data, err = io.ReadAll(br)
+	}
 	// The stream that follows may outlast any read deadline.
 	_ = rc.SetReadDeadline(time.Time{})
 	if err == nil {
-		return true
+		err = json.Unmarshal(data, req)
 	}
+	data = nil
+	if err == nil {
+		return release, true
+	}
+	release()
 	var tooBig *http.MaxBytesError
 	var nerr net.Error
 	switch {
 	case errors.As(err, &tooBig):
-		apiError(w, http.StatusRequestEntityTooLarge, "BadRequestError",
-			fmt.Sprintf("request body larger than %d MiB", s.cfg.MaxBodyBytes>>20))
+		return refuse(http.StatusRequestEntityTooLarge, "BadRequestError",
+			fmt.Sprintf("request body over the %d MiB limit", limit>>20))
 	case errors.Is(err, errBodyBudget):
 		w.Header().Set("Retry-After", "1")
-		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", err.Error())
+		return refuse(http.StatusServiceUnavailable, "ServiceUnavailableError", err.Error()+"; retry later")
 	case errors.As(err, &nerr) && nerr.Timeout():
-		w.Header().Set("Connection", "close")
-		apiError(w, http.StatusRequestTimeout, "BadRequestError",
+		return refuse(http.StatusRequestTimeout, "BadRequestError",
 			fmt.Sprintf("request body not received within %s", s.cfg.BodyTimeout))
 	default:
 		apiError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
 	}
-	return false
+	return release, false
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) }
@@ -349,7 +387,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) { s.generat
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	var req request
-	if !s.readBody(w, r, &req) {
+	release, ok := s.readBody(w, r, &req)
+	defer release()
+	if !ok {
 		return
 	}
 	if !s.served(req.Model) {
@@ -361,6 +401,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	promptLen, err := s.promptLen(&req, chat)
+	// The prompt is counted: its text is garbage now (a non-streamed
+	// request holds this frame until it ends), and its charge comes back.
+	req.Prompt, req.Messages = nil, nil
+	release()
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return
