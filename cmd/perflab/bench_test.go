@@ -360,17 +360,19 @@ func TestBenchErrorsSayEachContextOnce(t *testing.T) {
 		name string
 		args []string
 		want []string
+		once string // said exactly once, when set
 	}{
+		{"no model, no server", nil, []string{"bench: fetch models: Get \"http://127.0.0.1:1/v1/models\""}, "http://127.0.0.1:1"},
 		{"no tokenizer", []string{"--model", "Qwen/Qwen3-14B"},
-			[]string{"bench: tokenizer: no tokenizer for \"Qwen/Qwen3-14B\"", "local:", "cache:", "offline", "--tokenizer DIR"}},
+			[]string{"bench: tokenizer: no tokenizer for \"Qwen/Qwen3-14B\"", "local:", "cache:", "offline", "--tokenizer DIR"}, ""},
 		{"tokenizer path missing", []string{"--model", "m", "--tokenizer", filepath.Join(dir, "nope")},
-			[]string{"path: stat", "--tokenizer DIR"}},
+			[]string{"path: stat", "--tokenizer DIR"}, ""},
 		{"dataset missing", []string{"--model", "m", "--tokenizer", tok, "--dataset-name", "sharegpt", "--dataset-path", filepath.Join(dir, "nope.json")},
-			[]string{"bench: dataset: sharegpt: open"}},
+			[]string{"bench: dataset: sharegpt: open"}, ""},
 		{"dataset truncated", []string{"--model", "m", "--tokenizer", tok, "--dataset-name", "sharegpt", "--dataset-path", truncated},
-			[]string{"bench: dataset: " + truncated + ": entry 0: truncated JSON"}},
+			[]string{"bench: dataset: " + truncated + ": entry 0: truncated JSON"}, ""},
 		{"custom bad line", []string{"--model", "m", "--tokenizer", tok, "--dataset-name", "custom", "--dataset-path", badLine},
-			[]string{"bench: dataset: " + badLine + ":2:"}},
+			[]string{"bench: dataset: " + badLine + ":2:"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := runBenchCmd(t, append(append([]string(nil), base...), tc.args...)...)
@@ -384,6 +386,9 @@ func TestBenchErrorsSayEachContextOnce(t *testing.T) {
 			}
 			if l := repeatedLabel(err.Error()); l != "" {
 				t.Errorf("%q said twice:\n%v", l, err)
+			}
+			if tc.once != "" && strings.Count(err.Error(), tc.once) != 1 {
+				t.Errorf("%q not said once:\n%v", tc.once, err)
 			}
 		})
 	}

@@ -292,7 +292,7 @@ func FirstModel(ctx context.Context, hc *http.Client, base, apiKey string) (stri
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("bench: fetch models from %s: %w", base, err)
+		return "", fmt.Errorf("bench: fetch models: %w", err) // a *url.Error: it names the URL
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
