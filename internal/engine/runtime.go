@@ -131,6 +131,9 @@ const (
 	// ClassInvalidConfig: the config cannot be rendered or launched as
 	// written (no process was started).
 	ClassInvalidConfig FailureClass = "invalid_config"
+	// ClassImageUnavailable: the container image is missing and could not
+	// be pulled (refused, unknown, no registry); no server was started.
+	ClassImageUnavailable FailureClass = "image_unavailable"
 )
 
 // Transient says whether a failure of this class may not happen again on

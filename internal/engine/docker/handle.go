@@ -1,0 +1,585 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/perflab/perflab/internal/engine"
+)
+
+// handle is one server in a container. Its life: run pulls the image if
+// needed, creates and starts the container, streams its log and waits for
+// it to exit, classes the exit, removes the container and closes done.
+type handle struct {
+	rt     *Runtime
+	cli    client.APIClient
+	launch engine.Launch
+	sp     spec
+	ring   *ring
+	poll   time.Duration
+
+	logMu sync.Mutex
+	logf  *os.File
+
+	progress atomic.Int64 // UnixNano of the last log line that was not a probe
+	// launchCtx bounds the pull, create and start; Stop cancels it.
+	launchCtx    context.Context
+	cancelLaunch context.CancelFunc
+	// launched is closed when the pull/create/start phase has ended, one
+	// way or the other; containerUp when the container has started.
+	launched    chan struct{}
+	containerUp chan struct{}
+	done        chan struct{}
+	readerDone  chan struct{}
+	removeDir   string
+
+	mu       sync.Mutex
+	id       string
+	upAt     time.Time
+	ready    bool
+	benching bool
+	stopping bool
+	exitCode int
+	failure  *engine.Failure
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+var (
+	_ engine.Handle      = (*handle)(nil)
+	_ engine.Benchmarker = (*handle)(nil)
+)
+
+func newHandle(rt *Runtime, cli client.APIClient, l engine.Launch, sp spec, logf *os.File, removeDir string) *handle {
+	size := rt.LogLines
+	if size <= 0 {
+		size = 2000
+	}
+	poll := rt.PollInterval
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &handle{
+		rt: rt, cli: cli, launch: l, sp: sp, ring: newRing(size), poll: poll, logf: logf,
+		launchCtx: ctx, cancelLaunch: cancel,
+		launched: make(chan struct{}), containerUp: make(chan struct{}),
+		done: make(chan struct{}), readerDone: make(chan struct{}),
+		removeDir: removeDir, exitCode: -1,
+	}
+	h.progress.Store(time.Now().UnixNano())
+	return h
+}
+
+func (h *handle) BaseURL() string        { return h.sp.baseURL }
+func (h *handle) Done() <-chan struct{}  { return h.done }
+func (h *handle) LogTail(n int) []string { return h.ring.tail(n) }
+
+// Image is the image the container runs.
+func (h *handle) Image() string { return h.sp.image }
+
+// ContainerName is the name the container is created under.
+func (h *handle) ContainerName() string { return h.sp.name }
+
+// ContainerID is the container's id, "" before it was created.
+func (h *handle) ContainerID() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.id
+}
+
+// Argv is the command the container runs, program first.
+func (h *handle) Argv() []string {
+	c := h.sp.create.Config
+	return append(append([]string(nil), c.Entrypoint...), c.Cmd...)
+}
+
+func (h *handle) MarkBenchmarking() {
+	h.mu.Lock()
+	h.benching = true
+	h.mu.Unlock()
+}
+
+func (h *handle) Failure() *engine.Failure {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failure
+}
+
+// setFailure records the first failure only: later symptoms must not
+// overwrite the cause.
+func (h *handle) setFailure(f *engine.Failure) *engine.Failure {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failure == nil {
+		h.failure = f
+	}
+	return h.failure
+}
+
+func (h *handle) isStopping() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stopping
+}
+
+// logLine writes one line of perflab's own (pull progress, container
+// events) to the log and the ring, as progress.
+func (h *handle) logLine(s string) {
+	h.logMu.Lock()
+	_, _ = h.logf.WriteString(s + "\n")
+	h.logMu.Unlock()
+	h.ring.add(s)
+	h.progress.Store(time.Now().UnixNano())
+}
+
+// run is the container's whole life, in the background.
+func (h *handle) run() {
+	defer close(h.done)
+	defer h.closeLog()
+	id, fail := h.launchContainer()
+	close(h.launched)
+	if fail != nil {
+		if !h.isStopping() {
+			fail.LogTail = h.ring.tail(50)
+			h.setFailure(fail)
+		}
+		h.removeFiles()
+		return
+	}
+	go h.streamLog(id)
+	h.waitExit(id)
+	h.removeFiles()
+}
+
+// launchContainer pulls the image if needed, then creates and starts the
+// container. A nil Failure with an empty id means Stop came first.
+func (h *handle) launchContainer() (string, *engine.Failure) {
+	ctx := h.launchCtx
+	if f := h.ensureImage(ctx); f != nil {
+		return "", f
+	}
+	res, err := h.cli.ContainerCreate(ctx, h.sp.create)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			// Removed between the pull and the create (a prune).
+			return "", h.unavailable(fmt.Sprintf("image %s is not on the host: %v", h.sp.image, err))
+		}
+		return "", &engine.Failure{Class: engine.ClassStartupCrash, Reason: fmt.Sprintf("create container from %s: %v", h.sp.image, err)}
+	}
+	for _, w := range res.Warnings {
+		h.logLine("perflab: docker: " + w)
+	}
+	h.mu.Lock()
+	h.id = res.ID
+	stopping := h.stopping
+	h.mu.Unlock()
+	if stopping {
+		return "", nil
+	}
+	if _, err := h.cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		h.remove(res.ID)
+		return "", &engine.Failure{Class: engine.ClassStartupCrash, Reason: fmt.Sprintf("start container %s from %s: %v", h.sp.name, h.sp.image, err)}
+	}
+	h.mu.Lock()
+	h.upAt = time.Now()
+	h.mu.Unlock()
+	close(h.containerUp)
+	h.logLine(fmt.Sprintf("perflab: container %s (%.12s) started from %s", h.sp.name, res.ID, h.sp.image))
+	return res.ID, nil
+}
+
+func (h *handle) unavailable(reason string) *engine.Failure {
+	return &engine.Failure{Class: engine.ClassImageUnavailable, Reason: reason}
+}
+
+// ensureImage pulls the image when the host lacks it, with its progress in
+// the log. An image that cannot be had is image_unavailable.
+func (h *handle) ensureImage(ctx context.Context) *engine.Failure {
+	img := h.sp.image
+	_, err := h.cli.ImageInspect(ctx, img)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if !cerrdefs.IsNotFound(err) {
+		return &engine.Failure{Class: engine.ClassStartupCrash, Reason: fmt.Sprintf("inspect image %s: %v", img, err)}
+	}
+	if h.rt.Pull == "never" {
+		return h.unavailable(fmt.Sprintf("image %s is not on the host, and pulling is off", img))
+	}
+	h.logLine("perflab: pulling " + img)
+	resp, err := h.cli.ImagePull(ctx, img, client.ImagePullOptions{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return h.unavailable(fmt.Sprintf("pull %s: %v", img, err))
+	}
+	perr := h.followPull(ctx, resp)
+	resp.Close()
+	if ctx.Err() != nil {
+		return nil
+	}
+	if perr != nil {
+		return h.unavailable(fmt.Sprintf("pull %s: %v", img, perr))
+	}
+	if _, err := h.cli.ImageInspect(ctx, img); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return h.unavailable(fmt.Sprintf("image %s is still not on the host after its pull: %v", img, err))
+	}
+	h.logLine("perflab: pulled " + img)
+	return nil
+}
+
+// pullMessage is one line of a pull's JSON stream. Podman fills "error",
+// Docker "errorDetail"; both are read.
+type pullMessage struct {
+	Status      string `json:"status"`
+	ID          string `json:"id"`
+	Progress    string `json:"progress"`
+	Stream      string `json:"stream"`
+	Error       string `json:"error"`
+	ErrorDetail *struct {
+		Message string `json:"message"`
+	} `json:"errorDetail"`
+}
+
+// followPull logs each layer's status as it changes (not every byte
+// count, which would drown the log) and returns the pull's own error.
+func (h *handle) followPull(ctx context.Context, r io.Reader) error {
+	dec := json.NewDecoder(r)
+	last := map[string]string{}
+	for {
+		var m pullMessage
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("read progress: %w", err)
+		}
+		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
+			return errors.New(m.ErrorDetail.Message)
+		}
+		if m.Error != "" {
+			return errors.New(m.Error)
+		}
+		// Byte counts are progress for the stall timer, not log lines.
+		h.progress.Store(time.Now().UnixNano())
+		text := strings.TrimSpace(m.Status)
+		if text == "" {
+			text = strings.TrimSpace(m.Stream)
+		}
+		if text == "" || last[m.ID] == text {
+			continue
+		}
+		last[m.ID] = text
+		line := "perflab: pull " + h.sp.image + ": "
+		if m.ID != "" {
+			line += m.ID + ": "
+		}
+		h.logLine(line + text)
+	}
+}
+
+// streamLog copies the container's stdout and stderr into the log file and
+// the ring, line by line.
+func (h *handle) streamLog(id string) {
+	defer close(h.readerDone)
+	rc, err := h.cli.ContainerLogs(context.Background(), id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+	if err != nil {
+		h.logLine("perflab: docker: read container log: " + err.Error())
+		return
+	}
+	defer rc.Close()
+	pr, pw := io.Pipe()
+	go func() {
+		// Without a TTY the stream is multiplexed (stdout and stderr
+		// frames); both go to one log, as a process's pipe would.
+		_, err := stdcopy.StdCopy(pw, pw, rc)
+		pw.CloseWithError(err)
+	}()
+	br := bufio.NewReaderSize(pr, 64<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if line != "" {
+			h.logMu.Lock()
+			_, _ = h.logf.WriteString(line)
+			h.logMu.Unlock()
+			// Progress bars redraw with \r; keep the latest frame.
+			s := strings.TrimRight(line, "\r\n")
+			if i := strings.LastIndexByte(s, '\r'); i >= 0 {
+				s = s[i+1:]
+			}
+			h.ring.add(s)
+			if !isProbeLine(s) {
+				h.progress.Store(time.Now().UnixNano())
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (h *handle) closeLog() {
+	h.logMu.Lock()
+	defer h.logMu.Unlock()
+	_ = h.logf.Close()
+}
+
+// waitExit waits for the container to stop, classes how it ended, and
+// removes it.
+func (h *handle) waitExit(id string) {
+	wr := h.cli.ContainerWait(context.Background(), id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	code := -1
+	var waitErr error
+	select {
+	case res := <-wr.Result:
+		code = int(res.StatusCode)
+		if res.Error != nil && res.Error.Message != "" {
+			waitErr = errors.New(res.Error.Message)
+		}
+	case waitErr = <-wr.Error:
+	}
+	ictx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var oomKilled bool
+	var memLimit int64
+	if ins, err := h.cli.ContainerInspect(ictx, id, client.ContainerInspectOptions{}); err == nil {
+		if st := ins.Container.State; st != nil {
+			code, oomKilled = st.ExitCode, st.OOMKilled
+		}
+		if hc := ins.Container.HostConfig; hc != nil {
+			memLimit = hc.Memory
+		}
+	} else if waitErr == nil {
+		waitErr = err
+	}
+	// Let the log reader drain what the container wrote last.
+	select {
+	case <-h.readerDone:
+	case <-time.After(2 * time.Second):
+	}
+	h.mu.Lock()
+	h.exitCode = code
+	stopping, ready, benching := h.stopping, h.ready, h.benching
+	h.mu.Unlock()
+	if !stopping {
+		h.setFailure(classify(exit{
+			code: code, oomKilled: oomKilled, memLimit: memLimit, waitErr: waitErr,
+			ready: ready, benching: benching,
+		}, h.ring))
+	}
+	h.remove(id)
+}
+
+// exit is how a container ended, as classify reads it.
+type exit struct {
+	code      int
+	oomKilled bool
+	memLimit  int64
+	waitErr   error
+	ready     bool
+	benching  bool
+}
+
+// classify names the failure of a container that exited without a Stop.
+// A container killed for memory is oom: Docker sets State.OOMKilled, but
+// podman (runc, cgroupfs) only reports exit 137, so 137 under a memory
+// limit counts too (a Stop would have been asked for otherwise).
+func classify(e exit, r *ring) *engine.Failure {
+	tail := r.tail(50)
+	how := fmt.Sprintf("status %d", e.code)
+	if e.code < 0 {
+		how = fmt.Sprintf("unknown status: %v", e.waitErr)
+	}
+	reason := "container exited (" + how + ")"
+	if l := engine.LastLine(tail); l != "" {
+		reason += ": " + l
+	}
+	var f *engine.Failure
+	oomLine := engine.OOMLine(r.tail(200))
+	switch {
+	case e.oomKilled || (e.code == 137 && e.memLimit > 0):
+		f = &engine.Failure{Class: engine.ClassOOM, Reason: fmt.Sprintf("killed for memory (limit %d MiB), %s", e.memLimit>>20, reason)}
+		if e.memLimit == 0 {
+			f.Reason = "killed for memory (the host ran out), " + reason
+		}
+	case e.benching:
+		f = &engine.Failure{Class: engine.ClassCrashDuringBench, Reason: "server died during the benchmark, " + reason}
+	case oomLine != "":
+		f = &engine.Failure{Class: engine.ClassOOM, Reason: "out of memory at load: " + oomLine}
+	case e.ready:
+		f = &engine.Failure{Class: engine.ClassUnhealthy, Reason: "server died after it was ready, " + reason}
+	default:
+		f = &engine.Failure{Class: engine.ClassStartupCrash, Reason: "server " + reason + " before it was ready"}
+	}
+	f.LogTail, f.ExitCode = tail, e.code
+	return f
+}
+
+// remove deletes the container, killing it if it still runs. A container
+// already gone is not an error.
+func (h *handle) remove(id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := h.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("docker: remove container %s: %w", h.sp.name, err)
+	}
+	return nil
+}
+
+func (h *handle) removeFiles() {
+	if h.removeDir != "" {
+		// The log lives on in the ring (LogTail) and the trial's record.
+		os.RemoveAll(h.removeDir)
+	}
+}
+
+// Stop implements engine.Handle: it cancels a pull or start under way,
+// stops the container (SIGTERM, then SIGKILL after the grace period) and
+// removes it. Idempotent; later calls wait for the first one's result.
+func (h *handle) Stop(ctx context.Context) error {
+	h.stopOnce.Do(func() { h.stopErr = h.stop(ctx) })
+	return h.stopErr
+}
+
+func (h *handle) stop(ctx context.Context) error {
+	h.mu.Lock()
+	h.stopping = true
+	h.mu.Unlock()
+	h.cancelLaunch()
+	select {
+	case <-h.done:
+		// Ended by itself and already removed; make sure of the name too.
+		return h.remove(h.sp.name)
+	case <-h.launched:
+	}
+	grace := h.launch.StopGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	// The API calls must go through even when ctx is canceled (the lab
+	// shutting down): a canceled ctx only skips the grace period.
+	api, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+30*time.Second)
+	defer cancel()
+	ref := h.ContainerID()
+	if ref == "" {
+		// A create canceled in flight may still have made it; its name is
+		// known.
+		ref = h.sp.name
+	}
+	if ctx.Err() == nil {
+		secs := int((grace + time.Second - 1) / time.Second)
+		_, err := h.cli.ContainerStop(api, ref, client.ContainerStopOptions{Timeout: &secs})
+		if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsNotModified(err) {
+			h.logLine("perflab: docker: stop " + h.sp.name + ": " + err.Error())
+		}
+	}
+	err := h.remove(ref)
+	select {
+	case <-h.done:
+	case <-api.Done():
+		return fmt.Errorf("docker: container %s did not go: %w", h.sp.name, api.Err())
+	}
+	if err != nil {
+		return err
+	}
+	// The run goroutine removed it by id; a container made under the name
+	// but never reported (create canceled mid-flight) goes here.
+	return h.remove(h.sp.name)
+}
+
+// Ready implements engine.Handle: it waits until /health answers 200 and
+// /v1/models lists the model, the container exits, the log stalls or the
+// ready timeout passes. The timeout counts from the container's start, so
+// an image pull does not eat into it; the stall timer runs from the start
+// (pull progress resets it).
+func (h *handle) Ready(ctx context.Context) error {
+	stall := h.launch.StallTimeout
+	if stall <= 0 {
+		stall = 5 * time.Minute
+	}
+	var hardDeadline <-chan time.Time
+	up := (<-chan struct{})(h.containerUp)
+	cl := newProbeClient()
+	want := h.launch.Config.ServedName()
+	tick := time.NewTicker(h.poll)
+	defer tick.Stop()
+	answered := ""
+	for {
+		if up == nil {
+			ok, note := probe(ctx, cl, h.sp.baseURL, want)
+			if ok {
+				h.mu.Lock()
+				h.ready = true
+				h.mu.Unlock()
+				return nil
+			}
+			if note != "" {
+				answered = note
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("docker: wait for ready: %w", ctx.Err())
+		case <-h.done:
+			if f := h.Failure(); f != nil {
+				return f
+			}
+			return fmt.Errorf("docker: server stopped before it was ready")
+		case <-up:
+			up = nil
+			if d := h.launch.ReadyTimeout; d > 0 {
+				t := time.NewTimer(d)
+				defer t.Stop()
+				hardDeadline = t.C
+			}
+		case <-hardDeadline:
+			return h.notReady(answered, fmt.Sprintf("not ready %v after the container started", h.launch.ReadyTimeout))
+		case <-tick.C:
+			if since := time.Since(time.Unix(0, h.progress.Load())); since > stall {
+				what := "no log progress"
+				if up != nil {
+					what = "no pull or start progress"
+				}
+				return h.notReady(answered, fmt.Sprintf("%s for %v", what, since.Round(time.Millisecond)))
+			}
+		}
+	}
+}
+
+// notReady classes a timed-out wait: a server that answers HTTP but never
+// becomes ready is unhealthy; one that never answers is hung.
+func (h *handle) notReady(answered, why string) error {
+	f := &engine.Failure{Class: engine.ClassHung, Reason: why}
+	if answered != "" {
+		f = &engine.Failure{Class: engine.ClassUnhealthy, Reason: why + "; last answer: " + answered}
+	}
+	if l := engine.LastLine(h.ring.tail(20)); l != "" {
+		f.Reason += "; last log line: " + l
+	}
+	f.LogTail = h.ring.tail(50)
+	return h.setFailure(f)
+}

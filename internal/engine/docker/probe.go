@@ -1,0 +1,113 @@
+package docker
+
+// What this runtime shares in kind with the process runtime (its ring of
+// log lines, its readiness probe), written out here until the engine
+// package shares its own.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// isProbeLine is true for access-log lines our own polling causes; they
+// must not count as loading progress.
+func isProbeLine(s string) bool {
+	return strings.Contains(s, "/health") || strings.Contains(s, "/v1/models")
+}
+
+func newProbeClient() *http.Client { return &http.Client{Timeout: 5 * time.Second} }
+
+// probe returns true when /health is 200 and /v1/models lists want (any
+// model when want is ""); note describes an HTTP answer that was not ready.
+func probe(ctx context.Context, client *http.Client, base, want string) (bool, string) {
+	get := func(path string) (int, []byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp.StatusCode, body, err
+	}
+	code, _, err := get("/health")
+	if err != nil {
+		return false, ""
+	}
+	if code != http.StatusOK {
+		return false, fmt.Sprintf("GET /health: %d", code)
+	}
+	code, body, err := get("/v1/models")
+	if err != nil {
+		return false, "GET /v1/models: " + err.Error()
+	}
+	if code != http.StatusOK {
+		return false, fmt.Sprintf("GET /v1/models: %d", code)
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return false, "GET /v1/models: bad JSON: " + err.Error()
+	}
+	var ids []string
+	for _, m := range list.Data {
+		if want == "" || m.ID == want {
+			return true, ""
+		}
+		ids = append(ids, m.ID)
+	}
+	return false, fmt.Sprintf("GET /v1/models lists %q, not %q", ids, want)
+}
+
+// ring keeps the last n lines.
+type ring struct {
+	mu    sync.Mutex
+	lines []string
+	next  int
+	full  bool
+}
+
+func newRing(n int) *ring { return &ring{lines: make([]string, n)} }
+
+func (r *ring) add(s string) {
+	r.mu.Lock()
+	r.lines[r.next] = s
+	r.next = (r.next + 1) % len(r.lines)
+	if r.next == 0 {
+		r.full = true
+	}
+	r.mu.Unlock()
+}
+
+func (r *ring) tail(n int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	size := r.next
+	if r.full {
+		size = len(r.lines)
+	}
+	if n > size || n <= 0 {
+		n = size
+	}
+	out := make([]string, 0, n)
+	for i := size - n; i < size; i++ {
+		idx := i
+		if r.full {
+			idx = (r.next + i) % len(r.lines)
+		}
+		out = append(out, r.lines[idx])
+	}
+	return out
+}
