@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
@@ -115,5 +116,36 @@ func TestWriteContext(t *testing.T) {
 	}
 	if h := got["rootfs/tmp/"]; h == nil || h.Mode != 0o1777 {
 		t.Errorf("/tmp: %+v", h)
+	}
+}
+
+func TestSettingsContainer(t *testing.T) {
+	env, vols := Settings{GPU: "H200", GPUs: 2, TimeScale: 20, StartupDelay: 2 * time.Second,
+		Tokenizer: "/data/tok", Coefficients: "/data/c.json", NoFaults: true}.Container()
+	want := map[string]string{EnvGPU: "H200", EnvGPUs: "2", EnvTimeScale: "20", EnvStartupDelay: "2s",
+		EnvNoFaults: "1", EnvTokenizer: "/perflab/sim/tokenizer", EnvCoefficients: "/perflab/sim/coefficients.json"}
+	if len(env) != len(want) {
+		t.Errorf("env %v, want %v", env, want)
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+	if !slices.Equal(vols, []string{"/data/tok:/perflab/sim/tokenizer:ro", "/data/c.json:/perflab/sim/coefficients.json:ro"}) {
+		t.Errorf("volumes %q", vols)
+	}
+	// What the container's entry point makes of them.
+	args, ok, err := EntryArgs([]string{"vllm", "serve", "m"}, func(k string) string {
+		if k == EnvMarker {
+			return "1"
+		}
+		return env[k]
+	})
+	if err != nil || !ok || !slices.Contains(args, "/perflab/sim/tokenizer") || !slices.Contains(args, "--no-faults") {
+		t.Errorf("entry args %q %v %v", args, ok, err)
+	}
+	if env, vols := (Settings{}).Container(); len(env) != 0 || len(vols) != 0 {
+		t.Errorf("zero settings give %v %v", env, vols)
 	}
 }

@@ -152,7 +152,7 @@ func (h *handle) logLine(s string) {
 func (h *handle) run() {
 	defer close(h.done)
 	defer h.closeLog()
-	id, fail := h.launchContainer()
+	id, out, fail := h.launchContainer()
 	close(h.launched)
 	if fail != nil {
 		if !h.isStopping() {
@@ -162,25 +162,30 @@ func (h *handle) run() {
 		h.removeFiles()
 		return
 	}
-	go h.streamLog(id)
+	go h.streamLog(id, out)
 	h.waitExit(id)
+	if out != nil {
+		// Ends the reader if the stream outlived the container.
+		out.Close()
+	}
 	h.removeFiles()
 }
 
 // launchContainer pulls the image if needed, then creates and starts the
-// container. A nil Failure with an empty id means Stop came first.
-func (h *handle) launchContainer() (string, *engine.Failure) {
+// container. It returns the container's output stream (nil: read it from
+// the log API). A nil Failure with an empty id means Stop came first.
+func (h *handle) launchContainer() (string, io.ReadCloser, *engine.Failure) {
 	ctx := h.launchCtx
 	if f := h.ensureImage(ctx); f != nil {
-		return "", f
+		return "", nil, f
 	}
 	res, err := h.cli.ContainerCreate(ctx, h.sp.create)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			// Removed between the pull and the create (a prune).
-			return "", h.unavailable(fmt.Sprintf("image %s is not on the host: %v", h.sp.image, err))
+			return "", nil, h.unavailable(fmt.Sprintf("image %s is not on the host: %v", h.sp.image, err))
 		}
-		return "", &engine.Failure{Class: engine.ClassStartupCrash, Reason: fmt.Sprintf("create container from %s: %v", h.sp.image, err)}
+		return "", nil, &engine.Failure{Class: engine.ClassStartupCrash, Reason: fmt.Sprintf("create container from %s: %v", h.sp.image, err)}
 	}
 	for _, w := range res.Warnings {
 		h.logLine("perflab: docker: " + w)
@@ -190,19 +195,37 @@ func (h *handle) launchContainer() (string, *engine.Failure) {
 	stopping := h.stopping
 	h.mu.Unlock()
 	if stopping {
-		return "", nil
+		return "", nil, nil
+	}
+	// Attached before the start, as `docker run` does, the output comes
+	// whole and as it is written; a log stream opened after the start
+	// (podman) can end at once or lag.
+	var out io.ReadCloser
+	if att, err := h.cli.ContainerAttach(context.Background(), res.ID, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true, Logs: true}); err == nil {
+		out = hijacked{att.HijackedResponse}
+	} else {
+		h.logLine("perflab: docker: attach: " + err.Error() + "; reading the container's log instead")
 	}
 	if _, err := h.cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		if out != nil {
+			out.Close()
+		}
 		h.remove(res.ID)
-		return "", &engine.Failure{Class: engine.ClassStartupCrash, Reason: fmt.Sprintf("start container %s from %s: %v", h.sp.name, h.sp.image, err)}
+		return "", nil, &engine.Failure{Class: engine.ClassStartupCrash, Reason: fmt.Sprintf("start container %s from %s: %v", h.sp.name, h.sp.image, err)}
 	}
 	h.mu.Lock()
 	h.upAt = time.Now()
 	h.mu.Unlock()
 	close(h.containerUp)
 	h.logLine(fmt.Sprintf("perflab: container %s (%.12s) started from %s", h.sp.name, res.ID, h.sp.image))
-	return res.ID, nil
+	return res.ID, out, nil
 }
+
+// hijacked is an attach stream as an io.ReadCloser.
+type hijacked struct{ r client.HijackedResponse }
+
+func (h hijacked) Read(p []byte) (int, error) { return h.r.Reader.Read(p) }
+func (h hijacked) Close() error               { h.r.Close(); return nil }
 
 func (h *handle) unavailable(reason string) *engine.Failure {
 	return &engine.Failure{Class: engine.ClassImageUnavailable, Reason: reason}
@@ -301,14 +324,17 @@ func (h *handle) followPull(ctx context.Context, r io.Reader) error {
 	}
 }
 
-// streamLog copies the container's stdout and stderr into the log file and
-// the ring, line by line.
-func (h *handle) streamLog(id string) {
+// streamLog copies the container's stdout and stderr (rc, or the log API's
+// when rc is nil) into the log file and the ring, line by line.
+func (h *handle) streamLog(id string, rc io.ReadCloser) {
 	defer close(h.readerDone)
-	rc, err := h.cli.ContainerLogs(context.Background(), id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
-	if err != nil {
-		h.logLine("perflab: docker: read container log: " + err.Error())
-		return
+	if rc == nil {
+		var err error
+		rc, err = h.cli.ContainerLogs(context.Background(), id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+		if err != nil {
+			h.logLine("perflab: docker: read container log: " + err.Error())
+			return
+		}
 	}
 	defer rc.Close()
 	pr, pw := io.Pipe()

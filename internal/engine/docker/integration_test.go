@@ -28,6 +28,7 @@ import (
 
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/engine/docker"
+	"github.com/perflab/perflab/internal/shareddata"
 	"github.com/perflab/perflab/internal/simimage"
 )
 
@@ -464,4 +465,40 @@ func TestDockerCleanup(t *testing.T) {
 	if err := hb.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The simulator's settings reach the container: the host's tokenizer,
+// mounted read-only, counts the prompt exactly, and the time scale and GPU
+// model are the ones asked for.
+func TestDockerSimSettings(t *testing.T) {
+	r, _ := newRuntime(t)
+	tok := shareddata.Path(t, "data", "tokenizers", "qwen3")
+	env, vols := simimage.Settings{GPU: "H200", TimeScale: 10, StartupDelay: time.Second, Tokenizer: tok}.Container()
+	r.Env, r.Volumes = env, vols
+	h := start(t, r, engine.Config{Engine: engine.VLLM, Model: "Qwen/Qwen3-14B"})
+	ready(t, h)
+	body, _ := json.Marshal(map[string]any{"model": "Qwen/Qwen3-14B", "prompt": "Hello, world", "max_tokens": 2})
+	resp, err := http.Post(h.BaseURL()+"/v1/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	// Qwen3's tokenizer: "Hello", ",", " world"; the estimate without
+	// one (4 bytes a token) would say 3 as well, so the log says which.
+	log := strings.Join(h.LogTail(0), "\n")
+	if out.Usage.PromptTokens != 3 {
+		t.Errorf("prompt tokens %d, want 3", out.Usage.PromptTokens)
+	}
+	if !strings.Contains(log, "H200") {
+		t.Errorf("the log does not simulate an H200:\n%s", log)
+	}
+	t.Logf("log:\n%s", log)
 }
