@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/moby/moby/client"
+
+	"github.com/perflab/perflab/internal/engine/docker"
 )
 
 // BuildOptions says what image to build.
@@ -45,7 +47,7 @@ func dockerfile(libDirs []string) string {
 		// the libraries.
 		fmt.Fprintf(&b, "ENV LD_LIBRARY_PATH=%s\n", strings.Join(libDirs, ":"))
 	}
-	b.WriteString("LABEL perflab.sim-image=\"true\"\n")
+	fmt.Fprintf(&b, "LABEL %s=\"true\"\n", docker.LabelSimImage)
 	fmt.Fprintf(&b, "CMD [\"%s/perflab\", \"--help\"]\n", binDir)
 	return b.String()
 }

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -81,7 +82,34 @@ const (
 	LabelEngine  = "perflab.engine"
 	LabelVersion = "perflab.engine-version"
 	LabelModel   = "perflab.model"
+	// LabelSimImage marks the simulated engine image (perflab sim image).
+	LabelSimImage = "perflab.sim-image"
 )
+
+// Simulated says whether the image cfg runs in is the simulated engine
+// image, by its label: its figures are the simulator's, not a GPU's. An
+// image not on the host is not (yet) known to be.
+func (r *Runtime) Simulated(ctx context.Context, cfg engine.Config) (bool, error) {
+	img, err := r.Image(cfg)
+	if err != nil {
+		return false, err
+	}
+	cli, err := r.client()
+	if err != nil {
+		return false, err
+	}
+	res, err := cli.ImageInspect(ctx, img)
+	if cerrdefs.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("docker: inspect image %s: %w", img, err)
+	}
+	if res.Config == nil {
+		return false, nil
+	}
+	return res.Config.Labels[LabelSimImage] == "true", nil
+}
 
 // Paths inside the container.
 const (

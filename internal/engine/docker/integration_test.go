@@ -236,6 +236,9 @@ func TestDockerServeAndStop(t *testing.T) {
 			ready(t, h)
 			t.Logf("%s ready in %v at %s", cfg.Engine, time.Since(t0).Round(time.Millisecond), h.BaseURL())
 			completion(t, h.BaseURL(), cfg.ServedName())
+			if sim, err := r.Simulated(t.Context(), cfg); err != nil || !sim {
+				t.Errorf("Simulated = %v, %v on the simulated image", sim, err)
+			}
 			log := strings.Join(h.LogTail(0), "\n")
 			if !strings.Contains(log, "started from "+r.Images[cfg.Engine]) {
 				t.Errorf("the log does not say which image ran:\n%s", log)
