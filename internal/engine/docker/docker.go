@@ -222,7 +222,7 @@ type spec struct {
 // build turns a Launch into the container to create. filesHost is the host
 // directory holding Command.Files ("" when there are none); hostPort is
 // the free port on 127.0.0.1.
-func (r *Runtime) build(l engine.Launch, cmd engine.Command, filesHost string, hostPort int) (spec, error) {
+func (r *Runtime) build(l engine.Launch, cmd engine.Command, filesHost string, hostPort int, extraLabels map[string]string) (spec, error) {
 	img, err := r.Image(l.Config)
 	if err != nil {
 		return spec{}, err
@@ -256,13 +256,14 @@ func (r *Runtime) build(l engine.Launch, cmd engine.Command, filesHost string, h
 	binds = append(binds, r.Volumes...)
 
 	labels := map[string]string{
-		LabelManaged: "true",
 		LabelEngine:  l.Config.Engine,
 		LabelVersion: l.Config.EffectiveVersion(),
 		LabelModel:   l.Config.Model,
 		LabelConfig:  configHash(cmd),
 	}
 	maps.Copy(labels, r.Labels)
+	maps.Copy(labels, extraLabels)
+	labels[LabelManaged] = "true" // last: Cleanup finds containers by it
 
 	cfg := &container.Config{
 		Image: img,
@@ -386,6 +387,12 @@ func freePort() (int, error) {
 // reports how they went (image_unavailable for an image that cannot be
 // had). Stop cancels them at any point.
 func (r *Runtime) Start(ctx context.Context, l engine.Launch) (engine.Handle, error) {
+	return r.StartLabeled(ctx, l, nil)
+}
+
+// StartLabeled is Start with labels of this server's own on its container
+// besides the runtime's (the trial's, {LabelTrial: id}).
+func (r *Runtime) StartLabeled(ctx context.Context, l engine.Launch, labels map[string]string) (engine.Handle, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("docker: start: %w", err)
 	}
@@ -445,7 +452,7 @@ func (r *Runtime) Start(ctx context.Context, l engine.Launch) (engine.Handle, er
 			return nil, fmt.Errorf("docker: Hugging Face cache: %w", err)
 		}
 	}
-	sp, err := r.build(l, cmd, filesHost, port)
+	sp, err := r.build(l, cmd, filesHost, port, labels)
 	if err != nil {
 		return nil, err
 	}

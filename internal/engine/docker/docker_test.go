@@ -30,12 +30,12 @@ func TestBuildContainerFromLaunch(t *testing.T) {
 	cfg := engine.Config{Engine: engine.VLLM, Model: "Qwen/Qwen3-14B", MaxNumSeqs: 64, Env: map[string]string{"VLLM_X": "1"}}
 	cmd := mustRender(t, cfg)
 	r := &Runtime{
-		Labels:  map[string]string{LabelRun: "run-1", LabelTrial: "7"},
+		Labels:  map[string]string{LabelRun: "run-1", LabelTrial: "overridden", LabelManaged: "false"},
 		Env:     map[string]string{"EXTRA": "yes"},
 		Volumes: []string{"/data/models:/models:ro"},
 		HFHome:  hf,
 	}
-	sp, err := r.build(engine.Launch{Config: cfg, Command: cmd, GPUs: []int{2, 3}}, cmd, "", 43123)
+	sp, err := r.build(engine.Launch{Config: cfg, Command: cmd, GPUs: []int{2, 3}}, cmd, "", 43123, map[string]string{LabelTrial: "7"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestBuildContainerVariants(t *testing.T) {
 	l := engine.Launch{Config: cfg, Command: cmd}
 
 	t.Run("no GPU requests", func(t *testing.T) {
-		sp, err := (&Runtime{NoGPU: true, HFHome: "none"}).build(l, cmd, "", 1)
+		sp, err := (&Runtime{NoGPU: true, HFHome: "none"}).build(l, cmd, "", 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestBuildContainerVariants(t *testing.T) {
 		}
 	})
 	t.Run("nil GPUs means all", func(t *testing.T) {
-		sp, err := (&Runtime{HFHome: "none"}).build(l, cmd, "", 1)
+		sp, err := (&Runtime{HFHome: "none"}).build(l, cmd, "", 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func TestBuildContainerVariants(t *testing.T) {
 		}
 	})
 	t.Run("shm size instead of ipc host", func(t *testing.T) {
-		sp, err := (&Runtime{ShmSize: 16 << 30, HFHome: "none"}).build(l, cmd, "", 1)
+		sp, err := (&Runtime{ShmSize: 16 << 30, HFHome: "none"}).build(l, cmd, "", 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestBuildContainerVariants(t *testing.T) {
 		}
 	})
 	t.Run("no ulimits", func(t *testing.T) {
-		sp, err := (&Runtime{NoUlimits: true, HFHome: "none"}).build(l, cmd, "", 1)
+		sp, err := (&Runtime{NoUlimits: true, HFHome: "none"}).build(l, cmd, "", 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestBuildContainerVariants(t *testing.T) {
 		}
 	})
 	t.Run("memory limit without swap", func(t *testing.T) {
-		sp, err := (&Runtime{Memory: 64 << 20, HFHome: "none"}).build(l, cmd, "", 1)
+		sp, err := (&Runtime{Memory: 64 << 20, HFHome: "none"}).build(l, cmd, "", 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestBuildContainerVariants(t *testing.T) {
 		}
 	})
 	t.Run("host network", func(t *testing.T) {
-		sp, err := (&Runtime{HostNetwork: true, HFHome: "none"}).build(l, cmd, "", 40111)
+		sp, err := (&Runtime{HostNetwork: true, HFHome: "none"}).build(l, cmd, "", 40111, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func TestBuildContainerVariants(t *testing.T) {
 		}
 	})
 	t.Run("sglang takes the whole command", func(t *testing.T) {
-		sp, err := (&Runtime{HFHome: "none"}).build(l, cmd, "", 1)
+		sp, err := (&Runtime{HFHome: "none"}).build(l, cmd, "", 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestBuildContainerFilesMounted(t *testing.T) {
 	if len(cmd.Files) == 0 {
 		t.Fatalf("the TensorRT-LLM config renders no files: %+v", cmd)
 	}
-	sp, err := (&Runtime{HFHome: "none"}).build(engine.Launch{Config: cfg, Command: cmd}, cmd, "/tmp/perflab-docker-x/files", 1)
+	sp, err := (&Runtime{HFHome: "none"}).build(engine.Launch{Config: cfg, Command: cmd}, cmd, "/tmp/perflab-docker-x/files", 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

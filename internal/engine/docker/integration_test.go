@@ -444,6 +444,16 @@ func TestDockerCleanup(t *testing.T) {
 	b, runB := newRuntime(t)
 	cfg := engine.Config{Engine: engine.VLLM, Model: "Qwen/Qwen3-14B"}
 	ha1, ha2, hb := start(t, a, cfg), start(t, a, cfg), start(t, b, cfg)
+	// A trial's own label, from StartLabeled, sits beside the run's.
+	trial, err := a.StartLabeled(t.Context(), engine.Launch{Config: cfg}, map[string]string{docker.LabelTrial: "t-42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = trial.Stop(context.Background()) })
+	ready(t, trial)
+	if n := containers(t, map[string]string{docker.LabelTrial: "t-42", docker.LabelRun: runA[docker.LabelRun]}); len(n) != 1 {
+		t.Errorf("containers of trial t-42: %q, want its one", n)
+	}
 	for _, h := range []engine.Handle{ha1, ha2, hb} {
 		ready(t, h)
 	}
@@ -451,7 +461,7 @@ func TestDockerCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{ha1.(named).ContainerName(), ha2.(named).ContainerName()}
+	want := []string{ha1.(named).ContainerName(), ha2.(named).ContainerName(), trial.(named).ContainerName()}
 	slices.Sort(removed)
 	slices.Sort(want)
 	if !slices.Equal(removed, want) {
