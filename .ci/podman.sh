@@ -55,7 +55,12 @@ EOF
     rm -rf "$dir"
   ) >/dev/null 2>&1 &
   PODMAN_WATCHER=$!
-  trap 'stop_podman' EXIT
+  # Added to the EXIT trap already set (stop_postgres), not in its place.
+  local prev=""
+  if [ -n "$(trap -p EXIT)" ]; then
+    eval "prev=$(trap -p EXIT | sed -e 's/^trap -- //' -e 's/ EXIT$//')"
+  fi
+  trap "${prev:+$prev; }stop_podman" EXIT
   echo "podman API on $DOCKER_HOST ($(podman --version))"
 }
 
