@@ -13,7 +13,7 @@ start_podman() {
   if [ "${#missing[@]}" -gt 0 ]; then
     apt_install "${missing[@]}"
   fi
-  PODMAN_DIR=$(mktemp -d /tmp/perflab-podman.XXXXXX)
+  PODMAN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/perflab-podman.XXXXXX")
   # crun fails on these machines (hybrid cgroups); runc with cgroupfs
   # works. The default ulimits stay within what an unprivileged daemon
   # may set.
