@@ -31,7 +31,7 @@ func newEngineCmd() *cobra.Command {
 		Use:   "engine",
 		Short: "Render, validate and launch engine configs (vLLM, SGLang, TensorRT-LLM)",
 	}
-	cmd.AddCommand(newEngineCommandCmd(), newEngineValidateCmd(), newEngineLaunchCmd(), newEngineGPUsCmd())
+	cmd.AddCommand(newEngineCommandCmd(), newEngineValidateCmd(), newEngineLaunchCmd(), newEngineGPUsCmd(), newEngineCleanupCmd())
 	return cmd
 }
 

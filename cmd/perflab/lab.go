@@ -27,6 +27,7 @@ var labOpts struct {
 	grid, analytic   bool
 	timeScale        float64
 	parallel         int
+	images           []string
 }
 
 var labCmd = &cobra.Command{
@@ -67,6 +68,7 @@ func init() {
 	f.BoolVar(&labOpts.analytic, "analytic", false, "sim-predict with the lab's closed-form stand-in model instead of the simulator (tests)")
 	f.Float64Var(&labOpts.timeScale, "time-scale", 0, "sim runtime: simulated-time speed-up (default: the spec's, else 20)")
 	f.IntVar(&labOpts.parallel, "parallel", 0, "trials at once (default: the spec's)")
+	f.StringArrayVar(&labOpts.images, "image", nil, "container runtimes: the image of ENGINE (ENGINE=IMAGE, repeatable), or of every engine (IMAGE, e.g. the simulated engine image from perflab sim image); overrides the spec's images:")
 	f.StringVar(&labOpts.coefficients, "coefficients", "", "simulator calibration from perflab sim calibrate, for the guide, sim-predict and sim runtimes (default: the embedded one)")
 	rootCmd.AddCommand(labCmd)
 }
@@ -77,8 +79,12 @@ func runLab(cmd *cobra.Command, args []string) error {
 	if _, err := store.ParseDSN(labOpts.db); err != nil && !labOpts.dryRun {
 		return err
 	}
+	images, err := app.ParseImages(labOpts.images)
+	if err != nil {
+		return err
+	}
 	opts := app.Options{Runtime: labOpts.runtime, TimeScale: labOpts.timeScale, Parallel: labOpts.parallel,
-		Coefficients: labOpts.coefficients, Analytic: labOpts.analytic, KeepWorkDir: labOpts.keepWorkDir}
+		Coefficients: labOpts.coefficients, Analytic: labOpts.analytic, KeepWorkDir: labOpts.keepWorkDir, Images: images}
 	spec, coef, err := app.Spec(args[0], opts)
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ func newReportCmd() *cobra.Command {
 		out      string
 		formats  []string
 		specOpts app.Options
+		images   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "report [RUN|SPEC]",
@@ -31,7 +32,7 @@ func newReportCmd() *cobra.Command {
 		Long: `Write the report of a stored lab run. RUN is a run name or id; SPEC is the
 lab's spec file (its run is found by the spec's key). With no argument, the
 most recent run with trials is used. With SPEC, pass the same --runtime,
---coefficients and --time-scale the lab was run with, if any.`,
+--image, --coefficients and --time-scale the lab was run with, if any.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -40,6 +41,9 @@ most recent run with trials is used. With SPEC, pass the same --runtime,
 				return err
 			}
 			defer st.Close()
+			if specOpts.Images, err = app.ParseImages(images); err != nil {
+				return err
+			}
 			run, err := findRun(ctx, st, args, specOpts)
 			if err != nil {
 				return err
@@ -73,6 +77,7 @@ most recent run with trials is used. With SPEC, pass the same --runtime,
 	cmd.Flags().StringVar(&specOpts.Runtime, "runtime", "", "with SPEC: the runtime the lab ran with, when --runtime overrode the spec's")
 	cmd.Flags().StringVar(&specOpts.Coefficients, "coefficients", "", "with SPEC: the calibration the lab ran with (--coefficients)")
 	cmd.Flags().Float64Var(&specOpts.TimeScale, "time-scale", 0, "with SPEC: the sim runtime's time scale the lab ran with")
+	cmd.Flags().StringArrayVar(&images, "image", nil, "with SPEC: the --image values the lab ran with")
 	cmd.Flags().StringSliceVar(&formats, "format", report.Formats, "formats to write: md, html, json, csv")
 	cmd.AddCommand(newReportImportCmd(&db))
 	// "report list" is the run list, not a run named "list".

@@ -11,11 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/lab"
 	"github.com/perflab/perflab/internal/runtimes"
 	"github.com/perflab/perflab/internal/sim"
@@ -40,6 +44,36 @@ type Options struct {
 	Analytic bool
 	// KeepWorkDir keeps each engine server's working directory.
 	KeepWorkDir bool
+	// Images overrides the spec's container images, engine → image
+	// (ParseImages reads the command line's --image).
+	Images map[string]string
+}
+
+// ParseImages reads --image values: ENGINE=IMAGE for one engine, or a bare
+// IMAGE for every engine (the simulated engine image serves all three). An
+// image reference never holds "=", so the two cannot be confused.
+func ParseImages(vals []string) (map[string]string, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, v := range vals {
+		eng, img, one := strings.Cut(v, "=")
+		if !one {
+			for e := range engine.DefaultVersions {
+				out[e] = v
+			}
+			continue
+		}
+		if _, ok := engine.DefaultVersions[eng]; !ok {
+			return nil, fmt.Errorf("--image %s: unknown engine %q (want vllm, sglang or trtllm, or an image alone for every engine)", v, eng)
+		}
+		if img == "" {
+			return nil, fmt.Errorf("--image %s: no image after %s=", v, eng)
+		}
+		out[eng] = img
+	}
+	return out, nil
 }
 
 // DefaultTimeScale is the sim runtime's clock speed-up when neither the
@@ -67,9 +101,30 @@ func Apply(spec *lab.Spec, opts Options) (*sim.Coefficients, error) {
 	if opts.Runtime != "" {
 		spec.Runtime = opts.Runtime
 	}
+	if len(opts.Images) > 0 {
+		// Part of the run key, as the images decide what is measured.
+		images := maps.Clone(spec.Images)
+		if images == nil {
+			images = map[string]string{}
+		}
+		maps.Copy(images, opts.Images)
+		spec.Images = images
+	}
 	kind, err := runtimes.Lookup(spec.Runtime)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
+	}
+	if sp, ok := kind.(runtimes.Specializer); ok {
+		// What the runtime measures depends on the spec (the simulated
+		// engine image or the engines' own): asked once, here, as the run
+		// key depends on it.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		kind, err = sp.Specialize(ctx, runtimes.Choice{Engines: spec.EngineVersions(), Images: spec.Images})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("lab: %w", err)
+		}
+		spec.SetRuntimeKind(kind)
 	}
 	if opts.TimeScale > 0 {
 		spec.TimeScale = opts.TimeScale
@@ -170,7 +225,7 @@ func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error)
 		timeScale = spec.TimeScale
 	}
 	rt, err := kind.New(runtimes.Env{GPU: spec.Hardware.GPU, TimeScale: timeScale, Tokenizer: tokPath,
-		Coefficients: absPath(su.opts.Coefficients)})
+		Coefficients: absPath(su.opts.Coefficients), Images: spec.Images, Volumes: spec.Volumes, Run: spec.Key()})
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}

@@ -3,14 +3,11 @@ package engine
 // Runtimes. A Runtime starts a rendered command somewhere and hands back a
 // Handle that knows when the server is ready, why it died, and how to tear it
 // down. Process (a local process group) and Sim (`perflab sim serve` as a
-// local process) are implemented here. Docker and Kubernetes runtimes are
-// meant to sit beside them behind the same interface: Start would create a
-// container / pod from the same Command (argv as the container args, Env as
-// its environment, Files as a mounted config map), BaseURL would be the
-// published port or service address, Stop would delete the container or pod,
-// and LogTail would read the container log. Nothing in Launch or Handle
-// assumes a local process: a process id (PIDer) and the benchmark marker
-// (Benchmarker) are optional capabilities.
+// local process) are implemented here; the container runtime lives in
+// engine/docker, behind the same interface, and a cluster runtime would sit
+// beside it. Nothing in Launch or Handle assumes a local process: a process
+// id (PIDer), the benchmark marker (Benchmarker) and the removal of a killed
+// perflab's leftovers (Sweeper) are optional capabilities.
 
 import (
 	"context"
@@ -53,6 +50,29 @@ type Launch struct {
 	// StopGrace is how long Stop waits after SIGTERM before SIGKILL
 	// (0 = 10 s).
 	StopGrace time.Duration
+	// Labels name what the server is for (LabelTrial: the trial that
+	// started it). A runtime whose servers outlive perflab (containers,
+	// pods) tags them with these, so a leftover can be found and told
+	// apart; a local process, which the reaper ends with perflab, ignores
+	// them.
+	Labels map[string]string
+}
+
+// Label keys perflab tags the servers it starts with, where a runtime can.
+const (
+	// LabelRun is the run key of the lab that started the server.
+	LabelRun = "perflab.run"
+	// LabelTrial is the key of the trial that started it (a reused server
+	// serves later trials of its config too).
+	LabelTrial = "perflab.trial"
+)
+
+// Sweeper is a Runtime whose servers can outlive a perflab killed with -9
+// (a container keeps running without its client): Sweep removes the
+// servers of this runtime's run that are still there, before a lab that
+// holds the run starts its own, and returns their names.
+type Sweeper interface {
+	Sweep(ctx context.Context) ([]string, error)
 }
 
 // Handle is one started server.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"sort"
 	"strconv"
@@ -137,6 +138,18 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 			l.run.Status, l.run.Summary, l.run.Spec = "running", nil, s.YAML()
 		}
 	}
+	if sw, ok := l.Runner.(sweeper); ok {
+		// Now that this lab holds the run, whatever servers are still up
+		// under its key were left by a lab killed before it could stop
+		// them: they hold GPUs this one is about to hand out.
+		names, err := sw.Sweep(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("lab: run %s: remove the servers an earlier lab left: %w", s.Name, err)
+		}
+		if len(names) > 0 {
+			slog.Info("removed the servers an earlier lab of this run left", "run", s.Name, "servers", names)
+		}
+	}
 	prev, err := l.Store.Trials(ctx, run.ID)
 	if err != nil {
 		return nil, fmt.Errorf("lab: read trials of run %d: %w", run.ID, err)
@@ -168,7 +181,7 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		stored++
 	}
 	l.sum = &Summary{
-		Version: SummaryVersion, Name: s.Name, Model: s.Model, Runtime: s.Runtime,
+		Version: SummaryVersion, Name: s.Name, Model: s.Model, Runtime: s.Runtime, Provenance: s.RuntimeKind().Provenance(),
 		Objective: s.Objective.Metric, Unit: s.Objective.Unit(), GPU: s.Hardware.GPU, GPUs: s.Hardware.Count,
 		Repeats: s.Repeats, MinSuccessRate: s.MinSuccessRate, Engines: s.Engines, Tuning: s.Tuning.Name,
 	}
@@ -258,6 +271,15 @@ func (l *Lab) anySucceeded() bool {
 	}
 	return false
 }
+
+// sweeper is a Runner that can remove the servers a killed lab of the
+// same run left behind (LiveRunner on a runtime whose servers outlive
+// perflab).
+type sweeper interface {
+	Sweep(ctx context.Context) ([]string, error)
+}
+
+var _ sweeper = (*LiveRunner)(nil)
 
 // leaser is the part of *store.Store that makes one live lab the owner of a
 // run; a Store without it (a test's in-memory one) is never shared.

@@ -218,7 +218,7 @@ func (r *LiveRunner) start(ctx context.Context, t TrialSpec, cmd engine.Command,
 	started := time.Now()
 	rec.Cost.EngineStart = true
 	h, err := r.Runtime.Start(ctx, engine.Launch{Config: t.Config, Command: r.startEnv(cmd, t.Config), GPUs: srv.gpus,
-		ReadyTimeout: rt, KeepWorkDir: r.KeepWorkDir})
+		ReadyTimeout: rt, KeepWorkDir: r.KeepWorkDir, Labels: map[string]string{engine.LabelTrial: t.Key}})
 	if err != nil {
 		if srv.gpus != nil {
 			r.GPUs.Release(srv.gpus)

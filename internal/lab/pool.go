@@ -158,6 +158,17 @@ func (r *LiveRunner) Close() error {
 	return nil
 }
 
+// Sweep removes the servers an earlier lab of this run left when it was
+// killed (containers outlive perflab; local processes do not), where the
+// runtime can find them. The lab calls it once it holds the run, so it
+// never removes the servers of a lab still running it.
+func (r *LiveRunner) Sweep(ctx context.Context) ([]string, error) {
+	if sw, ok := r.Runtime.(engine.Sweeper); ok {
+		return sw.Sweep(ctx)
+	}
+	return nil, nil
+}
+
 // reusable says whether a server of cfg may be kept for the next
 // measurement of its config.
 func (r *LiveRunner) reusable(cfg engine.Config) bool {

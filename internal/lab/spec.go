@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,11 +39,28 @@ const (
 // RuntimeKind is the spec's runtime (the default's when the spec names an
 // unknown one, which validation refuses).
 func (s *Spec) RuntimeKind() runtimes.Kind {
+	if s.kind != nil && s.kind.Name() == s.Runtime {
+		return s.kind
+	}
 	k, err := runtimes.Lookup(s.Runtime)
 	if err != nil {
 		k, _ = runtimes.Lookup(runtimes.Default)
 	}
 	return k
+}
+
+// SetRuntimeKind keeps the Kind a runtimes.Specializer made for this spec
+// (the docker runtime on the simulated engine image), which RuntimeKind
+// then returns while the spec's runtime is that Kind's.
+func (s *Spec) SetRuntimeKind(k runtimes.Kind) { s.kind = k }
+
+// EngineVersions are the engines the spec runs, name → version.
+func (s *Spec) EngineVersions() map[string]string {
+	out := make(map[string]string, len(s.Engines))
+	for _, e := range s.Engines {
+		out[e.Name] = s.version(e.Name)
+	}
+	return out
 }
 
 // Objective metric names.
@@ -75,6 +94,16 @@ type Spec struct {
 	Base engine.Config `yaml:"base,omitempty" json:"base,omitempty"`
 	// Runtime is sim-predict, sim or process (the command line may override).
 	Runtime string `yaml:"runtime,omitempty" json:"runtime,omitempty"`
+	// Images overrides the container image per engine ("vllm", "sglang",
+	// "trtllm") for a runtime that runs engines in containers (docker); an
+	// engine not named runs in its official image at its version. Giving
+	// the simulated engine image (perflab sim image) for every engine runs
+	// the same spec on the simulator in containers.
+	Images map[string]string `yaml:"images,omitempty" json:"images,omitempty"`
+	// Volumes are extra bind mounts for every engine container,
+	// "HOST:CONTAINER[:ro]"; a relative HOST resolves against the spec's
+	// directory. (Extra environment is base.env, for every runtime.)
+	Volumes []string `yaml:"volumes,omitempty" json:"volumes,omitempty"`
 	// TimeScale speeds the sim runtime's clock (0 = the runtime's default).
 	TimeScale float64 `yaml:"time_scale,omitempty" json:"time_scale,omitempty"`
 	// Objective is what the lab maximizes.
@@ -127,8 +156,10 @@ type Spec struct {
 	// the ETA (default: 0 for sim-predict, 5 for sim, 180 for process).
 	StartupSeconds float64 `yaml:"startup_seconds,omitempty" json:"startup_seconds,omitempty"`
 
-	// dir and file are where the spec was read from (for messages).
+	// file is where the spec was read from (for messages).
 	file string
+	// kind is the runtime as specialized for this spec (SetRuntimeKind).
+	kind runtimes.Kind
 }
 
 // Hardware is the GPU type and count.
@@ -461,6 +492,22 @@ func (s *Spec) validate(line func(string) int) error {
 		if _, err := runtimes.Lookup(s.Runtime); err != nil {
 			return bad("$.runtime", "%v", err)
 		}
+	}
+	for _, eng := range slices.Sorted(maps.Keys(s.Images)) {
+		if _, ok := defaultVersions[eng]; !ok {
+			return bad("$.images."+eng, "images: unknown engine %q (want vllm, sglang or trtllm)", eng)
+		}
+		if strings.TrimSpace(s.Images[eng]) == "" || strings.ContainsAny(s.Images[eng], " \t\n") {
+			return bad("$.images."+eng, "images: %s: %q is not an image reference", eng, s.Images[eng])
+		}
+	}
+	for i, v := range s.Volumes {
+		if err := checkVolume(v); err != nil {
+			return bad(fmt.Sprintf("$.volumes[%d]", i), "volumes: %v", err)
+		}
+	}
+	if _, ok := s.Base.Env["HF_TOKEN"]; ok {
+		return bad("$.base.env.HF_TOKEN", "HF_TOKEN does not belong in a spec, which is stored with its run: perflab passes its own environment's HF_TOKEN to the engines")
 	}
 	switch s.Objective.Metric {
 	case "", ObjectiveTotalThroughput, ObjectiveThroughputPerGPU:
@@ -806,9 +853,42 @@ func (s *Spec) resolvePaths(base string, line func(string) int) error {
 	if s.Tuning != nil && s.Tuning.Path != "" {
 		s.Tuning.Path = under(base, s.Tuning.Path)
 	}
+	for i, v := range s.Volumes {
+		host, rest, ok := strings.Cut(v, ":")
+		if !ok || host == "" {
+			continue // validate names it
+		}
+		p := under(base, host)
+		if _, err := os.Stat(p); err != nil {
+			return &SpecError{File: s.file, Line: line(fmt.Sprintf("$.volumes[%d]", i)), Msg: fmt.Sprintf("volumes: %s: no such file or directory (%s; relative paths resolve against %s)", host, p, base)}
+		}
+		s.Volumes[i] = p + ":" + rest
+	}
 	for i := range s.Generalization {
 		if s.Generalization[i].Path != "" {
 			s.Generalization[i].Path = under(base, s.Generalization[i].Path)
+		}
+	}
+	return nil
+}
+
+// checkVolume checks a bind mount "HOST:CONTAINER[:OPTIONS]" as docker
+// run -v takes it, once the host side is absolute.
+func checkVolume(v string) error {
+	parts := strings.Split(v, ":")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
+		return fmt.Errorf("%q: want HOST:CONTAINER or HOST:CONTAINER:ro", v)
+	}
+	if !filepath.IsAbs(parts[1]) {
+		return fmt.Errorf("%q: the container path %s must be absolute", v, parts[1])
+	}
+	if len(parts) == 3 {
+		for _, o := range strings.Split(parts[2], ",") {
+			switch o {
+			case "ro", "rw", "z", "Z":
+			default:
+				return fmt.Errorf("%q: unknown option %q (want ro or rw)", v, o)
+			}
 		}
 	}
 	return nil

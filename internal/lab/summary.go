@@ -12,11 +12,15 @@ const SummaryVersion = 1
 // on each, the noise floors, the incumbents, the winner against the
 // baseline, the generalization pairs and the grid comparison when run.
 type Summary struct {
-	Version   int    `json:"version"`
-	Name      string `json:"name"`
-	Model     string `json:"model"`
-	Runtime   string `json:"runtime"`
-	Objective string `json:"objective"`
+	Version int    `json:"version"`
+	Name    string `json:"name"`
+	Model   string `json:"model"`
+	Runtime string `json:"runtime"`
+	// Provenance says where the figures come from, as the runtime told
+	// for this spec ("" for GPU measurements): the docker runtime runs the
+	// engines' images or the simulated one under one name.
+	Provenance string `json:"provenance,omitempty"`
+	Objective  string `json:"objective"`
 	// Unit is the objective's unit ("tok/s", "tok/s/GPU", "req/s within SLO").
 	Unit    string       `json:"unit"`
 	GPU     string       `json:"gpu"`

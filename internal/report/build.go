@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/perflab/perflab/internal/runtimes"
 	"sort"
 	"strings"
 
@@ -17,6 +18,7 @@ type labSummary struct {
 	Name         string          `json:"name"`
 	Model        string          `json:"model"`
 	Runtime      string          `json:"runtime"`
+	Provenance   string          `json:"provenance"`
 	Objective    string          `json:"objective"`
 	Unit         string          `json:"unit"`
 	GPU          string          `json:"gpu"`
@@ -92,7 +94,7 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 	gpus := max(sum.GPUs, 1)
 	r := &Report{
 		RunName: nonEmpty(sum.Name, run.Name), Model: sum.Model, GPU: sum.GPU, GPUs: sum.GPUs,
-		Runtime: sum.Runtime, Objective: nonEmpty(sum.Objective, "total_throughput"), Unit: nonEmpty(sum.Unit, "tok/s"), Engines: sum.Engines,
+		Runtime: sum.Runtime, Provenance: provenance(sum.Runtime, sum.Provenance), Objective: nonEmpty(sum.Objective, "total_throughput"), Unit: nonEmpty(sum.Unit, "tok/s"), Engines: sum.Engines,
 		NoiseFloor: sum.NoiseFloor, Workloads: sum.Workloads,
 		EngineStarts: sum.EngineStarts, GPUHours: sum.GPUHours, FreshStarts: sum.FreshStarts,
 	}
@@ -407,4 +409,17 @@ func validate(c *Candidate) []string {
 		w = append(w, name+": "+x)
 	}
 	return w
+}
+
+// provenance is where a run's figures come from: as its summary recorded
+// it, or, for a run stored before summaries did, as its runtime's name
+// tells ("" for GPU measurements or a runtime this build does not know).
+func provenance(runtime, recorded string) string {
+	if recorded != "" {
+		return recorded
+	}
+	if k, err := runtimes.Lookup(runtime); err == nil {
+		return k.Provenance()
+	}
+	return ""
 }

@@ -5,8 +5,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-
-	"github.com/perflab/perflab/internal/runtimes"
 )
 
 // WriteMarkdown writes the report in the reference reports' structure:
@@ -52,9 +50,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			p("Each change was kept only when its gain beat the run-to-run noise floor of %.2f%% measured from repeated runs of the incumbent and the best candidate; the ± on single-run cases is that floor.\n\n", 100*hi)
 		}
 	}
-	if k, err := runtimes.Lookup(r.Runtime); err == nil && k.Provenance() != "" {
+	if r.Provenance != "" {
 		// Said here, next to the numbers, and not only under the setup.
-		p("Runtime `%s`: these figures are %s.\n\n", r.Runtime, k.Provenance())
+		p("Runtime `%s`: these figures are %s.\n\n", r.Runtime, r.Provenance)
 	}
 
 	p("## Optimization Objective\n\n%s\n\n", objectiveSentence(r.Objective))
@@ -68,7 +66,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		p("- %s: v%s\n", engineTitle(e.Name), strings.TrimPrefix(e.Version, "v"))
 	}
 	if r.Runtime != "" {
-		p("\nRuntime: `%s`%s\n", r.Runtime, runtimeNote(r.Runtime))
+		p("\nRuntime: `%s`%s\n", r.Runtime, runtimeNote(r.Provenance))
 		if r.EngineStarts > 0 {
 			how := "one server per configuration, serving its repeats and workloads with its prefix cache reset between them; the noise floor is repeat-to-repeat on one server"
 			if r.FreshStarts {
@@ -363,11 +361,11 @@ func gpuPhrase(r *Report) string {
 	return fmt.Sprintf("%d× NVIDIA %s", r.GPUs, r.GPU)
 }
 
-// runtimeNote says where a run's figures come from, as its runtime tells
-// ("" for GPU measurements, or a runtime this build does not know).
-func runtimeNote(rt string) string {
-	if k, err := runtimes.Lookup(rt); err == nil && k.Provenance() != "" {
-		return " — figures are " + k.Provenance() + "."
+// runtimeNote says where a run's figures come from ("" for GPU
+// measurements).
+func runtimeNote(provenance string) string {
+	if provenance != "" {
+		return " — figures are " + provenance + "."
 	}
 	return ""
 }

@@ -19,9 +19,12 @@ type Report struct {
 	Model   string `json:"model"`
 	GPU     string `json:"gpu"`
 	// GPUs is the GPU count the lab ran on; 0 when not recorded (imports).
-	GPUs      int    `json:"gpus"`
-	Runtime   string `json:"runtime,omitempty"`
-	Objective string `json:"objective"`
+	GPUs    int    `json:"gpus"`
+	Runtime string `json:"runtime,omitempty"`
+	// Provenance says where the figures come from ("" for measurements
+	// on GPUs), as the runtime told when the lab ran.
+	Provenance string `json:"provenance,omitempty"`
+	Objective  string `json:"objective"`
 	// Unit is the objective's unit ("tok/s").
 	Unit string `json:"unit,omitempty"`
 	// EngineStarts and GPUHours are what the run's trials cost on a

@@ -1,8 +1,7 @@
 // Package runtimes is the one place where runtimes are named. Each name
-// (sim-predict, sim, process, and the container and cluster runtimes as
-// they come) maps to a Kind: the traits the lab plans and keys a run by,
-// the GPUs its trials are handed, and the engine.Runtime that starts its
-// servers. The lab and the CLI ask a Kind what they need to know and never
+// (sim-predict, sim, process, docker, and the cluster runtime as it comes)
+// maps to a Kind: the traits the lab plans and keys a run by, the GPUs its
+// trials are handed, and the engine.Runtime that starts its servers. The lab and the CLI ask a Kind what they need to know and never
 // compare a runtime's name.
 package runtimes
 
@@ -33,6 +32,36 @@ type Env struct {
 	// Binary is the perflab executable the sim runtime starts (default:
 	// this one).
 	Binary string
+	// Images overrides the container image per engine; Volumes are extra
+	// bind mounts "HOST:CONTAINER[:ro]" (container runtimes).
+	Images  map[string]string
+	Volumes []string
+	// Run is the run key the servers are tagged with, where the runtime
+	// can tag them, so that a later lab of the run finds what a killed one
+	// left.
+	Run string
+}
+
+// Choice is what a spec runs, for a Specializer: the engines it uses
+// (name → version) and the images it names.
+type Choice struct {
+	Engines map[string]string
+	Images  map[string]string
+}
+
+// Specializer is a Kind whose traits depend on what a spec runs: the docker
+// runtime measures GPUs on the engines' images and the simulator on the
+// simulated engine image. Specialize returns the Kind for that spec; the
+// caller keeps it with the spec (lab.Spec.SetRuntimeKind).
+type Specializer interface {
+	Specialize(ctx context.Context, c Choice) (Kind, error)
+}
+
+// Cleaner is a Kind whose servers can outlive perflab (containers): Cleanup
+// removes those still there, a run's (by its key) or every one perflab
+// started when run is "", for `perflab engine cleanup`.
+type Cleaner interface {
+	Cleanup(ctx context.Context, run string) ([]string, error)
 }
 
 // Kind is one runtime: what the lab must know about it, and how to start
@@ -80,6 +109,18 @@ var registry = map[string]Kind{
 	SimPredict: predictKind{},
 	Sim:        simKind{},
 	Process:    processKind{},
+	Docker:     dockerKind{},
+}
+
+// Cleaners are the runtimes whose servers can outlive perflab.
+func Cleaners() []Cleaner {
+	var out []Cleaner
+	for _, n := range Names() {
+		if c, ok := registry[n].(Cleaner); ok {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Lookup returns the runtime named name, or an error that lists the names.

@@ -10,6 +10,8 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+
+	"github.com/perflab/perflab/internal/engine"
 )
 
 // Cleanup removes every container perflab made that carries all of labels
@@ -55,6 +57,20 @@ func (r *Runtime) Cleanup(ctx context.Context, labels map[string]string) ([]stri
 	}
 	return removed, nil
 }
+
+// Sweep implements engine.Sweeper: it removes the containers of the run
+// named by the runtime's LabelRun label, which a perflab killed with -9
+// left behind. A runtime without a run label sweeps nothing, rather than
+// every perflab container on the host (other labs' among them).
+func (r *Runtime) Sweep(ctx context.Context) ([]string, error) {
+	run := r.Labels[LabelRun]
+	if run == "" {
+		return nil, nil
+	}
+	return r.Cleanup(ctx, map[string]string{LabelRun: run})
+}
+
+var _ engine.Sweeper = (*Runtime)(nil)
 
 // ListContainers is ContainerList, tried again a few times on an error:
 // podman fails the whole list ("container not known") when a container

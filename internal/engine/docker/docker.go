@@ -76,8 +76,8 @@ func ImageFor(eng, version string) (string, error) {
 // finds them all (Cleanup) or those of one run.
 const (
 	LabelManaged = "perflab.managed" // always "true"
-	LabelRun     = "perflab.run"
-	LabelTrial   = "perflab.trial"
+	LabelRun     = engine.LabelRun
+	LabelTrial   = engine.LabelTrial
 	LabelConfig  = "perflab.config" // a hash of the rendered command
 	LabelEngine  = "perflab.engine"
 	LabelVersion = "perflab.engine-version"
@@ -253,6 +253,20 @@ func (r *Runtime) build(l engine.Launch, cmd engine.Command, filesHost string, h
 	if filesHost != "" {
 		binds = append(binds, filesHost+":"+filesDir)
 	}
+	// A model (or draft model) given as a local directory is mounted at
+	// the same path, read-only, so the argv that names it is right inside
+	// the container too.
+	models := []string{l.Config.Model}
+	if sp := l.Config.Speculative; sp != nil {
+		models = append(models, sp.DraftModel)
+	}
+	for _, m := range models {
+		if filepath.IsAbs(m) && m != "/" {
+			if _, err := os.Stat(m); err == nil {
+				binds = append(binds, m+":"+m+":ro")
+			}
+		}
+	}
 	binds = append(binds, r.Volumes...)
 
 	labels := map[string]string{
@@ -262,6 +276,7 @@ func (r *Runtime) build(l engine.Launch, cmd engine.Command, filesHost string, h
 		LabelConfig:  configHash(cmd),
 	}
 	maps.Copy(labels, r.Labels)
+	maps.Copy(labels, l.Labels)
 	maps.Copy(labels, extraLabels)
 	labels[LabelManaged] = "true" // last: Cleanup finds containers by it
 

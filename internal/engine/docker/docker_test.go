@@ -212,6 +212,35 @@ func TestBuildContainerFilesMounted(t *testing.T) {
 	}
 }
 
+func TestBuildContainerLocalModelAndLabels(t *testing.T) {
+	// A model given as a local directory must be visible at the same path
+	// inside the container, since the argv names it; a Hub id mounts
+	// nothing. The launch's labels (the trial) land on the container.
+	dir := t.TempDir()
+	cfg := engine.Config{Engine: engine.VLLM, Model: dir}
+	cmd := mustRender(t, cfg)
+	sp, err := (&Runtime{HFHome: "none", Labels: map[string]string{LabelRun: "r1"}}).build(
+		engine.Launch{Config: cfg, Command: cmd, Labels: map[string]string{LabelTrial: "t/1"}}, cmd, "", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(sp.create.HostConfig.Binds, dir+":"+dir+":ro") {
+		t.Errorf("binds %q: the local model %s is not mounted", sp.create.HostConfig.Binds, dir)
+	}
+	if l := sp.create.Config.Labels; l[LabelRun] != "r1" || l[LabelTrial] != "t/1" || l[LabelManaged] != "true" {
+		t.Errorf("labels %v", l)
+	}
+	cfg.Model = "Qwen/Qwen3-14B"
+	cmd = mustRender(t, cfg)
+	sp, err = (&Runtime{HFHome: "none"}).build(engine.Launch{Config: cfg, Command: cmd}, cmd, "", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sp.create.HostConfig.Binds) != 0 {
+		t.Errorf("a Hub model mounted %q", sp.create.HostConfig.Binds)
+	}
+}
+
 func TestImageTable(t *testing.T) {
 	// Every version the renderer defaults to has its official image.
 	for eng, v := range engine.DefaultVersions {
