@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,6 +122,28 @@ func BenchmarkResume14B(b *testing.B) {
 	for b.Loop() {
 		if n := resumeLab(b, db); n != 0 {
 			b.Fatalf("the resume ran %d trials", n)
+		}
+	}
+}
+
+// TestParseImages: --image takes ENGINE=IMAGE, or an image alone for every
+// engine (the simulated engine image); later values win; an unknown engine
+// or an empty image is refused with the value quoted.
+func TestParseImages(t *testing.T) {
+	got, err := ParseImages([]string{"perflab-sim:dev", "sglang=lmsysorg/sglang:v0.5.9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"vllm": "perflab-sim:dev", "sglang": "lmsysorg/sglang:v0.5.9", "trtllm": "perflab-sim:dev"}
+	if !maps.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if m, err := ParseImages(nil); m != nil || err != nil {
+		t.Errorf("no --image: %v, %v", m, err)
+	}
+	for _, bad := range []string{"tgi=x:1", "vllm="} {
+		if _, err := ParseImages([]string{bad}); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%q: err %v", bad, err)
 		}
 	}
 }

@@ -177,6 +177,14 @@ func TestE2EDockerReducedLab(t *testing.T) {
 	cli, image := dockerE2E(t)
 	spec, db := writeSpec(t)
 	runDockerLab(t, cli, image, spec, db)
+
+	// The simulated image for vLLM only, SGLang on its official one: the
+	// figures would be neither the simulator's nor a GPU's, so the lab
+	// refuses before it runs anything, naming both.
+	b, err := exec.Command(perflabBin, "lab", spec, "--runtime", "docker", "--image", "vllm="+image, "--dry-run").CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "for every engine or for none") || !strings.Contains(string(b), "lmsysorg/sglang") {
+		t.Errorf("a mix of the simulated and a real image: %v\n%s", err, b)
+	}
 }
 
 // The 14B example, as a user runs it, only the runtime and the image

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,6 +23,13 @@ func TestParseSpecErrors(t *testing.T) {
 		{"bad runtime", head + "runtime: gpu\n", `runtime "gpu"`, 5},
 		{"missing model", "name: x\nengines: [{name: vllm}]\n", "model is required", 0},
 		{"per_engine unknown", head + "stages:\n  - name: attention_backend\n    per_engine: {sglang: [fa3]}\n", "not in engines", 0},
+		{"image of an unknown engine", head + "images: {tgi: x:1}\n", `unknown engine "tgi"`, 5},
+		{"empty image", head + "images: {vllm: \"\"}\n", "not an image reference", 5},
+		{"volume without container path", head + "volumes: [/data]\n", "HOST:CONTAINER", 5},
+		{"relative container path", head + "volumes: [\"/data:data\"]\n", "must be absolute", 5},
+		{"volume option", head + "volumes: [\"/data:/data:rx\"]\n", `unknown option "rx"`, 5},
+		{"missing volume host", head + "volumes: [\"./nonexistent-dir:/data\"]\n", "no such file", 5},
+		{"token in spec", head + "base: {env: {HF_TOKEN: hf_x}}\n", "HF_TOKEN does not belong", 0},
 		{"speculative needs draft", head + "stages:\n  - name: speculative\n    values: [\"eagle3:4\"]\n", "needs a draft model", 7},
 	}
 	for _, tc := range tests {
@@ -114,4 +122,25 @@ func FuzzParseSpec(f *testing.F) {
 			t.Fatalf("accepted spec without defaults: %+v", s)
 		}
 	})
+}
+
+// A volume's relative host path resolves against the spec's directory, as
+// every other path in it does, so the container sees the same files
+// wherever perflab runs from.
+func TestSpecVolumesResolve(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseSpecIn("spec.yaml", []byte("name: x\nmodel: m\nengines: [{name: vllm}]\nruntime: docker\nimages: {vllm: perflab-sim:dev}\nvolumes: [\"data:/data:ro\"]\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "data") + ":/data:ro"; len(s.Volumes) != 1 || s.Volumes[0] != want {
+		t.Errorf("volumes %q, want [%s]", s.Volumes, want)
+	}
+	other, _ := ParseSpecIn("spec.yaml", []byte("name: x\nmodel: m\nengines: [{name: vllm}]\nruntime: docker\nimages: {vllm: vllm/vllm-openai:v0.11.0}\nvolumes: [\"data:/data:ro\"]\n"), dir)
+	if other.Key() == s.Key() {
+		t.Error("two specs that differ in their images share a run key")
+	}
 }
