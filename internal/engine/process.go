@@ -3,7 +3,6 @@ package engine
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -156,7 +155,7 @@ func startProcess(ctx context.Context, l Launch, wrap wrapFunc, ringSize int, po
 		launch:     l,
 		argv:       argv,
 		baseURL:    "http://" + net.JoinHostPort(l.Host, strconv.Itoa(l.Port)),
-		ring:       newRing(ringSize),
+		ring:       NewLogRing(ringSize),
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 		poll:       poll,
@@ -202,7 +201,7 @@ type procHandle struct {
 	argv    []string
 	baseURL string
 	pid     int
-	ring    *ring
+	ring    *LogRing
 	poll    time.Duration
 	started time.Time
 
@@ -231,7 +230,7 @@ var (
 
 func (h *procHandle) BaseURL() string        { return h.baseURL }
 func (h *procHandle) Done() <-chan struct{}  { return h.done }
-func (h *procHandle) LogTail(n int) []string { return h.ring.tail(n) }
+func (h *procHandle) LogTail(n int) []string { return h.ring.Tail(n) }
 func (h *procHandle) Pid() int               { return h.pid }
 
 // Argv is the command line actually executed (with host and port).
@@ -260,12 +259,6 @@ func (h *procHandle) setFailure(f *Failure) *Failure {
 	return h.failure
 }
 
-// isProbeLine is true for access-log lines our own polling causes; they
-// must not count as loading progress.
-func isProbeLine(s string) bool {
-	return strings.Contains(s, "/health") || strings.Contains(s, "/v1/models")
-}
-
 func (h *procHandle) readLog(r io.ReadCloser, logf *os.File) {
 	defer close(h.readerDone)
 	defer logf.Close()
@@ -280,8 +273,8 @@ func (h *procHandle) readLog(r io.ReadCloser, logf *os.File) {
 			if i := strings.LastIndexByte(s, '\r'); i >= 0 {
 				s = s[i+1:]
 			}
-			h.ring.add(s)
-			if !isProbeLine(s) {
+			h.ring.Add(s)
+			if !IsProbeLine(s) {
 				h.progress.Store(time.Now().UnixNano())
 			}
 		}
@@ -318,17 +311,17 @@ func (h *procHandle) wait(c *exec.Cmd, status *os.File) {
 	stopping, ready, benching := h.stopping, h.ready, h.benching
 	h.mu.Unlock()
 	if !stopping && !shuttingDown.Load() {
-		tail := h.ring.tail(50)
+		tail := h.ring.Tail(50)
 		reason := fmt.Sprintf("exited (%v)", describeExit(ws, known, err))
-		if l := lastLine(tail); l != "" {
+		if l := LastLine(tail); l != "" {
 			reason += ": " + l
 		}
 		var f *Failure
 		switch {
 		case benching:
 			f = &Failure{Class: ClassCrashDuringBench, Reason: "server died during the benchmark, " + reason}
-		case oomLine(h.ring.tail(200)) != "":
-			f = &Failure{Class: ClassOOM, Reason: "out of memory at load: " + oomLine(h.ring.tail(200))}
+		case OOMLine(h.ring.Tail(200)) != "":
+			f = &Failure{Class: ClassOOM, Reason: "out of memory at load: " + OOMLine(h.ring.Tail(200))}
 		case ready:
 			f = &Failure{Class: ClassUnhealthy, Reason: "server died after it was ready, " + reason}
 		default:
@@ -395,7 +388,7 @@ func (h *procHandle) Ready(ctx context.Context) error {
 	defer tick.Stop()
 	answered := "" // last HTTP answer, to tell unhealthy from hung
 	for {
-		ok, note := h.probe(ctx, client, want)
+		ok, note := Probe(ctx, client, h.baseURL, want)
 		if ok {
 			h.mu.Lock()
 			h.ready = true
@@ -431,59 +424,11 @@ func (h *procHandle) notReady(answered, why string) error {
 	if answered != "" {
 		f = &Failure{Class: ClassUnhealthy, Reason: why + "; last answer: " + answered}
 	}
-	if l := lastLine(h.ring.tail(20)); l != "" {
+	if l := LastLine(h.ring.Tail(20)); l != "" {
 		f.Reason += "; last log line: " + l
 	}
-	f.LogTail = h.ring.tail(50)
+	f.LogTail = h.ring.Tail(50)
 	return h.setFailure(f)
-}
-
-// probe returns true when /health is 200 and /v1/models lists want (any
-// model when want is ""); note describes an HTTP answer that was not ready.
-func (h *procHandle) probe(ctx context.Context, client *http.Client, want string) (bool, string) {
-	get := func(path string) (int, []byte, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.baseURL+path, nil)
-		if err != nil {
-			return 0, nil, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return resp.StatusCode, body, err
-	}
-	code, _, err := get("/health")
-	if err != nil {
-		return false, ""
-	}
-	if code != http.StatusOK {
-		return false, fmt.Sprintf("GET /health: %d", code)
-	}
-	code, body, err := get("/v1/models")
-	if err != nil {
-		return false, "GET /v1/models: " + err.Error()
-	}
-	if code != http.StatusOK {
-		return false, fmt.Sprintf("GET /v1/models: %d", code)
-	}
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &list); err != nil {
-		return false, "GET /v1/models: bad JSON: " + err.Error()
-	}
-	var ids []string
-	for _, m := range list.Data {
-		if want == "" || m.ID == want {
-			return true, ""
-		}
-		ids = append(ids, m.ID)
-	}
-	return false, fmt.Sprintf("GET /v1/models lists %q, not %q", ids, want)
 }
 
 // Stop implements Handle.
@@ -518,45 +463,4 @@ func (h *procHandle) Stop(ctx context.Context) error {
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("engine: pid %d survived SIGKILL", h.pid)
 	}
-}
-
-// ring keeps the last n lines.
-type ring struct {
-	mu    sync.Mutex
-	lines []string
-	next  int
-	full  bool
-}
-
-func newRing(n int) *ring { return &ring{lines: make([]string, n)} }
-
-func (r *ring) add(s string) {
-	r.mu.Lock()
-	r.lines[r.next] = s
-	r.next = (r.next + 1) % len(r.lines)
-	if r.next == 0 {
-		r.full = true
-	}
-	r.mu.Unlock()
-}
-
-func (r *ring) tail(n int) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	size := r.next
-	if r.full {
-		size = len(r.lines)
-	}
-	if n > size || n <= 0 {
-		n = size
-	}
-	out := make([]string, 0, n)
-	for i := size - n; i < size; i++ {
-		idx := i
-		if r.full {
-			idx = (r.next + i) % len(r.lines)
-		}
-		out = append(out, r.lines[idx])
-	}
-	return out
 }

@@ -347,17 +347,17 @@ func TestProcessStartErrors(t *testing.T) {
 }
 
 func TestRing(t *testing.T) {
-	r := newRing(3)
-	if got := r.tail(5); len(got) != 0 {
+	r := NewLogRing(3)
+	if got := r.Tail(5); len(got) != 0 {
 		t.Errorf("empty ring tail = %q", got)
 	}
 	for i := 1; i <= 5; i++ {
-		r.add(strconv.Itoa(i))
+		r.Add(strconv.Itoa(i))
 	}
-	if got := strings.Join(r.tail(2), ","); got != "4,5" {
+	if got := strings.Join(r.Tail(2), ","); got != "4,5" {
 		t.Errorf("tail(2) = %s", got)
 	}
-	if got := strings.Join(r.tail(0), ","); got != "3,4,5" {
+	if got := strings.Join(r.Tail(0), ","); got != "3,4,5" {
 		t.Errorf("tail(0) = %s", got)
 	}
 }

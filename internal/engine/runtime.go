@@ -195,8 +195,9 @@ var oomMarkers = []string{
 	"insufficient gpu memory",
 }
 
-// oomLine returns the first log line that reports an OOM, or "".
-func oomLine(lines []string) string {
+// OOMLine returns the first log line that reports an out-of-memory error in
+// an engine's own words, or "": the rule every runtime classifies by.
+func OOMLine(lines []string) string {
 	for _, l := range lines {
 		low := strings.ToLower(l)
 		for _, m := range oomMarkers {
@@ -208,8 +209,8 @@ func oomLine(lines []string) string {
 	return ""
 }
 
-// lastLine is the last non-blank line, for one-line reasons.
-func lastLine(lines []string) string {
+// LastLine is the last non-blank line, shortened, for one-line reasons.
+func LastLine(lines []string) string {
 	for i := len(lines) - 1; i >= 0; i-- {
 		if s := strings.TrimSpace(lines[i]); s != "" {
 			if len(s) > 300 {

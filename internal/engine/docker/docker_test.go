@@ -275,10 +275,10 @@ func TestImageTable(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	rg := func(lines ...string) *ring {
-		r := newRing(100)
+	rg := func(lines ...string) *engine.LogRing {
+		r := engine.NewLogRing(100)
 		for _, l := range lines {
-			r.add(l)
+			r.Add(l)
 		}
 		return r
 	}
@@ -317,12 +317,12 @@ func TestFollowPullError(t *testing.T) {
 		"podman": `{"status":"Trying to pull x"}` + "\n" + `{"error":"manifest unknown","progressDetail":{}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := &handle{ring: newRing(10), logf: devNull(t), sp: spec{image: "x"}}
+			h := &handle{ring: engine.NewLogRing(10), logf: devNull(t), sp: spec{image: "x"}}
 			err := h.followPull(t.Context(), strings.NewReader(stream))
 			if err == nil || err.Error() != "manifest unknown" {
 				t.Fatalf("err %v, want the pull's own error", err)
 			}
-			if tail := h.ring.tail(0); len(tail) != 1 || !strings.Contains(tail[0], "pull x: ") {
+			if tail := h.ring.Tail(0); len(tail) != 1 || !strings.Contains(tail[0], "pull x: ") {
 				t.Errorf("progress lines %q", tail)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -29,7 +30,7 @@ type handle struct {
 	cli    client.APIClient
 	launch engine.Launch
 	sp     spec
-	ring   *ring
+	ring   *engine.LogRing
 	poll   time.Duration
 
 	logMu sync.Mutex
@@ -76,7 +77,7 @@ func newHandle(rt *Runtime, cli client.APIClient, l engine.Launch, sp spec, logf
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &handle{
-		rt: rt, cli: cli, launch: l, sp: sp, ring: newRing(size), poll: poll, logf: logf,
+		rt: rt, cli: cli, launch: l, sp: sp, ring: engine.NewLogRing(size), poll: poll, logf: logf,
 		launchCtx: ctx, cancelLaunch: cancel,
 		launched: make(chan struct{}), containerUp: make(chan struct{}),
 		done: make(chan struct{}), readerDone: make(chan struct{}),
@@ -88,7 +89,7 @@ func newHandle(rt *Runtime, cli client.APIClient, l engine.Launch, sp spec, logf
 
 func (h *handle) BaseURL() string        { return h.sp.baseURL }
 func (h *handle) Done() <-chan struct{}  { return h.done }
-func (h *handle) LogTail(n int) []string { return h.ring.tail(n) }
+func (h *handle) LogTail(n int) []string { return h.ring.Tail(n) }
 
 // Image is the image the container runs.
 func (h *handle) Image() string { return h.sp.image }
@@ -144,7 +145,7 @@ func (h *handle) logLine(s string) {
 	h.logMu.Lock()
 	_, _ = h.logf.WriteString(s + "\n")
 	h.logMu.Unlock()
-	h.ring.add(s)
+	h.ring.Add(s)
 	h.progress.Store(time.Now().UnixNano())
 }
 
@@ -156,7 +157,7 @@ func (h *handle) run() {
 	close(h.launched)
 	if fail != nil {
 		if !h.isStopping() {
-			fail.LogTail = h.ring.tail(50)
+			fail.LogTail = h.ring.Tail(50)
 			h.setFailure(fail)
 		}
 		h.removeFiles()
@@ -179,7 +180,13 @@ func (h *handle) launchContainer() (string, io.ReadCloser, *engine.Failure) {
 	if f := h.ensureImage(ctx); f != nil {
 		return "", nil, f
 	}
-	res, err := h.cli.ContainerCreate(ctx, h.sp.create)
+	// Not canceled by Stop: a create canceled in flight can still finish
+	// on the daemon (podman's does), making a container after Stop looked
+	// for it by name and found none. It takes well under a second; Stop,
+	// which waits for it, then removes the container by its id.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	res, err := h.cli.ContainerCreate(cctx, h.sp.create)
+	ccancel()
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			// Removed between the pull and the create (a prune).
@@ -356,8 +363,8 @@ func (h *handle) streamLog(id string, rc io.ReadCloser) {
 			if i := strings.LastIndexByte(s, '\r'); i >= 0 {
 				s = s[i+1:]
 			}
-			h.ring.add(s)
-			if !isProbeLine(s) {
+			h.ring.Add(s)
+			if !engine.IsProbeLine(s) {
 				h.progress.Store(time.Now().UnixNano())
 			}
 		}
@@ -433,8 +440,8 @@ type exit struct {
 // A container killed for memory is oom: Docker sets State.OOMKilled, but
 // podman (runc, cgroupfs) only reports exit 137, so 137 under a memory
 // limit counts too (a Stop would have been asked for otherwise).
-func classify(e exit, r *ring) *engine.Failure {
-	tail := r.tail(50)
+func classify(e exit, r *engine.LogRing) *engine.Failure {
+	tail := r.Tail(50)
 	how := fmt.Sprintf("status %d", e.code)
 	if e.code < 0 {
 		how = fmt.Sprintf("unknown status: %v", e.waitErr)
@@ -444,7 +451,7 @@ func classify(e exit, r *ring) *engine.Failure {
 		reason += ": " + l
 	}
 	var f *engine.Failure
-	oomLine := engine.OOMLine(r.tail(200))
+	oomLine := engine.OOMLine(r.Tail(200))
 	switch {
 	case e.oomKilled || (e.code == 137 && e.memLimit > 0):
 		f = &engine.Failure{Class: engine.ClassOOM, Reason: fmt.Sprintf("killed for memory (limit %d MiB), %s", e.memLimit>>20, reason)}
@@ -556,7 +563,7 @@ func (h *handle) Ready(ctx context.Context) error {
 	answered := ""
 	for {
 		if up == nil {
-			ok, note := probe(ctx, cl, h.sp.baseURL, want)
+			ok, note := engine.Probe(ctx, cl, h.sp.baseURL, want)
 			if ok {
 				h.mu.Lock()
 				h.ready = true
@@ -603,9 +610,11 @@ func (h *handle) notReady(answered, why string) error {
 	if answered != "" {
 		f = &engine.Failure{Class: engine.ClassUnhealthy, Reason: why + "; last answer: " + answered}
 	}
-	if l := engine.LastLine(h.ring.tail(20)); l != "" {
+	if l := engine.LastLine(h.ring.Tail(20)); l != "" {
 		f.Reason += "; last log line: " + l
 	}
-	f.LogTail = h.ring.tail(50)
+	f.LogTail = h.ring.Tail(50)
 	return h.setFailure(f)
 }
+
+func newProbeClient() *http.Client { return &http.Client{Timeout: 5 * time.Second} }

@@ -1,8 +1,9 @@
-package docker
+package engine
 
-// What this runtime shares in kind with the process runtime (its ring of
-// log lines, its readiness probe), written out here until the engine
-// package shares its own.
+// What every runtime shares in waiting for a server and reading its log:
+// the readiness probe, the ring of recent log lines, and which lines are
+// the probe's own echo. (The failure rules, OOM lines and exit classes,
+// are in runtime.go.)
 
 import (
 	"context"
@@ -12,20 +13,19 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 )
 
-// isProbeLine is true for access-log lines our own polling causes; they
+// IsProbeLine is true for access-log lines our own polling causes; they
 // must not count as loading progress.
-func isProbeLine(s string) bool {
+func IsProbeLine(s string) bool {
 	return strings.Contains(s, "/health") || strings.Contains(s, "/v1/models")
 }
 
-func newProbeClient() *http.Client { return &http.Client{Timeout: 5 * time.Second} }
-
-// probe returns true when /health is 200 and /v1/models lists want (any
-// model when want is ""); note describes an HTTP answer that was not ready.
-func probe(ctx context.Context, client *http.Client, base, want string) (bool, string) {
+// Probe is one readiness check of a server at base, the same for every
+// runtime: true when /health is 200 and /v1/models lists want (any model
+// when want is ""); note describes an HTTP answer that was not ready, to
+// tell an unhealthy server from a silent one.
+func Probe(ctx context.Context, client *http.Client, base, want string) (bool, string) {
 	get := func(path string) (int, []byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 		if err != nil {
@@ -71,17 +71,21 @@ func probe(ctx context.Context, client *http.Client, base, want string) (bool, s
 	return false, fmt.Sprintf("GET /v1/models lists %q, not %q", ids, want)
 }
 
-// ring keeps the last n lines.
-type ring struct {
+// LogRing keeps a server's last n log lines, for its LogTail and the
+// failure classification; every runtime streams its server's output into
+// one.
+type LogRing struct {
 	mu    sync.Mutex
 	lines []string
 	next  int
 	full  bool
 }
 
-func newRing(n int) *ring { return &ring{lines: make([]string, n)} }
+// NewLogRing keeps the last n lines.
+func NewLogRing(n int) *LogRing { return &LogRing{lines: make([]string, n)} }
 
-func (r *ring) add(s string) {
+// Add appends a line, dropping the oldest when full.
+func (r *LogRing) Add(s string) {
 	r.mu.Lock()
 	r.lines[r.next] = s
 	r.next = (r.next + 1) % len(r.lines)
@@ -91,7 +95,8 @@ func (r *ring) add(s string) {
 	r.mu.Unlock()
 }
 
-func (r *ring) tail(n int) []string {
+// Tail returns the last n lines, oldest first (all when n <= 0).
+func (r *LogRing) Tail(n int) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	size := r.next
