@@ -1,0 +1,916 @@
+package kubernetes
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	k8s "k8s.io/client-go/kubernetes"
+
+	"github.com/perflab/perflab/internal/engine"
+)
+
+// handle is one server in a pod. Its life: run creates the pod (and its
+// files ConfigMap), watches it and classes what happens to it, streams its
+// log once the container runs, deletes it when it has failed or ended, and
+// closes done once the pod is gone.
+type handle struct {
+	rt     *Runtime
+	cli    k8s.Interface
+	ns     string
+	launch engine.Launch
+	sp     spec
+	access Access
+	// localPort is the port-forward's port on 127.0.0.1 (PortForward).
+	localPort int
+	ring      *engine.LogRing
+	poll      time.Duration
+
+	logMu sync.Mutex
+	logf  *os.File // nil: the log lives only in the ring
+
+	progress atomic.Int64 // UnixNano of the last sign of progress
+
+	// launched is closed when the create phase has ended, one way or the
+	// other; up when the server can be reached (the pod runs, has an IP,
+	// and a port-forward listens); failed at the first failure; done when
+	// the pod is gone.
+	launched, up, failed, done chan struct{}
+	readerDone                 chan struct{}
+	// bg bounds the log reader and the port-forward; canceled when the
+	// pod is gone or Stop begins.
+	bg       context.Context
+	cancelBg context.CancelFunc
+
+	mu           sync.Mutex
+	baseURL      string
+	ready        bool
+	benching     bool
+	stopping     bool
+	failure      *engine.Failure
+	pullingSince time.Time // an image pull under way, by the pod's events
+	ended        bool      // the container has terminated
+
+	// Only the run goroutine touches these.
+	lastRV     string
+	seenEvents map[string]bool
+	logStarted bool
+	upDone     bool
+	deleted    time.Time // when run asked for the pod's deletion
+
+	stopOnce sync.Once
+	stopErr  error
+	upOnce   sync.Once
+	failOnce sync.Once
+}
+
+var (
+	_ engine.Handle      = (*handle)(nil)
+	_ engine.Benchmarker = (*handle)(nil)
+)
+
+// Start implements engine.Runtime. It returns at once: the pod is created,
+// scheduled and started in the background, and Ready reports how that went
+// (unschedulable, image_unavailable, ...). Stop removes the pod at any
+// point.
+func (r *Runtime) Start(ctx context.Context, l engine.Launch) (engine.Handle, error) {
+	return r.StartLabeled(ctx, l, nil)
+}
+
+// StartLabeled is Start with labels of this server's own on its pod besides
+// the runtime's (the trial's, {LabelTrial: key}).
+func (r *Runtime) StartLabeled(ctx context.Context, l engine.Launch, labels map[string]string) (engine.Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("kubernetes: start: %w", err)
+	}
+	if err := r.init(); err != nil {
+		return nil, err
+	}
+	cmd := l.Command
+	if len(cmd.Argv) == 0 {
+		var err error
+		if cmd, err = engine.Render(l.Config); err != nil {
+			return nil, err
+		}
+	}
+	sp, err := r.build(l, cmd, r.ns, nil, labels)
+	if err != nil {
+		return nil, err
+	}
+	h := &handle{
+		rt: r, cli: r.cli, ns: r.ns, launch: l, sp: sp, access: r.access,
+		ring: engine.NewLogRing(2000), poll: r.PollInterval,
+		launched: make(chan struct{}), up: make(chan struct{}), failed: make(chan struct{}),
+		done: make(chan struct{}), readerDone: make(chan struct{}),
+		seenEvents: map[string]bool{},
+	}
+	if r.LogLines > 0 {
+		h.ring = engine.NewLogRing(r.LogLines)
+	}
+	if h.poll <= 0 {
+		h.poll = 250 * time.Millisecond
+	}
+	if h.access == PortForward {
+		if h.localPort, err = freePort(); err != nil {
+			return nil, err
+		}
+		h.baseURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(h.localPort))
+	}
+	logPath := l.LogPath
+	if logPath == "" && l.WorkDir != "" {
+		logPath = filepath.Join(l.WorkDir, "engine.log")
+	}
+	if logPath == "" && l.KeepWorkDir {
+		dir, err := os.MkdirTemp("", "perflab-kube-")
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes: work dir: %w", err)
+		}
+		logPath = filepath.Join(dir, "engine.log")
+	}
+	if logPath != "" {
+		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+			return nil, fmt.Errorf("kubernetes: log dir: %w", err)
+		}
+		if h.logf, err = os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return nil, fmt.Errorf("kubernetes: open log: %w", err)
+		}
+	}
+	h.bg, h.cancelBg = context.WithCancel(context.Background())
+	h.progress.Store(time.Now().UnixNano())
+	where := "through a port-forward at " + h.baseURL
+	if h.access == PodIP {
+		where = fmt.Sprintf("directly at its pod IP, http://POD_IP:%d", r.port())
+	}
+	h.logLine(fmt.Sprintf("perflab: pod %s/%s from %s, reached %s", h.ns, sp.pod.Name, sp.image, where))
+	go h.run()
+	return h, nil
+}
+
+// freePort asks the kernel for an unused TCP port on 127.0.0.1.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("kubernetes: find free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// BaseURL implements engine.Handle: http://127.0.0.1:LOCALPORT through a
+// port-forward, or http://PODIP:PORT with PodIP access ("" until the pod
+// has an IP).
+func (h *handle) BaseURL() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.baseURL
+}
+
+// Done implements engine.Handle: closed when the pod is gone.
+func (h *handle) Done() <-chan struct{} { return h.done }
+
+// LogTail implements engine.Handle: the last n lines of the pod's log and
+// of perflab's own notes on it, kept after the pod is deleted.
+func (h *handle) LogTail(n int) []string { return h.ring.Tail(n) }
+
+// PodName is the pod's name.
+func (h *handle) PodName() string { return h.sp.pod.Name }
+
+// Namespace is the pod's namespace.
+func (h *handle) Namespace() string { return h.ns }
+
+// Image is the image the pod runs.
+func (h *handle) Image() string { return h.sp.image }
+
+// Argv is the command the pod's container runs, program first.
+func (h *handle) Argv() []string {
+	return append([]string(nil), h.sp.pod.Spec.Containers[0].Command...)
+}
+
+// MarkBenchmarking implements engine.Benchmarker.
+func (h *handle) MarkBenchmarking() {
+	h.mu.Lock()
+	h.benching = true
+	h.mu.Unlock()
+}
+
+// Failure implements engine.Handle.
+func (h *handle) Failure() *engine.Failure {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failure
+}
+
+// setFailure records the first failure only (later symptoms must not
+// overwrite the cause), unless Stop came first, and returns the one kept.
+func (h *handle) setFailure(f *engine.Failure) *engine.Failure {
+	h.mu.Lock()
+	if h.failure == nil && !h.stopping {
+		if f.LogTail == nil {
+			f.LogTail = h.ring.Tail(50)
+		}
+		h.failure = f
+	}
+	got := h.failure
+	h.mu.Unlock()
+	if got != nil {
+		h.failOnce.Do(func() { close(h.failed) })
+	}
+	return got
+}
+
+func (h *handle) isStopping() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stopping
+}
+
+// logLine writes one line of perflab's own to the log and the ring, as
+// progress.
+func (h *handle) logLine(s string) {
+	h.note(s)
+	h.progress.Store(time.Now().UnixNano())
+}
+
+// note writes one line of perflab's own to the log and the ring, without
+// counting as progress.
+func (h *handle) note(s string) {
+	h.logMu.Lock()
+	if h.logf != nil {
+		_, _ = h.logf.WriteString(s + "\n")
+	}
+	h.logMu.Unlock()
+	h.ring.Add(s)
+}
+
+func (h *handle) closeLog() {
+	h.logMu.Lock()
+	defer h.logMu.Unlock()
+	if h.logf != nil {
+		_ = h.logf.Close()
+		h.logf = nil
+	}
+}
+
+// run is the pod's whole life, in the background.
+func (h *handle) run() {
+	defer close(h.done)
+	defer h.closeLog()
+	defer h.cancelBg()
+	if f := h.create(); f != nil {
+		close(h.launched)
+		h.setFailure(f)
+		h.deleteFiles(context.Background())
+		return
+	}
+	close(h.launched)
+	h.watch()
+	h.cancelBg()
+	// Let the log reader drain what the container wrote last.
+	if h.logStarted {
+		select {
+		case <-h.readerDone:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	h.deleteFiles(context.Background())
+}
+
+// create makes the owner (if any), the files ConfigMap and the pod. It is
+// not canceled by Stop: a create canceled in flight may still be made on
+// the server; Stop waits for it, then deletes the pod by name.
+func (h *handle) create() *engine.Failure {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if h.isStopping() {
+		return nil
+	}
+	owner, err := h.rt.EnsureOwner(ctx)
+	if err != nil {
+		return &engine.Failure{Class: engine.ClassStartupCrash, Reason: err.Error()}
+	}
+	if owner != nil {
+		h.sp.pod.OwnerReferences = []metav1.OwnerReference{*owner}
+		if h.sp.files != nil {
+			h.sp.files.OwnerReferences = []metav1.OwnerReference{*owner}
+		}
+	}
+	if h.sp.files != nil {
+		if _, err := h.cli.CoreV1().ConfigMaps(h.ns).Create(ctx, h.sp.files, metav1.CreateOptions{}); err != nil {
+			return &engine.Failure{Class: engine.ClassStartupCrash, Reason: fmt.Sprintf("kubernetes: create configmap %s: %v", h.sp.files.Name, err)}
+		}
+	}
+	if _, err := h.cli.CoreV1().Pods(h.ns).Create(ctx, h.sp.pod, metav1.CreateOptions{}); err != nil {
+		class := engine.ClassStartupCrash
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			// Refused as written (a quota, an admission policy, a bad
+			// field): the same every time.
+			class = engine.ClassInvalidConfig
+		}
+		return &engine.Failure{Class: class, Reason: fmt.Sprintf("kubernetes: create pod %s: %v", h.sp.pod.Name, err)}
+	}
+	h.logLine(fmt.Sprintf("perflab: pod %s created", h.sp.pod.Name))
+	return nil
+}
+
+// resync is how often run re-reads the pod and its events besides the
+// watch.
+func (h *handle) resync() time.Duration { return max(4*h.poll, time.Second) }
+
+// watch follows the pod until it is gone, classing each state it sees.
+// The watch is re-opened when it ends; a periodic read of the pod (and
+// its events) covers what a watch may miss.
+func (h *handle) watch() {
+	name := h.sp.pod.Name
+	pods := h.cli.CoreV1().Pods(h.ns)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tick := time.NewTicker(h.resync())
+	defer tick.Stop()
+	var w watch.Interface
+	defer func() {
+		if w != nil {
+			w.Stop()
+		}
+	}()
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	watchFails := 0
+	for {
+		if w == nil && watchFails < 3 {
+			var err error
+			if w, err = pods.Watch(ctx, metav1.ListOptions{FieldSelector: sel}); err != nil {
+				w = nil
+				watchFails++
+			}
+			// A fresh read after (re)opening: what happened while no
+			// watch was open.
+			if h.read(ctx) {
+				return
+			}
+		}
+		var events <-chan watch.Event
+		if w != nil {
+			events = w.ResultChan()
+		}
+		select {
+		case ev, ok := <-events:
+			if !ok || ev.Type == watch.Error {
+				w.Stop()
+				w = nil
+				continue
+			}
+			pod, isPod := ev.Object.(*corev1.Pod)
+			if !isPod || pod.Name != name {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				h.gone()
+				return
+			}
+			h.observe(pod)
+		case <-tick.C:
+			watchFails = 0
+			if h.read(ctx) {
+				return
+			}
+			h.readEvents(ctx)
+			if h.giveUp() {
+				return
+			}
+		}
+	}
+}
+
+// read gets the pod and observes it; true when it is gone.
+func (h *handle) read(ctx context.Context) bool {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pod, err := h.cli.CoreV1().Pods(h.ns).Get(rctx, h.sp.pod.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		h.gone()
+		return true
+	}
+	if err == nil {
+		h.observe(pod)
+	}
+	return false
+}
+
+// gone is the pod's deletion, seen: a failure unless perflab asked for it.
+func (h *handle) gone() {
+	h.mu.Lock()
+	ours := h.stopping || h.failure != nil || !h.deleted.IsZero()
+	h.mu.Unlock()
+	if ours {
+		return
+	}
+	h.setFailure(h.classifyEnd(-1, "pod was deleted (not by perflab)", false))
+}
+
+// giveUp is true when the pod run asked to delete has not gone in a
+// long while (a node that no longer answers): stop watching it.
+func (h *handle) giveUp() bool {
+	if h.deleted.IsZero() {
+		return false
+	}
+	since := time.Since(h.deleted)
+	if since > stopGrace(h.launch)+10*time.Second {
+		h.deletePod(0) // force
+	}
+	if since > stopGrace(h.launch)+2*time.Minute {
+		h.note(fmt.Sprintf("perflab: pod %s is still there %v after its deletion; no longer watched", h.sp.pod.Name, since.Round(time.Second)))
+		return true
+	}
+	return false
+}
+
+// deletePod asks for the pod's deletion with a grace period in seconds.
+func (h *handle) deletePod(grace int64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := h.cli.CoreV1().Pods(h.ns).Delete(ctx, h.sp.pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("kubernetes: delete pod %s: %w", h.sp.pod.Name, err)
+	}
+	return nil
+}
+
+// deleteFiles deletes the files ConfigMap, if any.
+func (h *handle) deleteFiles(ctx context.Context) {
+	if h.sp.files == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_ = h.cli.CoreV1().ConfigMaps(h.ns).Delete(ctx, h.sp.files.Name, metav1.DeleteOptions{})
+}
+
+// podState is what assess reads from a pod's status.
+type podState struct {
+	// fail is a failure the status alone shows before the container ran:
+	// unschedulable, an image that cannot be pulled, a container that
+	// cannot be created.
+	fail *engine.Failure
+	// running: the container runs and the pod has an IP.
+	running bool
+	ip      string
+	node    string
+	// term is the container's end, if it ended; podFailed a pod that
+	// failed without one (evicted, refused by the node).
+	term      *corev1.ContainerStateTerminated
+	podFailed string
+}
+
+// assess reads a pod's status: the classification of everything that
+// needs no log.
+func assess(pod *corev1.Pod, image string) podState {
+	st := podState{ip: pod.Status.PodIP, node: pod.Spec.NodeName}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			msg := c.Message
+			if msg == "" {
+				msg = "no node fits it"
+			}
+			st.fail = &engine.Failure{Class: ClassUnschedulable, Reason: "pod cannot be scheduled: " + msg}
+			return st
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != containerName {
+			continue
+		}
+		switch {
+		case cs.State.Waiting != nil:
+			w := cs.State.Waiting
+			detail := w.Reason
+			if w.Message != "" {
+				detail += ": " + w.Message
+			}
+			switch w.Reason {
+			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
+				st.fail = &engine.Failure{Class: engine.ClassImageUnavailable, Reason: fmt.Sprintf("image %s cannot be pulled: %s", image, detail)}
+			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+				st.fail = &engine.Failure{Class: engine.ClassStartupCrash, Reason: "container cannot start: " + detail}
+			}
+		case cs.State.Terminated != nil:
+			st.term = cs.State.Terminated
+		case cs.State.Running != nil:
+			st.running = st.ip != ""
+		}
+	}
+	if st.term == nil && pod.Status.Phase == corev1.PodFailed {
+		st.podFailed = strings.TrimSpace(pod.Status.Reason + ": " + pod.Status.Message)
+		if st.podFailed == ":" {
+			st.podFailed = "phase Failed"
+		}
+	}
+	return st
+}
+
+// observe acts on one state of the pod: progress, failure, start of the
+// log and of the access path, the end of the container.
+func (h *handle) observe(pod *corev1.Pod) {
+	if pod.ResourceVersion != h.lastRV {
+		h.lastRV = pod.ResourceVersion
+		h.progress.Store(time.Now().UnixNano())
+	}
+	if pod.DeletionTimestamp != nil {
+		h.gone()
+	}
+	h.mu.Lock()
+	ended := h.ended
+	h.mu.Unlock()
+	if ended || !h.deleted.IsZero() {
+		return
+	}
+	st := assess(pod, h.sp.image)
+	if st.fail != nil {
+		h.setFailure(st.fail)
+		h.endPod()
+		return
+	}
+	if st.running || st.term != nil {
+		h.startLog()
+	}
+	if st.running {
+		h.startAccess(st)
+	}
+	if st.term != nil || st.podFailed != "" {
+		h.mu.Lock()
+		h.ended = true
+		h.mu.Unlock()
+		if h.logStarted {
+			select {
+			case <-h.readerDone:
+			case <-time.After(3 * time.Second):
+			}
+		}
+		if st.term != nil {
+			t := st.term
+			how := fmt.Sprintf("status %d", t.ExitCode)
+			if t.Reason != "" && t.Reason != "Error" && t.Reason != "Completed" {
+				how += ", " + t.Reason
+			}
+			if l := engine.LastLine([]string{t.Message}); l != "" && t.Reason != "OOMKilled" {
+				how += ": " + l
+			}
+			h.setFailure(h.classifyEnd(int(t.ExitCode), "container exited ("+how+")", t.Reason == "OOMKilled"))
+		} else {
+			h.setFailure(h.classifyEnd(-1, "pod failed ("+st.podFailed+")", false))
+		}
+		h.endPod()
+	}
+}
+
+// endPod deletes the pod of a server that failed or ended by itself.
+func (h *handle) endPod() {
+	h.cancelBg()
+	if !h.deleted.IsZero() {
+		return
+	}
+	h.deleted = time.Now()
+	if err := h.deletePod(0); err != nil {
+		h.note("perflab: " + err.Error())
+	}
+}
+
+// classifyEnd names the failure of a server that ended without a Stop, as
+// the docker runtime does.
+func (h *handle) classifyEnd(code int, what string, oomKilled bool) *engine.Failure {
+	h.mu.Lock()
+	ready, benching := h.ready, h.benching
+	h.mu.Unlock()
+	tail := h.ring.Tail(50)
+	reason := what
+	if l := engine.LastLine(tail); l != "" {
+		reason += ": " + l
+	}
+	oomLine := engine.OOMLine(h.ring.Tail(200))
+	var f *engine.Failure
+	switch {
+	case oomKilled:
+		f = &engine.Failure{Class: engine.ClassOOM, Reason: "killed for memory (OOMKilled), " + reason}
+	case benching:
+		f = &engine.Failure{Class: engine.ClassCrashDuringBench, Reason: "server died during the benchmark, " + reason}
+	case oomLine != "":
+		f = &engine.Failure{Class: engine.ClassOOM, Reason: "out of memory at load: " + oomLine}
+	case ready:
+		f = &engine.Failure{Class: engine.ClassUnhealthy, Reason: "server died after it was ready, " + reason}
+	default:
+		f = &engine.Failure{Class: engine.ClassStartupCrash, Reason: "server " + reason + " before it was ready"}
+	}
+	f.LogTail, f.ExitCode = tail, code
+	return f
+}
+
+// readEvents logs the pod's new events (scheduling, pulls, mounts), which
+// count as progress, and follows image pulls: during one the log is
+// silent, so the stall timer waits for it.
+func (h *handle) readEvents(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	sel := fields.Set{"involvedObject.name": h.sp.pod.Name, "involvedObject.kind": "Pod"}.AsSelector().String()
+	list, err := h.cli.CoreV1().Events(h.ns).List(rctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return
+	}
+	evs := list.Items
+	// Oldest first, by when each was last seen.
+	sortEvents(evs)
+	for _, ev := range evs {
+		if ev.InvolvedObject.Name != h.sp.pod.Name || h.seenEvents[string(ev.UID)+ev.Name] {
+			continue
+		}
+		h.seenEvents[string(ev.UID)+ev.Name] = true
+		h.logLine(fmt.Sprintf("perflab: event %s %s: %s", ev.Type, ev.Reason, strings.TrimSpace(ev.Message)))
+		h.mu.Lock()
+		switch ev.Reason {
+		case "Pulling":
+			h.pullingSince = time.Now()
+		case "Pulled", "Failed", "BackOff", "ErrImageNeverPull", "InspectFailed", "Created", "Started":
+			h.pullingSince = time.Time{}
+		}
+		h.mu.Unlock()
+	}
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+func sortEvents(evs []corev1.Event) {
+	for i := 1; i < len(evs); i++ {
+		for j := i; j > 0 && eventTime(evs[j]).Before(eventTime(evs[j-1])); j-- {
+			evs[j], evs[j-1] = evs[j-1], evs[j]
+		}
+	}
+}
+
+// startLog starts the reader of the container's log, once.
+func (h *handle) startLog() {
+	if h.logStarted {
+		return
+	}
+	h.logStarted = true
+	go h.streamLog()
+}
+
+// streamLog follows the container's log into the log file and the ring,
+// line by line. A stream that ends while the container still runs (a
+// dropped connection) is opened again from the last line's time stamp.
+func (h *handle) streamLog() {
+	defer close(h.readerDone)
+	var last time.Time
+	for try := 0; ; try++ {
+		opts := &corev1.PodLogOptions{Container: containerName, Follow: true, Timestamps: true}
+		if !last.IsZero() {
+			opts.SinceTime = &metav1.Time{Time: last}
+		}
+		rc, err := h.cli.CoreV1().Pods(h.ns).GetLogs(h.sp.pod.Name, opts).Stream(h.bg)
+		stamped := false
+		if err == nil {
+			stamped = h.readLog(rc, &last)
+			rc.Close()
+		} else if try == 0 && h.bg.Err() == nil {
+			h.note("perflab: read pod log: " + err.Error())
+		}
+		h.mu.Lock()
+		ended := h.ended
+		h.mu.Unlock()
+		// Without time stamps a second stream would repeat the log.
+		if ended || (err == nil && !stamped) || try > 100 {
+			return
+		}
+		select {
+		case <-h.bg.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// readLog copies one log stream; lines at or before last (a stream opened
+// again) are skipped. It says whether the lines carried time stamps.
+func (h *handle) readLog(rc io.Reader, last *time.Time) bool {
+	resumed := !last.IsZero()
+	stamped := false
+	br := bufio.NewReaderSize(rc, 64<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if line != "" {
+			s := strings.TrimRight(line, "\r\n")
+			if ts, rest, ok := strings.Cut(s, " "); ok {
+				if t, perr := time.Parse(time.RFC3339Nano, ts); perr == nil {
+					stamped = true
+					if resumed && !t.After(*last) {
+						continue
+					}
+					*last = t
+					s = rest
+				}
+			}
+			h.logMu.Lock()
+			if h.logf != nil {
+				_, _ = h.logf.WriteString(s + "\n")
+			}
+			h.logMu.Unlock()
+			// Progress bars redraw with \r; keep the latest frame.
+			if i := strings.LastIndexByte(s, '\r'); i >= 0 {
+				s = s[i+1:]
+			}
+			h.ring.Add(s)
+			if !engine.IsProbeLine(s) {
+				h.progress.Store(time.Now().UnixNano())
+			}
+		}
+		if err != nil {
+			return stamped
+		}
+	}
+}
+
+// startAccess opens the path to the server once the pod runs: its IP, or
+// a port-forward.
+func (h *handle) startAccess(st podState) {
+	if h.upDone {
+		return
+	}
+	h.upDone = true
+	if h.access == PodIP {
+		base := "http://" + net.JoinHostPort(st.ip, strconv.Itoa(h.rt.port()))
+		h.mu.Lock()
+		h.baseURL = base
+		h.mu.Unlock()
+		h.logLine(fmt.Sprintf("perflab: pod %s runs on node %s at %s; server at %s", h.sp.pod.Name, st.node, st.ip, base))
+		h.setUp()
+		return
+	}
+	h.logLine(fmt.Sprintf("perflab: pod %s runs on node %s at %s; forwarding %s to its port %d", h.sp.pod.Name, st.node, st.ip, h.baseURL, h.rt.port()))
+	go h.forward()
+}
+
+func (h *handle) setUp() { h.upOnce.Do(func() { close(h.up) }) }
+
+// Stop implements engine.Handle: it deletes the pod (SIGTERM, then SIGKILL
+// after the grace period), closes the port-forward and waits until the
+// pod is gone. Idempotent; later calls wait for the first one's result.
+// A pod still pending or pulling goes as well.
+func (h *handle) Stop(ctx context.Context) error {
+	h.stopOnce.Do(func() { h.stopErr = h.stop(ctx) })
+	return h.stopErr
+}
+
+func (h *handle) stop(ctx context.Context) error {
+	h.mu.Lock()
+	h.stopping = true
+	h.mu.Unlock()
+	select {
+	case <-h.done:
+		// Ended by itself and deleted already; make sure.
+		return h.deletePod(0)
+	case <-h.launched:
+	}
+	h.cancelBg() // the port-forward and the log reader
+	grace := stopGrace(h.launch)
+	if ctx.Err() != nil {
+		// The lab shutting down: no grace, but the pod still goes.
+		grace = 0
+	}
+	err := h.deletePod(int64(grace / time.Second))
+	force := time.NewTimer(grace + 10*time.Second)
+	defer force.Stop()
+	giveUp := time.NewTimer(grace + 40*time.Second)
+	defer giveUp.Stop()
+	for {
+		select {
+		case <-h.done:
+			h.deleteFiles(ctx)
+			return err
+		case <-force.C:
+			h.note(fmt.Sprintf("perflab: pod %s still there %v after its deletion; deleting it with no grace", h.sp.pod.Name, grace+10*time.Second))
+			if ferr := h.deletePod(0); ferr != nil && err == nil {
+				err = ferr
+			}
+		case <-giveUp.C:
+			h.deleteFiles(ctx)
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("kubernetes: pod %s/%s did not go in %v", h.ns, h.sp.pod.Name, grace+40*time.Second)
+		}
+	}
+}
+
+// Ready implements engine.Handle: it waits until /health answers 200 and
+// /v1/models lists the model, the pod fails (unschedulable, an image that
+// cannot be pulled, the container's exit), the log and the pod stall, or
+// the ready timeout passes. The timeout counts from the container's start,
+// so scheduling and the image pull do not eat into it; an image pull, which
+// logs nothing, is capped by the runtime's PullTimeout instead of the stall
+// timeout.
+func (h *handle) Ready(ctx context.Context) error {
+	stall := h.launch.StallTimeout
+	if stall <= 0 {
+		stall = 5 * time.Minute
+	}
+	pullTimeout := h.rt.PullTimeout
+	if pullTimeout <= 0 {
+		pullTimeout = 30 * time.Minute
+	}
+	var hardDeadline <-chan time.Time
+	up := (<-chan struct{})(h.up)
+	cl := &http.Client{Timeout: 5 * time.Second}
+	want := h.launch.Config.ServedName()
+	tick := time.NewTicker(h.poll)
+	defer tick.Stop()
+	answered := ""
+	for {
+		if up == nil {
+			ok, note := engine.Probe(ctx, cl, h.BaseURL(), want)
+			if ok {
+				h.mu.Lock()
+				h.ready = true
+				h.mu.Unlock()
+				return nil
+			}
+			if note != "" {
+				answered = note
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kubernetes: wait for ready: %w", ctx.Err())
+		case <-h.failed:
+			return h.Failure()
+		case <-h.done:
+			if f := h.Failure(); f != nil {
+				return f
+			}
+			return errors.New("kubernetes: server stopped before it was ready")
+		case <-up:
+			up = nil
+			if d := h.launch.ReadyTimeout; d > 0 {
+				t := time.NewTimer(d)
+				defer t.Stop()
+				hardDeadline = t.C
+			}
+		case <-hardDeadline:
+			return h.notReady(answered, fmt.Sprintf("not ready %v after the container started", h.launch.ReadyTimeout))
+		case <-tick.C:
+			h.mu.Lock()
+			pulling := h.pullingSince
+			h.mu.Unlock()
+			if !pulling.IsZero() {
+				if since := time.Since(pulling); since > pullTimeout {
+					return h.notReady("", fmt.Sprintf("the pull of %s still under way after %v", h.sp.image, since.Round(time.Second)))
+				}
+				continue
+			}
+			if since := time.Since(time.Unix(0, h.progress.Load())); since > stall {
+				what := "no log progress"
+				if up != nil {
+					what = "no pod or log progress"
+				}
+				return h.notReady(answered, fmt.Sprintf("%s for %v", what, since.Round(time.Millisecond)))
+			}
+		}
+	}
+}
+
+// notReady classes a timed-out wait: a server that answers HTTP but never
+// becomes ready is unhealthy; one that never answers is hung.
+func (h *handle) notReady(answered, why string) error {
+	f := &engine.Failure{Class: engine.ClassHung, Reason: why}
+	if answered != "" {
+		f = &engine.Failure{Class: engine.ClassUnhealthy, Reason: why + "; last answer: " + answered}
+	}
+	if l := engine.LastLine(h.ring.Tail(20)); l != "" {
+		f.Reason += "; last log line: " + l
+	}
+	f.LogTail = h.ring.Tail(50)
+	if got := h.setFailure(f); got != nil {
+		return got
+	}
+	return f
+}
