@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	klabels "k8s.io/apimachinery/pkg/labels"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // Cleanup deletes every pod perflab made that carries all of labels (every
@@ -40,7 +41,7 @@ func (r *Runtime) Cleanup(ctx context.Context, labels map[string]string) ([]stri
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: list pods: %w", err)
 	}
-	zero := int64(0)
+	zero, grace := int64(0), int64(cleanupGrace)
 	var removed, errs []string
 	for _, p := range list.Items {
 		// The selector is checked again here: a stand-in server that
@@ -48,7 +49,7 @@ func (r *Runtime) Cleanup(ctx context.Context, labels map[string]string) ([]stri
 		if !sel.Matches(klabels.Set(p.Labels)) {
 			continue
 		}
-		err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Sprintf("pod %s: %v", p.Name, err))
 			continue
@@ -71,32 +72,49 @@ func (r *Runtime) Cleanup(ctx context.Context, labels map[string]string) ([]stri
 			}
 		}
 	}
-	// Wait for the pods to go: a pod still terminating holds its GPUs, and
-	// the next one would be unschedulable.
-	deadline := time.Now().Add(time.Minute)
-	for _, name := range removed {
-		for {
-			_, err := pods.Get(ctx, name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				break
-			}
-			if ctx.Err() != nil || time.Now().After(deadline) {
-				errs = append(errs, fmt.Sprintf("pod %s: still there after its deletion", name))
-				break
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(250 * time.Millisecond):
-			}
+	// Wait for the pods to go: a pod still terminating holds its GPUs
+	// (the scheduler would find the next one unschedulable), and one
+	// deleted with no grace may leave its process holding GPU memory for
+	// a moment. A pod no kubelet confirms goes with no grace at the end.
+	if left := waitGone(ctx, pods, removed, time.Duration(cleanupGrace+20)*time.Second); len(left) > 0 {
+		for _, name := range left {
+			_ = pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		}
-		if time.Now().After(deadline) {
-			break
+		for _, name := range waitGone(ctx, pods, left, 10*time.Second) {
+			errs = append(errs, fmt.Sprintf("pod %s: still there after its deletion", name))
 		}
 	}
 	if len(errs) > 0 {
 		return removed, fmt.Errorf("kubernetes: cleanup: %s", strings.Join(errs, "; "))
 	}
 	return removed, nil
+}
+
+// cleanupGrace is the grace period, in seconds, of a leftover pod's
+// deletion.
+const cleanupGrace = 2
+
+// waitGone waits until the named pods are gone, or for at most d; it
+// returns those still there.
+func waitGone(ctx context.Context, pods corev1client.PodInterface, names []string, d time.Duration) []string {
+	deadline := time.Now().Add(d)
+	var left []string
+	for i, name := range names {
+		for {
+			_, err := pods.Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if ctx.Err() != nil || time.Now().After(deadline) {
+				return append(left, names[i:]...)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}
+	return left
 }
 
 // Sweep implements engine.Sweeper: it deletes the pods of the run named by

@@ -22,6 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/go-logr/logr"
 
 	"github.com/perflab/perflab/internal/engine"
 )
@@ -54,9 +57,12 @@ type handle struct {
 	launched, up, failed, done chan struct{}
 	readerDone                 chan struct{}
 	// bg bounds the log reader and the port-forward; canceled when the
-	// pod is gone or Stop begins.
+	// pod is gone. fw bounds the port-forward; canceled when Stop begins
+	// or the server has ended.
 	bg       context.Context
 	cancelBg context.CancelFunc
+	fw       context.Context
+	cancelFw context.CancelFunc
 
 	mu           sync.Mutex
 	baseURL      string
@@ -152,6 +158,9 @@ func (r *Runtime) StartLabeled(ctx context.Context, l engine.Launch, labels map[
 		}
 	}
 	h.bg, h.cancelBg = context.WithCancel(context.Background())
+	// The port-forward's errors (a refused connection while the engine
+	// loads) go to the handle's log, not klog's stderr.
+	h.fw, h.cancelFw = context.WithCancel(klog.NewContext(h.bg, logr.Discard()))
 	h.progress.Store(time.Now().UnixNano())
 	where := "through a port-forward at " + h.baseURL
 	if h.access == PodIP {
@@ -481,7 +490,9 @@ type podState struct {
 func assess(pod *corev1.Pod, image string) podState {
 	st := podState{ip: pod.Status.PodIP, node: pod.Spec.NodeName}
 	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+		// A pod nominated for a node waits for a preemption there.
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
+			pod.Status.NominatedNodeName == "" {
 			msg := c.Message
 			if msg == "" {
 				msg = "no node fits it"
@@ -579,7 +590,7 @@ func (h *handle) observe(pod *corev1.Pod) {
 
 // endPod deletes the pod of a server that failed or ended by itself.
 func (h *handle) endPod() {
-	h.cancelBg()
+	h.cancelFw()
 	if !h.deleted.IsZero() {
 		return
 	}
@@ -791,7 +802,7 @@ func (h *handle) stop(ctx context.Context) error {
 		return h.deletePod(0)
 	case <-h.launched:
 	}
-	h.cancelBg() // the port-forward and the log reader
+	h.cancelFw() // the log reader goes on until the container ends
 	grace := stopGrace(h.launch)
 	if ctx.Err() != nil {
 		// The lab shutting down: no grace, but the pod still goes.

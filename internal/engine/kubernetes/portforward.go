@@ -17,9 +17,9 @@ import (
 // again if it ends while the pod runs, until the handle's background
 // context ends. up is closed when it first listens.
 func (h *handle) forward() {
-	for try := 0; h.bg.Err() == nil; try++ {
+	for try := 0; h.fw.Err() == nil; try++ {
 		err := h.forwardOnce()
-		if h.bg.Err() != nil {
+		if h.fw.Err() != nil {
 			return
 		}
 		if err == nil {
@@ -29,9 +29,9 @@ func (h *handle) forward() {
 			h.note("perflab: port-forward to pod " + h.sp.pod.Name + ": " + err.Error() + "; opening it again")
 		}
 		select {
-		case <-h.bg.Done():
+		case <-h.fw.Done():
 			return
-		case <-time.After(time.Second):
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
@@ -54,7 +54,7 @@ func (h *handle) forwardOnce() error {
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
 	ready := make(chan struct{})
 	ports := []string{fmt.Sprintf("%d:%d", h.localPort, h.rt.port())}
-	fw, err := portforward.NewOnAddressesWithContext(h.bg, dialer, []string{"127.0.0.1"}, ports, ready, io.Discard, noteWriter{h})
+	fw, err := portforward.NewOnAddressesWithContext(h.fw, dialer, []string{"127.0.0.1"}, ports, ready, io.Discard, noteWriter{h})
 	if err != nil {
 		return fmt.Errorf("kubernetes: port-forward: %w", err)
 	}
@@ -62,7 +62,7 @@ func (h *handle) forwardOnce() error {
 		select {
 		case <-ready:
 			h.setUp()
-		case <-h.bg.Done():
+		case <-h.fw.Done():
 		}
 	}()
 	if err := fw.ForwardPorts(); err != nil {
