@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	klabels "k8s.io/apimachinery/pkg/labels"
@@ -49,7 +50,11 @@ func (r *Runtime) Cleanup(ctx context.Context, labels map[string]string) ([]stri
 		if !sel.Matches(klabels.Set(p.Labels)) {
 			continue
 		}
-		err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		g := &grace
+		if !containerStarted(&p) {
+			g = &zero // nothing runs that a grace period would help
+		}
+		err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: g})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Sprintf("pod %s: %v", p.Name, err))
 			continue
@@ -115,6 +120,16 @@ func waitGone(ctx context.Context, pods corev1client.PodInterface, names []strin
 		}
 	}
 	return left
+}
+
+// containerStarted says whether any container of the pod has run.
+func containerStarted(p *corev1.Pod) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Sweep implements engine.Sweeper: it deletes the pods of the run named by

@@ -56,6 +56,8 @@ type handle struct {
 	// the pod is gone.
 	launched, up, failed, done chan struct{}
 	readerDone                 chan struct{}
+	// endedCh is closed when the container has terminated.
+	endedCh chan struct{}
 	// bg bounds the log reader and the port-forward; canceled when the
 	// pod is gone. fw bounds the port-forward; canceled when Stop begins
 	// or the server has ended.
@@ -72,6 +74,7 @@ type handle struct {
 	failure      *engine.Failure
 	pullingSince time.Time // an image pull under way, by the pod's events
 	ended        bool      // the container has terminated
+	started      bool      // the container has run (or ended)
 
 	// Only the run goroutine touches these.
 	lastRV     string
@@ -123,7 +126,7 @@ func (r *Runtime) StartLabeled(ctx context.Context, l engine.Launch, labels map[
 		rt: r, cli: r.cli, ns: r.ns, launch: l, sp: sp, access: r.access,
 		ring: engine.NewLogRing(2000), poll: r.PollInterval,
 		launched: make(chan struct{}), up: make(chan struct{}), failed: make(chan struct{}),
-		done: make(chan struct{}), readerDone: make(chan struct{}),
+		done: make(chan struct{}), readerDone: make(chan struct{}), endedCh: make(chan struct{}),
 		seenEvents: map[string]bool{},
 	}
 	if r.LogLines > 0 {
@@ -556,6 +559,9 @@ func (h *handle) observe(pod *corev1.Pod) {
 		return
 	}
 	if st.running || st.term != nil {
+		h.mu.Lock()
+		h.started = true
+		h.mu.Unlock()
 		h.startLog()
 	}
 	if st.running {
@@ -565,6 +571,7 @@ func (h *handle) observe(pod *corev1.Pod) {
 		h.mu.Lock()
 		h.ended = true
 		h.mu.Unlock()
+		close(h.endedCh)
 		if h.logStarted {
 			select {
 			case <-h.readerDone:
@@ -716,6 +723,9 @@ func (h *handle) streamLog() {
 		select {
 		case <-h.bg.Done():
 			return
+		case <-h.endedCh:
+			// The stream that just ended had the container's last lines.
+			return
 		case <-time.After(time.Second):
 		}
 	}
@@ -804,8 +814,13 @@ func (h *handle) stop(ctx context.Context) error {
 	}
 	h.cancelFw() // the log reader goes on until the container ends
 	grace := stopGrace(h.launch)
-	if ctx.Err() != nil {
-		// The lab shutting down: no grace, but the pod still goes.
+	h.mu.Lock()
+	started := h.started
+	h.mu.Unlock()
+	if ctx.Err() != nil || !started {
+		// The lab shutting down, or a pod whose container never ran
+		// (pending, pulling): no grace, but the pod still goes. A pod on
+		// a node goes at once only so (without a kubelet, never else).
 		grace = 0
 	}
 	err := h.deletePod(int64(grace / time.Second))
