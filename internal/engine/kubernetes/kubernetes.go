@@ -116,7 +116,8 @@ type Runtime struct {
 	Config *rest.Config
 	// Context is the kubeconfig context to use ("" = the current one).
 	Context string
-	// Namespace the pods go in; "" means the kubeconfig's, else "default".
+	// Namespace the pods go in; "" means the kubeconfig's (unless Client
+	// is given), else "default".
 	Namespace string
 	// Images overrides the image per engine ("vllm", "sglang", "trtllm"),
 	// e.g. the simulated engine image for all three.

@@ -573,3 +573,67 @@ func TestCleanupAndSweep(t *testing.T) {
 		t.Fatalf("Cleanup of all: %v, %v", got, err)
 	}
 }
+
+func TestStopRunningGrace(t *testing.T) {
+	k := newKube(t)
+	h := k.start(engine.Launch{StopGrace: 3 * time.Second})
+	k.status(h.PodName(), running("127.0.0.7"))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h.mu.Lock()
+		started := h.started
+		h.mu.Unlock()
+		if started {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the running pod was never seen")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	k.cli.ClearActions()
+	if err := h.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	k.gone(h)
+	var graces []int64
+	for _, a := range k.cli.Actions() {
+		if d, ok := a.(k8stesting.DeleteAction); ok && a.GetResource().Resource == "pods" {
+			if g := d.GetDeleteOptions().GracePeriodSeconds; g != nil {
+				graces = append(graces, *g)
+			}
+		}
+	}
+	if len(graces) == 0 || graces[0] != 3 {
+		t.Errorf("pod deleted with grace %v, want 3 s first", graces)
+	}
+	if f := h.Failure(); f != nil {
+		t.Errorf("a stopped server failed: %+v", f)
+	}
+}
+
+func TestPullEventsAndPullTimeout(t *testing.T) {
+	k := newKube(t)
+	k.rt.PullTimeout = 300 * time.Millisecond
+	h := k.start(engine.Launch{StallTimeout: time.Minute})
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: h.PodName() + ".1", Namespace: testNS, UID: "e1"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: h.PodName(), Namespace: testNS},
+		Reason:         "Pulling", Message: "Pulling image \"" + h.Image() + "\"", Type: corev1.EventTypeNormal,
+		LastTimestamp: metav1.Now(),
+	}
+	if _, err := k.cli.CoreV1().Events(testNS).Create(context.Background(), ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f := ready(t, h, 10*time.Second)
+	if f == nil || f.Class != engine.ClassHung || !strings.Contains(f.Reason, "pull of "+h.Image()) {
+		t.Fatalf("failure %+v", f)
+	}
+	found := false
+	for _, l := range h.LogTail(0) {
+		found = found || strings.Contains(l, "event Normal Pulling")
+	}
+	if !found {
+		t.Errorf("no event in the log: %q", h.LogTail(0))
+	}
+}
