@@ -154,6 +154,10 @@ const (
 	// ClassImageUnavailable: the container image is missing and could not
 	// be pulled (refused, unknown, no registry); no server was started.
 	ClassImageUnavailable FailureClass = "image_unavailable"
+	// ClassUnschedulable: the cluster's scheduler cannot place the server
+	// (no node has the GPUs, or the other resources, the node selector,
+	// the tolerations it asks for); the reason carries its message.
+	ClassUnschedulable FailureClass = "unschedulable"
 )
 
 // Transient says whether a failure of this class may not happen again on

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/perflab/perflab/internal/engine/docker"
+	"github.com/perflab/perflab/internal/engine"
 )
 
 // EnvMarker is set in the simulated image; only there do the engines'
@@ -68,7 +68,7 @@ func EntryArgs(argv []string, getenv func(string) string) (args []string, ok boo
 		return nil, true, &EntryError{Argv: argv}
 	}
 	args = []string{"sim", "serve", "--engine", eng}
-	if v := getenv(docker.EnvEngineVersion); v != "" {
+	if v := getenv(engine.EnvEngineVersion); v != "" {
 		args = append(args, "--engine-version", v)
 	}
 	gpu := getenv(EnvGPU)

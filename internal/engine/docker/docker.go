@@ -31,47 +31,6 @@ import (
 	"github.com/perflab/perflab/internal/engine"
 )
 
-// Images is the official image of each engine, per version perflab pins
-// (engine.DefaultVersions and the versions its renderer knows). A version
-// missing here gets the engine's repository with the tag its release uses.
-var Images = map[string]map[string]string{
-	engine.VLLM: {
-		"0.11.0": "vllm/vllm-openai:v0.11.0",
-		"0.17.1": "vllm/vllm-openai:v0.17.1",
-	},
-	engine.SGLang: {
-		"0.5.5.post1": "lmsysorg/sglang:v0.5.5.post1",
-		"0.5.9":       "lmsysorg/sglang:v0.5.9",
-	},
-	engine.TRTLLM: {
-		"1.2.0rc1": "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc1",
-	},
-}
-
-// repositories and tag spellings for versions outside the table: vLLM and
-// SGLang tag "v0.11.0", NVIDIA's registry tags "1.2.0rc1".
-var repositories = map[string]struct{ repo, prefix string }{
-	engine.VLLM:   {"vllm/vllm-openai", "v"},
-	engine.SGLang: {"lmsysorg/sglang", "v"},
-	engine.TRTLLM: {"nvcr.io/nvidia/tensorrt-llm/release", ""},
-}
-
-// ImageFor is the official image of an engine at a version ("" = the
-// engine's default version).
-func ImageFor(eng, version string) (string, error) {
-	if version == "" {
-		version = engine.DefaultVersions[eng]
-	}
-	if img, ok := Images[eng][version]; ok {
-		return img, nil
-	}
-	r, ok := repositories[eng]
-	if !ok {
-		return "", fmt.Errorf("docker: no image for engine %q (want vllm, sglang or trtllm)", eng)
-	}
-	return r.repo + ":" + r.prefix + strings.TrimPrefix(version, "v"), nil
-}
-
 // Labels perflab puts on every container it creates, so that one filter
 // finds them all (Cleanup) or those of one run.
 const (
@@ -124,11 +83,6 @@ const (
 	// (HF_HOME points there, whatever user the image runs as).
 	hfHomeInContainer = "/root/.cache/huggingface"
 )
-
-// EnvEngineVersion is set in every container to the engine version the
-// config names, so an image that serves several versions (the simulated
-// engine image) knows which one to be; real engines ignore it.
-const EnvEngineVersion = "PERFLAB_ENGINE_VERSION"
 
 // Runtime starts each server as a container. The zero value uses DOCKER_HOST
 // (or the default socket), the official images, every GPU it is given as a
@@ -205,7 +159,7 @@ func (r *Runtime) Image(cfg engine.Config) (string, error) {
 	if img := r.Images[cfg.Engine]; img != "" {
 		return img, nil
 	}
-	return ImageFor(cfg.Engine, cfg.EffectiveVersion())
+	return engine.ImageFor(cfg.Engine, cfg.EffectiveVersion())
 }
 
 // spec is everything Start decides before it talks to the daemon; built by
@@ -236,7 +190,7 @@ func (r *Runtime) build(l engine.Launch, cmd engine.Command, filesHost string, h
 	}
 	argv := append(slices.Clone(cmd.Argv), "--host="+listen, "--port="+strconv.Itoa(port))
 
-	env := map[string]string{EnvEngineVersion: l.Config.EffectiveVersion()}
+	env := map[string]string{engine.EnvEngineVersion: l.Config.EffectiveVersion()}
 	maps.Copy(env, cmd.Env)
 	maps.Copy(env, r.Env)
 	if tok := os.Getenv("HF_TOKEN"); tok != "" {

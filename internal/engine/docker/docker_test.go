@@ -244,7 +244,7 @@ func TestBuildContainerLocalModelAndLabels(t *testing.T) {
 func TestImageTable(t *testing.T) {
 	// Every version the renderer defaults to has its official image.
 	for eng, v := range engine.DefaultVersions {
-		if Images[eng][v] == "" {
+		if engine.Images[eng][v] == "" {
 			t.Errorf("no image for the default %s %s", eng, v)
 		}
 	}
@@ -257,12 +257,12 @@ func TestImageTable(t *testing.T) {
 		{"trtllm", "1.2.0rc1", "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc1"},
 		{"trtllm", "1.1.0", "nvcr.io/nvidia/tensorrt-llm/release:1.1.0"},
 	} {
-		got, err := ImageFor(tc.eng, tc.version)
+		got, err := engine.ImageFor(tc.eng, tc.version)
 		if err != nil || got != tc.want {
 			t.Errorf("ImageFor(%s, %q) = %q, %v; want %q", tc.eng, tc.version, got, err, tc.want)
 		}
 	}
-	if _, err := ImageFor("tgi", "1"); err == nil {
+	if _, err := engine.ImageFor("tgi", "1"); err == nil {
 		t.Error("an unknown engine got an image")
 	}
 	r := &Runtime{Images: map[string]string{"sglang": "perflab-sim:dev"}}

@@ -77,7 +77,9 @@ type handle struct {
 	started      bool      // the container has run (or ended)
 
 	// Only the run goroutine touches these.
-	lastRV     string
+	lastRV string
+	// waitNoted: the log says the pod waits for the run's own pods.
+	waitNoted  bool
 	seenEvents map[string]bool
 	logStarted bool
 	upDone     bool
@@ -500,7 +502,7 @@ func assess(pod *corev1.Pod, image string) podState {
 			if msg == "" {
 				msg = "no node fits it"
 			}
-			st.fail = &engine.Failure{Class: ClassUnschedulable, Reason: "pod cannot be scheduled: " + msg}
+			st.fail = &engine.Failure{Class: engine.ClassUnschedulable, Reason: "pod cannot be scheduled: " + msg}
 			return st
 		}
 	}

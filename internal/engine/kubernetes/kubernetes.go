@@ -40,14 +40,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/perflab/perflab/internal/engine"
-	"github.com/perflab/perflab/internal/engine/docker"
 )
-
-// ClassUnschedulable is the failure of a pod the scheduler cannot place:
-// no node has the GPUs (or the other resources, the node selector, the
-// tolerations) it asks for. The reason carries the scheduler's message.
-// It belongs with the other classes in package engine.
-const ClassUnschedulable = engine.FailureClass("unschedulable")
 
 // Labels perflab puts on every pod (and ConfigMap) it creates, so that one
 // selector finds them all (Cleanup) or those of one run. Values that are not
@@ -101,7 +94,7 @@ const (
 // EnvEngineVersion is set in every pod to the engine version the config
 // names, as the docker runtime does, so an image that serves several
 // versions (the simulated engine image) knows which one to be.
-const EnvEngineVersion = docker.EnvEngineVersion
+const EnvEngineVersion = engine.EnvEngineVersion
 
 // Runtime starts each server as a pod. The zero value uses KUBECONFIG (or
 // ~/.kube/config, or the in-cluster service account), the kubeconfig's
@@ -270,7 +263,7 @@ func (r *Runtime) Image(cfg engine.Config) (string, error) {
 	if img := r.Images[cfg.Engine]; img != "" {
 		return img, nil
 	}
-	img, err := docker.ImageFor(cfg.Engine, cfg.EffectiveVersion())
+	img, err := engine.ImageFor(cfg.Engine, cfg.EffectiveVersion())
 	if err != nil {
 		return "", fmt.Errorf("kubernetes: %w", err)
 	}

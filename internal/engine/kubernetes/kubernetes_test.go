@@ -344,7 +344,7 @@ func TestReadyUnschedulable(t *testing.T) {
 	})
 	t0 := time.Now()
 	f := ready(t, h, 10*time.Second)
-	if f == nil || f.Class != ClassUnschedulable || !strings.Contains(f.Reason, msg) {
+	if f == nil || f.Class != engine.ClassUnschedulable || !strings.Contains(f.Reason, msg) {
 		t.Fatalf("failure %+v", f)
 	}
 	if d := time.Since(t0); d > 3*time.Second {
