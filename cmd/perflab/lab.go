@@ -28,6 +28,8 @@ var labOpts struct {
 	timeScale        float64
 	parallel         int
 	images           []string
+	kubeContext      string
+	namespace        string
 }
 
 var labCmd = &cobra.Command{
@@ -68,6 +70,8 @@ func init() {
 	f.BoolVar(&labOpts.analytic, "analytic", false, "sim-predict with the lab's closed-form stand-in model instead of the simulator (tests)")
 	f.Float64Var(&labOpts.timeScale, "time-scale", 0, "sim runtime: simulated-time speed-up (default: the spec's, else 20)")
 	f.IntVar(&labOpts.parallel, "parallel", 0, "trials at once (default: the spec's)")
+	f.StringVar(&labOpts.kubeContext, "kube-context", "", "kubernetes runtime: the kubeconfig context (default: the current one, or the in-cluster config)")
+	f.StringVar(&labOpts.namespace, "namespace", "", "kubernetes runtime: the namespace of the engine pods (default: the spec's, else the context's)")
 	f.StringArrayVar(&labOpts.images, "image", nil, "container runtimes: the image of ENGINE (ENGINE=IMAGE, repeatable), or of every engine (IMAGE, e.g. the simulated engine image from perflab sim image); overrides the spec's images:")
 	f.StringVar(&labOpts.coefficients, "coefficients", "", "simulator calibration from perflab sim calibrate, for the guide, sim-predict and sim runtimes (default: the embedded one)")
 	rootCmd.AddCommand(labCmd)
@@ -84,7 +88,8 @@ func runLab(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	opts := app.Options{Runtime: labOpts.runtime, TimeScale: labOpts.timeScale, Parallel: labOpts.parallel,
-		Coefficients: labOpts.coefficients, Analytic: labOpts.analytic, KeepWorkDir: labOpts.keepWorkDir, Images: images}
+		Coefficients: labOpts.coefficients, Analytic: labOpts.analytic, KeepWorkDir: labOpts.keepWorkDir, Images: images,
+		KubeContext: labOpts.kubeContext, Namespace: labOpts.namespace}
 	spec, coef, err := app.Spec(args[0], opts)
 	if err != nil {
 		return err

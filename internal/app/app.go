@@ -47,6 +47,9 @@ type Options struct {
 	// Images overrides the spec's container images, engine → image
 	// (ParseImages reads the command line's --image).
 	Images map[string]string
+	// KubeContext and Namespace override the spec's kubernetes context
+	// and namespace (not part of the run key).
+	KubeContext, Namespace string
 }
 
 // ParseImages reads --image values: ENGINE=IMAGE for one engine, or a bare
@@ -101,6 +104,19 @@ func Apply(spec *lab.Spec, opts Options) (*sim.Coefficients, error) {
 	if opts.Runtime != "" {
 		spec.Runtime = opts.Runtime
 	}
+	if opts.KubeContext != "" || opts.Namespace != "" {
+		ks := runtimes.KubeSettings{}
+		if spec.Kubernetes != nil {
+			ks = *spec.Kubernetes
+		}
+		if opts.KubeContext != "" {
+			ks.Context = opts.KubeContext
+		}
+		if opts.Namespace != "" {
+			ks.Namespace = opts.Namespace
+		}
+		spec.Kubernetes = &ks
+	}
 	if len(opts.Images) > 0 {
 		// Part of the run key, as the images decide what is measured.
 		images := maps.Clone(spec.Images)
@@ -119,7 +135,7 @@ func Apply(spec *lab.Spec, opts Options) (*sim.Coefficients, error) {
 		// engine image or the engines' own): asked once, here, as the run
 		// key depends on it.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		kind, err = sp.Specialize(ctx, runtimes.Choice{Engines: spec.EngineVersions(), Images: spec.Images})
+		kind, err = sp.Specialize(ctx, runtimes.Choice{Engines: spec.EngineVersions(), Images: spec.Images, Kubernetes: spec.Kubernetes})
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("lab: %w", err)
@@ -225,7 +241,7 @@ func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error)
 		timeScale = spec.TimeScale
 	}
 	rt, err := kind.New(runtimes.Env{GPU: spec.Hardware.GPU, TimeScale: timeScale, Tokenizer: tokPath,
-		Coefficients: absPath(su.opts.Coefficients), Images: spec.Images, Volumes: spec.Volumes, Run: spec.Key()})
+		Coefficients: absPath(su.opts.Coefficients), Images: spec.Images, Volumes: spec.Volumes, Kubernetes: spec.Kubernetes, Run: spec.Key()})
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}

@@ -189,8 +189,49 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 
 // start acquires the trial's GPUs, starts its server and waits until it is
 // ready. A server that fails is returned as the failed trial record (and
-// stopped, its GPUs given back); err is only for a canceled lab.
+// stopped, its GPUs given back); err is only for a canceled lab. A server
+// the cluster cannot place is started again once this runner has made
+// room (makeRoom): only one that fits nowhere even then is unschedulable.
 func (r *LiveRunner) start(ctx context.Context, t TrialSpec, cmd engine.Command, rec *store.Trial) (*server, *store.Trial, error) {
+	for try := 0; ; try++ {
+		srv, failed, err := r.startOnce(ctx, t, cmd, rec)
+		if failed == nil || failed.FailureClass != string(engine.ClassUnschedulable) || try >= 50 || !r.makeRoom(ctx) {
+			return srv, failed, err
+		}
+		rec.Reason = joinReason(rec.Reason, "not placed while this lab's own servers held the GPUs; started again")
+	}
+}
+
+// makeRoom frees what this runner holds that a server the cluster could
+// not place may be waiting for: its idle servers (stopped), else one of
+// its running trials (waited for). It says whether it freed anything; the
+// spec's hardware.count can be more than the cluster has free, and then
+// the lab's own pods are what the scheduler is short of.
+func (r *LiveRunner) makeRoom(ctx context.Context) bool {
+	if s := r.pool.oldest(); s != nil {
+		for ; s != nil; s = r.pool.oldest() {
+			r.retire(s)
+		}
+		return true
+	}
+	if r.GPUs == nil || r.GPUs.Free() == r.GPUs.Size() {
+		return false // nothing of ours holds a GPU: it fits nowhere
+	}
+	free := r.GPUs.Free()
+	for ctx.Err() == nil && r.GPUs.Free() <= free && r.GPUs.Free() < r.GPUs.Size() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+		if r.pool.size() > 0 {
+			return r.makeRoom(ctx) // a trial ended and parked its server
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// startOnce is one start of the trial's server (see start).
+func (r *LiveRunner) startOnce(ctx context.Context, t TrialSpec, cmd engine.Command, rec *store.Trial) (*server, *store.Trial, error) {
 	fail := func(class, reason string, h engine.Handle) (*server, *store.Trial, error) {
 		f := *rec
 		f.Status, f.FailureClass, f.Reason, f.Ended = "failed", class, joinReason(f.Reason, reason), time.Now()

@@ -63,6 +63,13 @@ func (p *pool) put(s *server) {
 	p.mu.Unlock()
 }
 
+// size is how many servers are parked.
+func (p *pool) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}
+
 // oldest removes and returns the least recently used idle server, or nil.
 func (p *pool) oldest() *server {
 	p.mu.Lock()

@@ -104,6 +104,9 @@ type Spec struct {
 	// "HOST:CONTAINER[:ro]"; a relative HOST resolves against the spec's
 	// directory. (Extra environment is base.env, for every runtime.)
 	Volumes []string `yaml:"volumes,omitempty" json:"volumes,omitempty"`
+	// Kubernetes holds the kubernetes runtime's cluster settings
+	// (namespace, access, HF cache, node selection; docs/runtimes.md).
+	Kubernetes *runtimes.KubeSettings `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
 	// TimeScale speeds the sim runtime's clock (0 = the runtime's default).
 	TimeScale float64 `yaml:"time_scale,omitempty" json:"time_scale,omitempty"`
 	// Objective is what the lab maximizes.
@@ -725,6 +728,14 @@ var defaultVersions = engine.DefaultVersions
 func (s *Spec) Key() string {
 	k := *s
 	k.Parallel, k.Budget, k.StartupSeconds = 0, Budget{}, 0
+	if k.Kubernetes != nil {
+		// Where the pods run and how perflab reaches them do not change
+		// what is measured: a lab resumed from inside the cluster, or in
+		// another namespace, continues its run.
+		ks := *k.Kubernetes
+		ks.Context, ks.Namespace, ks.Access = "", "", ""
+		k.Kubernetes = &ks
+	}
 	if !k.RuntimeKind().Noisy() {
 		k.Noise = Noise{}
 	}

@@ -1,5 +1,5 @@
 // Package runtimes is the one place where runtimes are named. Each name
-// (sim-predict, sim, process, docker, and the cluster runtime as it comes)
+// (sim-predict, sim, process, docker, kubernetes)
 // maps to a Kind: the traits the lab plans and keys a run by, the GPUs its
 // trials are handed, and the engine.Runtime that starts its servers. The lab and the CLI ask a Kind what they need to know and never
 // compare a runtime's name.
@@ -36,6 +36,8 @@ type Env struct {
 	// bind mounts "HOST:CONTAINER[:ro]" (container runtimes).
 	Images  map[string]string
 	Volumes []string
+	// Kubernetes are the spec's cluster settings (kubernetes runtime).
+	Kubernetes *KubeSettings
 	// Run is the run key the servers are tagged with, where the runtime
 	// can tag them, so that a later lab of the run finds what a killed one
 	// left.
@@ -45,8 +47,9 @@ type Env struct {
 // Choice is what a spec runs, for a Specializer: the engines it uses
 // (name → version) and the images it names.
 type Choice struct {
-	Engines map[string]string
-	Images  map[string]string
+	Engines    map[string]string
+	Images     map[string]string
+	Kubernetes *KubeSettings
 }
 
 // Specializer is a Kind whose traits depend on what a spec runs: the docker
@@ -110,6 +113,7 @@ var registry = map[string]Kind{
 	Sim:        simKind{},
 	Process:    processKind{},
 	Docker:     dockerKind{},
+	Kubernetes: kubeKind{},
 }
 
 // Cleaners are the runtimes whose servers can outlive perflab.
