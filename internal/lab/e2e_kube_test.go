@@ -11,6 +11,7 @@ package lab_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,16 +20,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	authv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/engine/kubernetes"
@@ -350,3 +359,108 @@ var kubeLabTimeout = func() time.Duration {
 	}
 	return 5 * time.Minute
 }()
+
+// deploy/kubernetes applies to the real API server, and the RBAC it grants
+// is enough for a lab: the lab runs with the perflab ServiceAccount's own
+// token (a TokenRequest), not the test's admin one. (The Job object is
+// created but not run: no controller-manager runs here; the lab is run as
+// the Job would run it, from outside with that token.)
+func TestE2EKubeDeployRBAC(t *testing.T) {
+	cli, _, node := kubeE2E(t)
+	root := shareddata.RepoRoot(t)
+	ns := "perflab" // as the manifests name it
+	files, err := filepath.Glob(filepath.Join(root, "deploy", "kubernetes", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("deploy/kubernetes: %v %v", files, err)
+	}
+	slices.SortStableFunc(files, func(a, b string) int { // the namespace first
+		first := func(f string) int {
+			if filepath.Base(f) == "namespace.yaml" {
+				return 0
+			}
+			return 1
+		}
+		return cmp.Compare(first(a), first(b))
+	})
+	ctx := t.Context()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range strings.Split(string(data), "\n---\n") {
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+			if err != nil {
+				t.Fatalf("%s: document %d: %v", filepath.Base(f), i+1, err)
+			}
+			if err := applyObject(ctx, cli, obj); err != nil {
+				t.Fatalf("%s: document %d: %v", filepath.Base(f), i+1, err)
+			}
+		}
+	}
+	exp := int64(3600)
+	tok, err := cli.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "perflab",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := clientcmd.NewDefaultClientConfigLoadingRules().Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := clientcmdapi.NewConfig()
+	for name, c := range admin.Clusters {
+		sa.Clusters[name] = c
+	}
+	sa.AuthInfos["perflab"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	for name := range admin.Clusters {
+		sa.Contexts["perflab"] = &clientcmdapi.Context{Cluster: name, AuthInfo: "perflab", Namespace: ns}
+		break
+	}
+	sa.CurrentContext = "perflab"
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*sa, kc); err != nil {
+		t.Fatal(err)
+	}
+	spec, db := writeKubeSpec(t, ns, node)
+	cmd := kubeLab(t, spec, db, "--out", t.TempDir())
+	cmd.Env = append(cmd.Env, "KUBECONFIG="+kc) // the last one wins
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the lab under the perflab ServiceAccount: %v\n%s", err, b)
+	}
+	for _, tr := range storedTrials(t, db) {
+		if tr.Status != "ok" && tr.FailureClass != string(engine.ClassUnschedulable) {
+			t.Errorf("trial %s under the ServiceAccount: %s %s", tr.Name, tr.FailureClass, tr.Reason)
+		}
+	}
+	waitNoPods(t, cli, ns)
+	t.Logf("lab under the perflab ServiceAccount's token:\n%s", lastLines(string(b), 2))
+}
+
+// applyObject creates one object of the manifests (or leaves it if there).
+func applyObject(ctx context.Context, cli k8s.Interface, obj runtime.Object) error {
+	var err error
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		_, err = cli.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+	case *corev1.ServiceAccount:
+		_, err = cli.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *corev1.ConfigMap:
+		_, err = cli.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *corev1.PersistentVolumeClaim:
+		_, err = cli.CoreV1().PersistentVolumeClaims(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.Role:
+		_, err = cli.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.RoleBinding:
+		_, err = cli.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *batchv1.Job:
+		_, err = cli.BatchV1().Jobs(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	default:
+		return fmt.Errorf("unexpected kind %T in deploy/kubernetes", obj)
+	}
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
