@@ -113,6 +113,21 @@ type PIDer interface {
 	Pid() int
 }
 
+// Placer is a Handle that can say where its server runs and how perflab
+// reaches it (a pod's node and address, by port-forward or by pod IP), for
+// the trial's record.
+type Placer interface {
+	Where() string
+}
+
+// WhereOf is h's Where, or "" for a handle that cannot say.
+func WhereOf(h Handle) string {
+	if p, ok := h.(Placer); ok {
+		return p.Where()
+	}
+	return ""
+}
+
 // MarkBenchmarking tells h that a benchmark starts, if h can hear it.
 func MarkBenchmarking(h Handle) {
 	if b, ok := h.(Benchmarker); ok {

@@ -256,6 +256,12 @@ func TestE2EKubeLab(t *testing.T) {
 	if !(ones[0].Started.Before(ones[1].Ended) && ones[1].Started.Before(ones[0].Ended)) {
 		t.Errorf("the two 1-GPU trials did not overlap: %s–%s and %s–%s", ones[0].Started, ones[0].Ended, ones[1].Started, ones[1].Ended)
 	}
+	// Each measured trial says where its pod ran and how it was reached.
+	for _, tr := range byGPUs[1] {
+		if !strings.Contains(tr.Reason, "on node "+node) || !strings.Contains(tr.Reason, "reached by pod IP at http://127.0.0.") {
+			t.Errorf("trial %s's record does not say where its pod ran: %q", tr.Name, tr.Reason)
+		}
+	}
 	t.Logf("unschedulable in %s: %s", big.Ended.Sub(big.Started).Round(time.Millisecond), big.Reason)
 }
 

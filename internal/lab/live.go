@@ -107,6 +107,9 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	if srv.gpus != nil {
 		rec.Reason = joinReason("GPUs "+joinInts(srv.gpus), rec.Reason)
 	}
+	if w := engine.WhereOf(srv.h); w != "" {
+		rec.Reason = joinReason(w, rec.Reason)
+	}
 	h := srv.h
 	keep := false
 	defer func() {

@@ -40,6 +40,8 @@ type handle struct {
 	launch engine.Launch
 	sp     spec
 	access Access
+	// node and podIP are where the pod runs, once it does (under mu).
+	node, podIP string
 	// localPort is the port-forward's port on 127.0.0.1 (PortForward).
 	localPort int
 	ring      *engine.LogRing
@@ -194,6 +196,20 @@ func (h *handle) BaseURL() string {
 	defer h.mu.Unlock()
 	return h.baseURL
 }
+
+// Where implements engine.Placer: the pod, its node and how perflab
+// reaches it.
+func (h *handle) Where() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	how := "by port-forward at " + h.baseURL
+	if h.access == PodIP {
+		how = "by pod IP at " + h.baseURL
+	}
+	return fmt.Sprintf("pod %s/%s on node %s, reached %s", h.ns, h.sp.pod.Name, h.node, how)
+}
+
+var _ engine.Placer = (*handle)(nil)
 
 // Done implements engine.Handle: closed when the pod is gone.
 func (h *handle) Done() <-chan struct{} { return h.done }
@@ -780,6 +796,9 @@ func (h *handle) startAccess(st podState) {
 		return
 	}
 	h.upDone = true
+	h.mu.Lock()
+	h.node, h.podIP = st.node, st.ip
+	h.mu.Unlock()
 	if h.access == PodIP {
 		base := "http://" + net.JoinHostPort(st.ip, strconv.Itoa(h.rt.port()))
 		h.mu.Lock()
