@@ -401,6 +401,7 @@ repeats: 1
 		for _, args := range [][]string{
 			{"lab", filepath.Join(n.home, "missing.yaml")},
 			{"bench", "--model", "Qwen/Qwen3-14B", "--base-url", "http://127.0.0.1:1"},
+			{"report", "99", "--db", n.db, "--out", filepath.Join(n.home, "no-report")},
 		} {
 			_, e, code := n.run(time.Minute, args...)
 			if code == 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/sim/serve"
 	"github.com/perflab/perflab/internal/sim/simargs"
@@ -104,7 +105,7 @@ func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 func init() {
 	f := simServeCmd.Flags()
 	f.StringVar(&simServeOpts.engine, "engine", "vllm", "engine to imitate: vllm, sglang or trtllm")
-	f.StringVar(&simServeOpts.version, "engine-version", "", "engine version (default: newest calibrated: vLLM 0.17.1, SGLang 0.5.9, TensorRT-LLM 1.2.0rc1)")
+	f.StringVar(&simServeOpts.version, "engine-version", "", "engine version (default: "+defaultVersionsHelp()+")")
 	f.StringVar(&simServeOpts.gpu, "gpu", "H100", "GPU: H100, H200, A100, L40S or B200")
 	f.BoolVar(&simServeOpts.noFaults, "no-faults", false, "do not reproduce known engine bugs (the simulated engine never crashes)")
 	f.StringVar(&simServeOpts.coefficients, "coefficients", "", "coefficients JSON from perflab sim calibrate (default: the embedded calibration)")
@@ -131,4 +132,15 @@ func simulating(engine, version string, pinned bool, gpu string, gpus int) strin
 		how = "the default; --engine-version pins another"
 	}
 	return fmt.Sprintf("simulating %s %s (%s) on %dx %s", name, version, how, max(gpus, 1), gpu)
+}
+
+// defaultVersionsHelp lists engine.DefaultVersions for help texts, so they
+// never name a version of their own.
+func defaultVersionsHelp() string {
+	names := map[string]string{engine.VLLM: "vLLM", engine.SGLang: "SGLang", engine.TRTLLM: "TensorRT-LLM"}
+	var parts []string
+	for _, e := range []string{engine.VLLM, engine.SGLang, engine.TRTLLM} {
+		parts = append(parts, names[e]+" "+engine.DefaultVersions[e])
+	}
+	return strings.Join(parts, ", ")
 }

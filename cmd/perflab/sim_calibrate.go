@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perflab/perflab/internal/atomicfile"
 	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/sim/simargs"
@@ -63,7 +64,7 @@ func newSimCalibrateCmd() *cobra.Command {
 				_, err = cmd.OutOrStdout().Write(coef.JSON())
 				return err
 			}
-			return os.WriteFile(out, coef.JSON(), 0o644)
+			return atomicfile.WriteFile(out, coef.JSON(), 0o644)
 		},
 	}
 	fl := cmd.Flags()

@@ -19,7 +19,7 @@ import (
 )
 
 // ErrNotFound is returned when a run or trial does not exist.
-var ErrNotFound = errors.New("store: not found")
+var ErrNotFound = errors.New("not found")
 
 // Dialect names the SQL flavour behind a Store.
 type Dialect string
