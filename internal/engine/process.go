@@ -420,14 +420,7 @@ func (h *procHandle) Ready(ctx context.Context) error {
 // notReady classes a timed-out wait: a server that answers HTTP but never
 // becomes ready is unhealthy; one that never answers is hung.
 func (h *procHandle) notReady(answered, why string) error {
-	f := &Failure{Class: ClassHung, Reason: why}
-	if answered != "" {
-		f = &Failure{Class: ClassUnhealthy, Reason: why + "; last answer: " + answered}
-	}
-	if l := LastLine(h.ring.Tail(20)); l != "" {
-		f.Reason += "; last log line: " + l
-	}
-	f.LogTail = h.ring.Tail(50)
+	f := NotReady(answered, why, h.ring)
 	return h.setFailure(f)
 }
 

@@ -116,3 +116,20 @@ func (r *LogRing) Tail(n int) []string {
 	}
 	return out
 }
+
+// NotReady classes a wait for readiness that timed out, the same way for
+// every runtime: a server that answered HTTP (answered is its last answer)
+// but never became ready is unhealthy; one that never answered is hung.
+// The reason ends with the log's last line, and the failure carries the
+// log's tail.
+func NotReady(answered, why string, log *LogRing) *Failure {
+	f := &Failure{Class: ClassHung, Reason: why}
+	if answered != "" {
+		f = &Failure{Class: ClassUnhealthy, Reason: why + "; last answer: " + answered}
+	}
+	if l := LastLine(log.Tail(20)); l != "" {
+		f.Reason += "; last log line: " + l
+	}
+	f.LogTail = log.Tail(50)
+	return f
+}

@@ -58,8 +58,17 @@ type Launch struct {
 	Labels map[string]string
 }
 
-// Label keys perflab tags the servers it starts with, where a runtime can.
+// Label keys perflab tags the servers it starts with, where a runtime can
+// (containers, pods): one filter then finds every one of them, or a run's.
 const (
+	// LabelManaged is "true" on everything perflab starts.
+	LabelManaged = "perflab.managed"
+	// LabelConfig is a hash of the rendered command; LabelEngine,
+	// LabelVersion and LabelModel say what the server runs.
+	LabelConfig  = "perflab.config"
+	LabelEngine  = "perflab.engine"
+	LabelVersion = "perflab.engine-version"
+	LabelModel   = "perflab.model"
 	// LabelRun is the run key of the lab that started the server.
 	LabelRun = "perflab.run"
 	// LabelTrial is the key of the trial that started it (a reused server

@@ -34,13 +34,13 @@ import (
 // Labels perflab puts on every container it creates, so that one filter
 // finds them all (Cleanup) or those of one run.
 const (
-	LabelManaged = "perflab.managed" // always "true"
+	LabelManaged = engine.LabelManaged // always "true"
 	LabelRun     = engine.LabelRun
 	LabelTrial   = engine.LabelTrial
-	LabelConfig  = "perflab.config" // a hash of the rendered command
-	LabelEngine  = "perflab.engine"
-	LabelVersion = "perflab.engine-version"
-	LabelModel   = "perflab.model"
+	LabelConfig  = engine.LabelConfig // a hash of the rendered command
+	LabelEngine  = engine.LabelEngine
+	LabelVersion = engine.LabelVersion
+	LabelModel   = engine.LabelModel
 	// LabelSimImage marks the simulated engine image (perflab sim image).
 	LabelSimImage = "perflab.sim-image"
 )

@@ -948,14 +948,7 @@ func (h *handle) Ready(ctx context.Context) error {
 // notReady classes a timed-out wait: a server that answers HTTP but never
 // becomes ready is unhealthy; one that never answers is hung.
 func (h *handle) notReady(answered, why string) error {
-	f := &engine.Failure{Class: engine.ClassHung, Reason: why}
-	if answered != "" {
-		f = &engine.Failure{Class: engine.ClassUnhealthy, Reason: why + "; last answer: " + answered}
-	}
-	if l := engine.LastLine(h.ring.Tail(20)); l != "" {
-		f.Reason += "; last log line: " + l
-	}
-	f.LogTail = h.ring.Tail(50)
+	f := engine.NotReady(answered, why, h.ring)
 	if got := h.setFailure(f); got != nil {
 		return got
 	}

@@ -47,13 +47,13 @@ import (
 // valid label values (a trial key holds '/') are sanitized, with the raw
 // value kept in an annotation of the same key.
 const (
-	LabelManaged = "perflab.managed" // always "true"
+	LabelManaged = engine.LabelManaged // always "true"
 	LabelRun     = engine.LabelRun
 	LabelTrial   = engine.LabelTrial
-	LabelConfig  = "perflab.config" // a hash of the rendered command
-	LabelEngine  = "perflab.engine"
-	LabelVersion = "perflab.engine-version"
-	LabelModel   = "perflab.model"
+	LabelConfig  = engine.LabelConfig // a hash of the rendered command
+	LabelEngine  = engine.LabelEngine
+	LabelVersion = engine.LabelVersion
+	LabelModel   = engine.LabelModel
 	// LabelRole tells a run's owner ConfigMap ("owner") from a server's
 	// files ConfigMap ("files").
 	LabelRole = "perflab.role"
