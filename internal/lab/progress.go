@@ -38,8 +38,10 @@ type LineProgress struct {
 	n       int
 	ran     int
 	ranTime time.Duration
-	stage   string
-	best    string
+	// aside is time spent on other work than trials (see asider).
+	aside time.Duration
+	stage string
+	best  string
 	// top is the highest score measured so far, and unit the objective's.
 	top     float64
 	topName string
@@ -100,7 +102,28 @@ func (p *LineProgress) standing() string {
 	return inc
 }
 
-func (p *LineProgress) eta() string { return eta(p.start, p.n, p.ran, p.planned) }
+func (p *LineProgress) eta() string { return eta(p.start.Add(p.aside), p.n, p.ran, p.planned) }
+
+// Aside implements asider.
+func (p *LineProgress) Aside(d time.Duration) {
+	p.mu.Lock()
+	p.aside += d
+	p.mu.Unlock()
+}
+
+// asider is a Progress that keeps time the lab spent on other work than
+// trials (the guide's predictions before the joint search) out of the
+// trial rate its ETA uses: charged to the trials, a few seconds of
+// predictions after fast trials made the ETA jump from seconds to a
+// minute.
+type asider interface {
+	Aside(d time.Duration)
+}
+
+var (
+	_ asider = (*LineProgress)(nil)
+	_ asider = (*BarProgress)(nil)
+)
 
 // eta is the time left for the planned trials not yet done, at the wall
 // time per trial run here since start ("-" before any trial ran here or

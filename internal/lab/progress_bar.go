@@ -31,6 +31,7 @@ type BarProgress struct {
 	planned int
 	n, ran  int
 	start   time.Time
+	aside   time.Duration
 	stage   string
 	best    string
 }
@@ -85,7 +86,14 @@ func (b *BarProgress) Start(s *Spec, planned, stored int) {
 }
 
 // eta is the time left at the mean trial time so far; callers hold mu.
-func (b *BarProgress) eta() string { return eta(b.start, b.n, b.ran, b.planned) }
+func (b *BarProgress) eta() string { return eta(b.start.Add(b.aside), b.n, b.ran, b.planned) }
+
+// Aside implements asider.
+func (b *BarProgress) Aside(d time.Duration) {
+	b.mu.Lock()
+	b.aside += d
+	b.mu.Unlock()
+}
 
 // Stage implements Progress.
 func (b *BarProgress) Stage(name string, n int) {

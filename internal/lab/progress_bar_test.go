@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -57,5 +58,27 @@ func itoa(n int) string {
 		if n == 0 {
 			return string(b[i:])
 		}
+	}
+}
+
+// TestETALeavesAsideTheGuide: time the lab spends predicting with the
+// guide (no trial runs) is not charged to the trials, so the ETA after a
+// slow prediction batch does not jump (issue 11, defect 6: 3 s to 1 min).
+func TestETALeavesAsideTheGuide(t *testing.T) {
+	p := &LineProgress{W: io.Discard}
+	p.start = time.Now().Add(-10 * time.Second) // 1 s of trials, then 9 s of predictions
+	p.n, p.ran, p.planned = 1, 1, 3
+	if got := p.eta(); got != "20s" {
+		t.Fatalf("before: ETA %s, want 20s (10 s a trial, 2 left)", got)
+	}
+	p.Aside(9 * time.Second)
+	if got := p.eta(); got != "2s" {
+		t.Errorf("after the guide's 9 s set aside: ETA %s, want 2s", got)
+	}
+	b := &BarProgress{}
+	b.start, b.n, b.ran, b.planned = p.start, 1, 1, 3
+	b.Aside(9 * time.Second)
+	if got := b.eta(); got != "2s" {
+		t.Errorf("bar: ETA %s, want 2s", got)
 	}
 }

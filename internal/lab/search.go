@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // DefaultSearchKnobs are the knobs that interact and are searched jointly
@@ -257,7 +258,11 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 	if l.Progress != nil {
 		l.Progress.Stage("joint search (guide)", len(pts))
 	}
+	t0 := time.Now()
 	guess, err := l.guessAll(ctx, pts)
+	if a, ok := l.Progress.(asider); ok {
+		a.Aside(time.Since(t0))
+	}
 	if err != nil {
 		return inc, incScore, err
 	}
