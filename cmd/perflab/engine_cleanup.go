@@ -23,7 +23,7 @@ labels perflab.managed=true and perflab.run=<run key>). A lab that starts
 again on its run removes that run's own leftovers first; this command removes
 them on demand.
 
-With --run KEY, only that run's (its key is in perflab runs); without it,
+With --run KEY, only that run's (its key is in perflab runs -o json); without it,
 every one perflab started, a running lab's too: stop the labs first.
 --runtime docker or --runtime kubernetes asks that runtime only (the
 Docker host of DOCKER_HOST; the current context and namespace of the

@@ -17,8 +17,11 @@ func init() { rootCmd.AddCommand(newRunsCmd("runs")) }
 
 // runRow is one stored run as `perflab runs` shows it.
 type runRow struct {
-	ID      int64     `json:"id"`
-	Name    string    `json:"name"`
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	// Key is the run key: its servers' perflab.run label (perflab engine
+	// cleanup --run KEY).
+	Key     string    `json:"key"`
 	Model   string    `json:"model,omitempty"`
 	Runtime string    `json:"runtime,omitempty"`
 	Status  string    `json:"status"`
@@ -73,7 +76,7 @@ func newRunsCmd(use string) *cobra.Command {
 // toRunRow reads what the list shows from a run and its summary (a run
 // without one, an import or a lab stopped early, shows what it has).
 func toRunRow(ri store.RunInfo) runRow {
-	r := runRow{ID: ri.ID, Name: ri.Name, Status: ri.Status, Started: ri.Started, Trials: ri.Trials, Failed: ri.Failed}
+	r := runRow{ID: ri.ID, Name: ri.Name, Key: ri.Key, Status: ri.Status, Started: ri.Started, Trials: ri.Trials, Failed: ri.Failed}
 	if r.Started.IsZero() {
 		r.Started = ri.Created
 	}
