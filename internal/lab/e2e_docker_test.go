@@ -80,6 +80,23 @@ func containersOf(t *testing.T, cli client.APIClient, image string) map[string]s
 	return out
 }
 
+// workDirsOf lists the host work directories of image's containers.
+func workDirsOf(t *testing.T, cli client.APIClient, image string) []string {
+	t.Helper()
+	f := make(client.Filters).Add("label", docker.LabelManaged+"=true")
+	res, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range res.Items {
+		if d := c.Labels[docker.LabelWorkDir]; d != "" && strings.Contains(c.Image, strings.Split(image, ":")[0]) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // watchContainers records every container of image seen until stop is
 // called, polling the API as the lab runs.
 func watchContainers(t *testing.T, cli client.APIClient, image string) (stop func() map[string]string) {
@@ -237,6 +254,10 @@ func TestE2EDockerKillAndResume(t *testing.T) {
 		t.Fatal("no container was up when perflab was killed: the test proves nothing")
 	}
 	t.Logf("%d containers outlived perflab", len(stale))
+	dirs := workDirsOf(t, cli, image)
+	if len(dirs) == 0 {
+		t.Error("the stale containers name no work directory")
+	}
 	before := storedTrials(t, db)
 	if len(before) < 2 {
 		t.Fatalf("%d trials stored before the kill, want at least 2", len(before))
@@ -267,6 +288,11 @@ func TestE2EDockerKillAndResume(t *testing.T) {
 	left := containersOf(t, cli, image)
 	if len(left) > 0 {
 		t.Errorf("containers left after the rerun: %v", left)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("the killed lab's work directory %s is left after the rerun", d)
+		}
 	}
 	t.Logf("resumed: %d stored trials kept, %d rerun, %d containers left", len(before), rerun, len(left))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -51,6 +53,7 @@ func (r *Runtime) Cleanup(ctx context.Context, labels map[string]string) ([]stri
 			continue
 		}
 		removed = append(removed, name)
+		removeWorkDir(c.Labels[LabelWorkDir])
 	}
 	if len(errs) > 0 {
 		return removed, fmt.Errorf("docker: remove containers: %s", strings.Join(errs, "; "))
@@ -101,4 +104,14 @@ func hasLabels(have, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// removeWorkDir removes a container's host work directory, but only one
+// perflab makes (perflab-docker-* directly under the temporary directory):
+// a label is not to be trusted with a path to delete.
+func removeWorkDir(dir string) {
+	if dir == "" || filepath.Dir(dir) != filepath.Clean(os.TempDir()) || !strings.HasPrefix(filepath.Base(dir), "perflab-docker-") {
+		return
+	}
+	os.RemoveAll(dir)
 }

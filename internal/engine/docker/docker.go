@@ -41,6 +41,9 @@ const (
 	LabelEngine  = engine.LabelEngine
 	LabelVersion = engine.LabelVersion
 	LabelModel   = engine.LabelModel
+	// LabelWorkDir is the host directory of a container's log and side
+	// files, which perflab made and removes with the container.
+	LabelWorkDir = "perflab.workdir"
 	// LabelSimImage marks the simulated engine image (perflab sim image).
 	LabelSimImage = "perflab.sim-image"
 )
@@ -420,6 +423,15 @@ func (r *Runtime) StartLabeled(ctx context.Context, l engine.Launch, labels map[
 		if err := os.MkdirAll(hf, 0o755); err != nil {
 			return nil, fmt.Errorf("docker: Hugging Face cache: %w", err)
 		}
+	}
+	if removeDir != "" {
+		// Cleanup removes it with a container that outlived a perflab
+		// killed before it could (the log and side files live there).
+		labels = maps.Clone(labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelWorkDir] = removeDir
 	}
 	sp, err := r.build(l, cmd, filesHost, port, labels)
 	if err != nil {
