@@ -13,8 +13,9 @@
 // namespace would. It writes back what a kubelet writes: the pod's phase,
 // IP, container state (waiting, running, terminated with the exit code) and
 // Ready condition from the pod's readiness probe; it serves the kubelet API's
-// containerLogs, so `kubectl logs` and client-go's log stream work through
-// the API server; and it finishes a graceful delete by stopping the process
+// containerLogs and portForward (with the streaming library a kubelet
+// uses), so logs and port-forwards work through the API server; and it
+// finishes a graceful delete by stopping the process
 // and removing the pod. An image not in Images is reported as ErrImagePull,
 // as a kubelet that cannot pull it would. Everything else in such a test
 // (API server, etcd, scheduler, client-go, the engine's HTTP server) is real.
@@ -51,6 +52,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/cri-streaming/pkg/streaming/portforward"
 )
 
 // Kubelet is the stand-in for one node's kubelet.
@@ -512,6 +514,8 @@ func (k *Kubelet) serveLogs() error {
 	k.logsLn = ln
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", k.containerLogs)
+	mux.HandleFunc("/portForward/{ns}/{pod}", k.portForward)
+	mux.HandleFunc("/portForward/{ns}/{pod}/{uid}", k.portForward)
 	go http.Serve(ln, mux)
 	return nil
 }
@@ -591,6 +595,54 @@ func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// portForward serves the kubelet API's portForward (SPDY or WebSocket,
+// as the API server proxies `pods/portforward` here) with the streaming
+// library a kubelet uses, each stream connected to the pod's address.
+func (k *Kubelet) portForward(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("ns"), r.PathValue("pod")
+	k.mu.Lock()
+	var pp *pod
+	for _, p := range k.pods {
+		if p.ns == ns && p.name == name {
+			pp = p
+		}
+	}
+	k.mu.Unlock()
+	if pp == nil || pp.ip == "" {
+		http.Error(w, "pod not found", http.StatusNotFound)
+		return
+	}
+	opts, err := portforward.NewV4Options(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	portforward.ServePortForward(w, r, podDialer{ip: pp.ip}, name, string(pp.uid), opts,
+		4*time.Hour, 30*time.Second, portforward.SupportedProtocols)
+}
+
+// podDialer connects a forwarded stream to a port of the pod's address.
+type podDialer struct{ ip string }
+
+// PortForward implements portforward.PortForwarder.
+func (d podDialer) PortForward(ctx context.Context, _ string, _ string, port int32, stream io.ReadWriteCloser) error {
+	defer stream.Close()
+	var dl net.Dialer
+	conn, err := dl.DialContext(ctx, "tcp", net.JoinHostPort(d.ip, strconv.Itoa(int(port))))
+	if err != nil {
+		return fmt.Errorf("fakekubelet: forward to %s:%d: %w", d.ip, port, err)
+	}
+	defer conn.Close()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(conn, stream); done <- struct{}{} }()
+	go func() { io.Copy(stream, conn); done <- struct{}{} }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 func selfSigned() (tls.Certificate, error) {

@@ -17,6 +17,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -469,4 +471,43 @@ func applyObject(ctx context.Context, cli k8s.Interface, obj runtime.Object) err
 		return nil
 	}
 	return err
+}
+
+// From outside a cluster perflab reaches a pod through a port-forward:
+// client-go's SPDY port-forward, through the real API server, to the
+// stand-in kubelet's portForward (the kubelet's own streaming code), to the
+// engine. The server answers through it, and the trial's place says so.
+func TestE2EKubePortForward(t *testing.T) {
+	_, ns, node := kubeE2E(t)
+	rt := newKubeRuntime(t, ns, kubeImage)
+	rt.Access = kubernetes.PortForward
+	rt.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
+	h, err := rt.Start(t.Context(), engine.Launch{Config: engine.Config{Engine: engine.VLLM, Model: "Qwen/Qwen3-14B"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop(context.Background())
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	if err := h.Ready(ctx); err != nil {
+		t.Fatalf("Ready through a port-forward: %v\n%s", err, strings.Join(h.LogTail(20), "\n"))
+	}
+	if !strings.HasPrefix(h.BaseURL(), "http://127.0.0.1:") {
+		t.Errorf("BaseURL %s, want a local forwarded port", h.BaseURL())
+	}
+	resp, err := http.Get(h.BaseURL() + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Qwen/Qwen3-14B") {
+		t.Errorf("GET /v1/models through the port-forward: %d %s", resp.StatusCode, body)
+	}
+	if w := engine.WhereOf(h); !strings.Contains(w, "port-forward") || !strings.Contains(w, node) {
+		t.Errorf("Where = %q, want the port-forward and the node", w)
+	}
+	if err := h.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
