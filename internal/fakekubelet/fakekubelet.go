@@ -520,18 +520,23 @@ func (k *Kubelet) serveLogs() error {
 	return nil
 }
 
+// podNamed is the pod this node runs under that namespace and name, or nil.
+func (k *Kubelet) podNamed(ns, name string) *pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range k.pods {
+		if p.ns == ns && p.name == name {
+			return p
+		}
+	}
+	return nil
+}
+
 // containerLogs writes a container's output, following it while the
 // process runs when asked to.
 func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("ns"), r.PathValue("pod")
-	k.mu.Lock()
-	var pp *pod
-	for _, p := range k.pods {
-		if p.ns == ns && p.name == name {
-			pp = p
-		}
-	}
-	k.mu.Unlock()
+	pp := k.podNamed(ns, name)
 	if pp == nil || pp.log == "" {
 		http.Error(w, "container not found", http.StatusNotFound)
 		return
@@ -602,14 +607,7 @@ func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 // library a kubelet uses, each stream connected to the pod's address.
 func (k *Kubelet) portForward(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("ns"), r.PathValue("pod")
-	k.mu.Lock()
-	var pp *pod
-	for _, p := range k.pods {
-		if p.ns == ns && p.name == name {
-			pp = p
-		}
-	}
-	k.mu.Unlock()
+	pp := k.podNamed(ns, name)
 	if pp == nil || pp.ip == "" {
 		http.Error(w, "pod not found", http.StatusNotFound)
 		return

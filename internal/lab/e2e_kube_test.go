@@ -316,21 +316,7 @@ func TestE2EKubeKillAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rerun: %v\n%s", err, b)
 	}
-	rerun := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		for key := range before {
-			if strings.Contains(line, "] ran ") && strings.Contains(line, before[key].Name+" ("+before[key].Workload+", repeat "+fmt.Sprint(before[key].Repeat)+")") {
-				t.Errorf("finished trial %s ran again: %s", key, line)
-				rerun++
-			}
-		}
-	}
-	after := storedTrials(t, db)
-	for key, t0 := range before {
-		if t1, ok := after[key]; !ok || !t1.Started.Equal(t0.Started) {
-			t.Errorf("trial %s lost or rerun", key)
-		}
-	}
+	rerun := checkResumed(t, db, before, b)
 	waitNoPods(t, cli, ns)
 	t.Logf("%d pods outlived perflab; resumed: %d stored trials kept, %d rerun", len(stale), len(before), rerun)
 }

@@ -200,10 +200,25 @@ func TestE2EKillAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rerun: %v\n%s", err, b)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	checkResumed(t, db, before, b)
+	if !strings.Contains(string(b), "winner:") {
+		t.Errorf("rerun did not finish:\n%s", b)
+	}
+	if p := simServers(); len(p) > 0 {
+		t.Errorf("engines left running: %v", p)
+	}
+}
+
+// checkResumed fails the test for every trial stored before a kill that
+// the rerun (its output out) ran again or lost, and returns how many ran
+// again.
+func checkResumed(t *testing.T, db string, before map[string]store.Trial, out []byte) (rerun int) {
+	t.Helper()
+	for _, line := range strings.Split(string(out), "\n") {
 		for key := range before {
 			if strings.Contains(line, "] ran ") && strings.Contains(line, before[key].Name+" ("+before[key].Workload+", repeat "+fmt.Sprint(before[key].Repeat)+")") {
 				t.Errorf("finished trial %s ran again: %s", key, line)
+				rerun++
 			}
 		}
 	}
@@ -216,12 +231,7 @@ func TestE2EKillAndResume(t *testing.T) {
 			t.Errorf("trial %s was rerun (started %s, then %s)", key, t0.Started, t1.Started)
 		}
 	}
-	if !strings.Contains(string(b), "winner:") {
-		t.Errorf("rerun did not finish:\n%s", b)
-	}
-	if p := simServers(); len(p) > 0 {
-		t.Errorf("engines left running: %v", p)
-	}
+	return rerun
 }
 
 func storedTrials(t *testing.T, dsn string) map[string]store.Trial {
