@@ -403,15 +403,42 @@ func (l *Lab) adoptLegacy(ctx context.Context) ([]store.Trial, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: read trials of earlier run %d: %w", old.ID, err)
 	}
+	rename := renamedWorkloads(old)
 	out := make([]store.Trial, 0, len(trials))
 	for _, t := range trials {
 		t.ID, t.RunID = 0, l.run.ID
+		t.Key = rename(t.Key)
 		if err := l.Store.SaveTrial(ctx, &t); err != nil {
 			return nil, fmt.Errorf("lab: copy trial %s from earlier run %d: %w", t.Key, old.ID, err)
 		}
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// renamedWorkloads maps a trial key stored by an earlier run to today's
+// form: its workload named by the dataset's content rather than its
+// absolute path (see contentID), so the adopted trials count as measured.
+// A stored spec that no longer parses leaves keys as they are (those
+// trials are then measured again, nothing is lost).
+func renamedWorkloads(old store.Run) func(string) string {
+	prev, err := ParseSpec("stored run "+strconv.FormatInt(old.ID, 10), []byte(old.Spec))
+	if err != nil {
+		return func(k string) string { return k }
+	}
+	names := map[string]string{}
+	for _, w := range append([]Workload{*prev.Tuning}, prev.Generalization...) {
+		names[w.pathKeyName()] = w.keyName()
+	}
+	return func(k string) string {
+		parts := strings.Split(k, "/")
+		if len(parts) == 4 { // stage/config/workload/repeat (TrialKey)
+			if n, ok := names[parts[2]]; ok {
+				parts[2] = n
+			}
+		}
+		return strings.Join(parts, "/")
+	}
 }
 
 // Run returns the stored run (valid after Run).

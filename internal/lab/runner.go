@@ -49,15 +49,6 @@ func TrialKey(stage string, cfg engine.Config, w Workload, repeat int) string {
 	return fmt.Sprintf("%s/%s/%s/r%d", stage, ConfigHash(cfg), w.keyName(), repeat)
 }
 
-// keyName is the workload's name plus a short hash of its definition, so two
-// workloads that share a name but differ never share a measurement.
-func (w Workload) keyName() string {
-	b, _ := json.Marshal(w)
-	h := fnv.New32a()
-	h.Write(b)
-	return fmt.Sprintf("%s~%08x", strings.ReplaceAll(w.Name, "/", "_"), h.Sum32())
-}
-
 // measurementKey is the part of a trial key that identifies the measurement
 // (config, workload, repeat), whatever stage first asked for it.
 func measurementKey(key string) string {

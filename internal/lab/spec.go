@@ -724,9 +724,10 @@ var defaultVersions = engine.DefaultVersions
 // noise applies to sim-predict only and the time scale to the sim runtime
 // only (a compressed clock shifts what the client measures), so each is
 // hashed only there. The runtime is part of the key (a sim-predict run and
-// a process run of one spec are different runs).
+// a process run of one spec are different runs). Files count by content,
+// not by where they lie (see contentID).
 func (s *Spec) Key() string {
-	k := *s
+	k := s.keyed()
 	k.Parallel, k.Budget, k.StartupSeconds = 0, Budget{}, 0
 	if k.Kubernetes != nil {
 		// Where the pods run and how perflab reaches them do not change
