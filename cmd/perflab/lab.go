@@ -196,7 +196,7 @@ func printPlan(ctx context.Context, w io.Writer, spec *lab.Spec, su *app.Setup) 
 	if p.Exact {
 		on = "on GPUs (process runtime)"
 	}
-	fmt.Fprintf(w, "%s: %d engine starts at %.0f s each, %.2f GPU-hours\n", on, p.Starts, p.StartupSeconds, p.GPUHours)
+	fmt.Fprintf(w, "%s: %d engine starts for %d distinct configs, at %.0f s each, %.2f GPU-hours\n", on, p.Starts, p.Configs, p.StartupSeconds, p.GPUHours)
 	return nil
 }
 

@@ -147,3 +147,43 @@ func TestParseImages(t *testing.T) {
 		}
 	}
 }
+
+// TestExample14BStartsAndGPUHours (issue 12's must-show, on the plan the
+// CLI's `lab --dry-run --runtime process` prints): the 14B example on real
+// GPUs starts at most one engine per distinct config, and its projected
+// GPU-hours are at least 2x below the 4 h 25 min of one start per trial
+// (63 trials, the figure before reuse). Reuse changes no decision (the
+// path is the lab's; only the starts are counted differently), so the
+// winner is the one a start per measurement finds.
+func TestExample14BStartsAndGPUHours(t *testing.T) {
+	shareddata.Path(t, "data", "sharegpt")
+	ctx := context.Background()
+	spec, coef, err := Spec(filepath.Join(shareddata.RepoRoot(t), "examples", "qwen3-14b-h100.yaml"), Options{Runtime: "process"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	su, err := NewSetup(ctx, spec, coef, Options{Runtime: "process"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := store.Open(ctx, "sqlite::memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	p, err := lab.DryRun(ctx, spec, su.Predict, su.GuideKey, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d trials, %d starts for %d configs, %.2f GPU-hours, winner %s", p.Trials, p.Starts, p.Configs, p.GPUHours, p.Winner)
+	if p.Starts > p.Configs || p.Configs == 0 {
+		t.Errorf("%d engine starts for %d distinct configs", p.Starts, p.Configs)
+	}
+	const before = 4 + 25.0/60 // GPU-hours: 63 trials, a 180 s start each
+	if p.GPUHours > before/2 {
+		t.Errorf("%.2f GPU-hours projected: less than 2x below %.2f", p.GPUHours, before)
+	}
+	if p.Winner == "" {
+		t.Error("no winner")
+	}
+}

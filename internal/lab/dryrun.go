@@ -29,7 +29,10 @@ type DryRunPlan struct {
 	// StartupSeconds a start. Both are for the spec's runtime, or for the
 	// process runtime when the spec's has no servers (what a real run on
 	// GPUs would cost).
-	Starts         int
+	Starts int
+	// Configs counts the distinct configs the path measures: the fewest
+	// starts it could take.
+	Configs        int
 	GPUHours       float64
 	StartupSeconds float64
 	// ETA is the run's expected wall time.
@@ -89,8 +92,13 @@ func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey stri
 		}
 	}
 	starts := projectStarts(trials, spec.Hardware.Count, spec.FreshStartPerRepeat)
+	configs := map[string]bool{}
 	var busy float64
 	for i, t := range trials {
+		if cfg := ConfigHash(trialConfig(t)); !configs[cfg] {
+			configs[cfg] = true
+			p.Configs++
+		}
 		obs, _ := ParseObservation(t.Result)
 		cost := store.Cost{GPUs: GPUs(trialConfig(t)), BenchSeconds: obs.Duration}
 		if starts[i] {

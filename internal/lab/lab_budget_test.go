@@ -39,8 +39,9 @@ func TestBudgetStopsOnCompleteEvidence(t *testing.T) {
 		wantWhy map[string][2]string
 	}{
 		{
-			// Baseline + 2 candidates + 2 of the 4 repeats: the budget ends
-			// inside the repeats, so SGLang's single-run gain decides nothing.
+			// Baseline with its 2 repeats (run right after it, on its
+			// server) + 2 candidates: the budget ends before SGLang's
+			// repeats, so its single-run gain decides nothing.
 			name: "mid-repeat", maxTrials: 5, wantTrials: 5,
 			wantWhy: map[string][2]string{
 				"sglang": {"skipped", "stopped by budget before its repeats (single run +"},
@@ -48,9 +49,9 @@ func TestBudgetStopsOnCompleteEvidence(t *testing.T) {
 			},
 		},
 		{
-			// Baseline + 1 of 2 candidates: the stage is cut before it can
-			// compare them.
-			name: "mid-stage", maxTrials: 2, wantTrials: 2,
+			// Baseline with its 2 repeats + 1 of 2 candidates: the stage is
+			// cut before it can compare them.
+			name: "mid-stage", maxTrials: 4, wantTrials: 4,
 			wantWhy: map[string][2]string{
 				"sglang": {"skipped", "stopped by budget before the stage's decision"},
 				"trtllm": {"skipped", "not run: budget spent"},

@@ -133,6 +133,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		BaseURL: h.BaseURL(), Backend: "openai-chat", Endpoint: "/v1/chat/completions",
 		Model: t.Config.Model, ServedModelName: t.Config.ServedModelName, Requests: reqs,
 		RequestRate: sendRate, MaxConcurrency: load.maxConc, Seed: load.seed,
+		ExtraBody: cacheSalt(t),
 	})
 	rec.Cost.BenchSeconds = time.Since(benchStart).Seconds()
 	if ctx.Err() != nil {

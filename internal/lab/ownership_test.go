@@ -509,16 +509,21 @@ func TestDryRunIsTheRun(t *testing.T) {
 
 // TestProjectStarts: on one GPU, a config's repeats share a server,
 // another config stops it, a failed trial's server is not kept, an engine
-// without a cache reset is restarted, and fresh starts restart every time.
+// that salts its cache instead of resetting it is kept, one with neither
+// is restarted, and fresh starts restart every time.
 func TestProjectStarts(t *testing.T) {
 	tr := func(eng, model, status string) store.Trial {
-		cfg, _ := json.Marshal(engine.Config{Engine: eng, Model: model})
+		version := ""
+		if model == "c" {
+			version = "1.0.0" // trtllm-serve before cache_salt
+		}
+		cfg, _ := json.Marshal(engine.Config{Engine: eng, Version: version, Model: model})
 		return store.Trial{Config: cfg, Status: status}
 	}
 	seq := []store.Trial{tr("vllm", "a", "ok"), tr("vllm", "a", "ok"), tr("vllm", "b", "ok"), tr("vllm", "a", "failed"),
-		tr("vllm", "a", "ok"), tr("trtllm", "c", "ok"), tr("trtllm", "c", "ok")}
+		tr("vllm", "a", "ok"), tr("trtllm", "c", "ok"), tr("trtllm", "c", "ok"), tr("trtllm", "d", "ok"), tr("trtllm", "d", "ok")}
 	got := projectStarts(seq, 1, false)
-	want := []bool{true, false, true, true, true, true, true}
+	want := []bool{true, false, true, true, true, true, true, true, false}
 	if !slices.Equal(got, want) {
 		t.Errorf("starts %v, want %v", got, want)
 	}

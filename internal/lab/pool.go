@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -201,6 +202,22 @@ func (r *LiveRunner) startEnv(cmd engine.Command, cfg engine.Config) engine.Comm
 	}
 	cmd.Env = merged
 	return cmd
+}
+
+// cacheSalt is the request field that keeps a measurement's cached
+// prefixes its own on an engine that salts rather than resets (see
+// engine.CacheReset): one salt per measurement, on every request of it, so
+// its requests share prefixes among themselves as on a fresh server and
+// never with an earlier measurement's. Every measurement of such an engine
+// is salted, the first too, so that repeats send the same requests. The
+// salt is a hash (engines refuse salts with '/' or over 128 characters).
+func cacheSalt(t TrialSpec) map[string]any {
+	if !engine.ResetFor(t.Config).Salt {
+		return nil
+	}
+	h := fnv.New64a()
+	h.Write([]byte(measurementKey(t.Key)))
+	return map[string]any{"cache_salt": fmt.Sprintf("perflab-%016x", h.Sum64())}
 }
 
 // errResetFailed marks a reused server whose cache could not be reset.

@@ -24,12 +24,16 @@ type countingRuntime struct {
 	resets          atomic.Int64
 	mu              sync.Mutex
 	envs            []map[string]string
+	salts           []any // each request's cache_salt, in arrival order
 	failResetStatus int
 }
 
 func newCountingRuntime(t *testing.T) *countingRuntime {
 	rt := &countingRuntime{}
-	srv := benchtest.New(func(int, map[string]any) benchtest.Plan {
+	srv := benchtest.New(func(_ int, body map[string]any) benchtest.Plan {
+		rt.mu.Lock()
+		rt.salts = append(rt.salts, body["cache_salt"])
+		rt.mu.Unlock()
 		return benchtest.Plan{TTFT: time.Millisecond, Chunks: 2, Gap: time.Millisecond}
 	})
 	mux := http.NewServeMux()
@@ -79,7 +83,11 @@ func (h *countingHandle) Stop(context.Context) error {
 var _ engine.Runtime = (*countingRuntime)(nil)
 
 func poolTrial(engineName, model string, rep int) TrialSpec {
-	cfg := engine.Config{Engine: engineName, Version: map[string]string{"vllm": "0.11.0", "trtllm": "1.2.0rc1"}[engineName], Model: model}
+	return poolTrialAt(engineName, map[string]string{"vllm": "0.11.0", "trtllm": "1.2.0rc1"}[engineName], model, rep)
+}
+
+func poolTrialAt(engineName, version, model string, rep int) TrialSpec {
+	cfg := engine.Config{Engine: engineName, Version: version, Model: model}
 	w := Workload{Name: "w"}
 	return TrialSpec{Key: TrialKey("s", cfg, w, rep), Name: model, Config: cfg, Workload: w, Repeat: rep}
 }
@@ -93,8 +101,10 @@ func twoRequests(Workload) ([]dataset.Request, error) {
 // dev-mode variable vLLM needs for that is set at start, another config
 // takes the GPU by stopping the idle server, and a trial's cost says
 // whether it started a server. fresh_start_per_repeat restores a start per
-// measurement; an engine without a reset endpoint is never reused; a reset
-// that fails costs a fresh start, not a warm measurement.
+// measurement; an engine that salts its cache instead (TensorRT-LLM from
+// 1.2.0rc0) is reused with each measurement's requests salted their own
+// way; an engine with neither is never reused; a reset that fails costs a
+// fresh start, not a warm measurement.
 func TestServerReuse(t *testing.T) {
 	seq := []TrialSpec{
 		poolTrial("vllm", "a", 0), poolTrial("vllm", "a", 1), poolTrial("vllm", "a", 2),
@@ -112,7 +122,8 @@ func TestServerReuse(t *testing.T) {
 		{"reuse", false, 0, seq, 3, 2, []bool{true, false, false, true, true}},
 		{"fresh start per repeat", true, 0, seq, 5, 0, []bool{true, true, true, true, true}},
 		{"reset refused", false, http.StatusBadRequest, seq[:3], 3, 2, []bool{true, true, true}},
-		{"no reset endpoint", false, 0, []TrialSpec{poolTrial("trtllm", "c", 0), poolTrial("trtllm", "c", 1)}, 2, 0, []bool{true, true}},
+		{"salted, no reset endpoint", false, 0, []TrialSpec{poolTrial("trtllm", "c", 0), poolTrial("trtllm", "c", 1), poolTrial("trtllm", "c", 2)}, 1, 0, []bool{true, false, false}},
+		{"neither reset nor salt", false, 0, []TrialSpec{poolTrialAt("trtllm", "1.0.0", "c", 0), poolTrialAt("trtllm", "1.0.0", "c", 1)}, 2, 0, []bool{true, true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,6 +153,25 @@ func TestServerReuse(t *testing.T) {
 			}
 			if r.GPUs.Free() != 1 {
 				t.Errorf("%d GPUs free after Close, want 1", r.GPUs.Free())
+			}
+			// Salts: two requests per measurement, one salt for both, another
+			// for each measurement; none where the engine does not salt.
+			salted := engine.ResetFor(tc.seq[0].Config).Salt
+			seen := map[any]bool{}
+			for i := 0; i+1 < len(rt.salts); i += 2 {
+				a, b := rt.salts[i], rt.salts[i+1]
+				switch {
+				case !salted && (a != nil || b != nil):
+					t.Errorf("measurement %d salted (%v, %v) on an engine that does not salt", i/2, a, b)
+				case salted && (a == nil || a != b):
+					t.Errorf("measurement %d: salts %v and %v, want one salt for its requests", i/2, a, b)
+				case salted && seen[a]:
+					t.Errorf("measurement %d reuses salt %v of an earlier one", i/2, a)
+				}
+				seen[a] = true
+			}
+			if len(rt.salts) != 2*len(tc.seq) {
+				t.Errorf("%d requests, want %d", len(rt.salts), 2*len(tc.seq))
 			}
 			if !tc.fresh && tc.seq[0].Config.Engine == "vllm" && rt.envs[0]["VLLM_SERVER_DEV_MODE"] != "1" {
 				t.Errorf("a reusable vLLM server started without VLLM_SERVER_DEV_MODE=1: %v", rt.envs[0])
