@@ -68,7 +68,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if r.Runtime != "" {
 		p("\nRuntime: `%s`%s\n", r.Runtime, runtimeNote(r.Provenance))
 		if r.EngineStarts > 0 {
-			how := "one server per configuration, serving its repeats and workloads with its prefix cache reset between them; the noise floor is repeat-to-repeat on one server"
+			how := "one server per configuration, serving its repeats and workloads with its prefix cache reset between them (TensorRT-LLM: each measurement's requests salted their own way); the noise floor is repeat-to-repeat on one server"
 			if r.FreshStarts {
 				how = "a server started for every measurement; the noise floor includes start-to-start variance"
 			}
