@@ -101,6 +101,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 			}
 			return rec, err
 		}
+		srv.salted = probeSalt(ctx, srv, t.Config.ServedName())
 	} else {
 		rec.Reason = joinReason(rec.Reason, fmt.Sprintf("on the server already up for this config (measurement %d)", srv.used+1))
 	}
@@ -133,7 +134,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		BaseURL: h.BaseURL(), Backend: "openai-chat", Endpoint: "/v1/chat/completions",
 		Model: t.Config.Model, ServedModelName: t.Config.ServedModelName, Requests: reqs,
 		RequestRate: sendRate, MaxConcurrency: load.maxConc, Seed: load.seed,
-		ExtraBody: cacheSalt(t),
+		ExtraBody: cacheSalt(t, srv),
 	})
 	rec.Cost.BenchSeconds = time.Since(benchStart).Seconds()
 	if ctx.Err() != nil {
@@ -187,7 +188,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	rec.LogTail = logTail(h, r.logLines())
 	rec.Ended = time.Now()
 	srv.used++
-	keep = r.reusable(t.Config) && h.Failure() == nil
+	keep = r.keepable(srv) && h.Failure() == nil
 	return rec, nil
 }
 

@@ -1,10 +1,14 @@
 package lab
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +28,9 @@ type server struct {
 	// prefix cache is reset first.
 	used int
 	idle time.Time
+	// salted says the server took a cache_salt when asked at start (see
+	// probeSalt): only then are its measurements salted and it reused.
+	salted bool
 }
 
 // pool keeps the servers of a LiveRunner that are up but not measuring,
@@ -183,6 +190,17 @@ func (r *LiveRunner) reusable(cfg engine.Config) bool {
 	return !r.FreshStart && engine.Reusable(cfg)
 }
 
+// keepable says whether this server may be kept for its config's next
+// measurement: reusable, and, where its engine salts rather than resets,
+// it took the salt at start (probeSalt) or caches no prefixes at all.
+func (r *LiveRunner) keepable(s *server) bool {
+	if !r.reusable(s.cfg) {
+		return false
+	}
+	c := engine.ResetFor(s.cfg)
+	return !c.Salt || s.salted || (s.cfg.PrefixCaching != nil && !*s.cfg.PrefixCaching)
+}
+
 // startEnv adds what a reused server must be started with (the engine's
 // cache-reset endpoint) to the command's environment.
 func (r *LiveRunner) startEnv(cmd engine.Command, cfg engine.Config) engine.Command {
@@ -204,6 +222,36 @@ func (r *LiveRunner) startEnv(cmd engine.Command, cfg engine.Config) engine.Comm
 	return cmd
 }
 
+// probeSalt asks a new server of an engine that salts its prefix cache
+// (engine.CacheReset.Salt) whether it takes a cache_salt: one request of
+// one token, salted apart from every measurement. The version gate says
+// it should; a server that refuses the field (a 4xx) is measured without
+// salts and started again for each measurement, rather than failing every
+// request of every trial.
+func probeSalt(ctx context.Context, s *server, model string) bool {
+	if !engine.ResetFor(s.cfg).Salt {
+		return false
+	}
+	body, _ := json.Marshal(map[string]any{
+		"model": model, "max_tokens": 1, "cache_salt": "perflab-probe",
+		"messages": []map[string]string{{"role": "user", "content": "Hi"}},
+	})
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(s.h.BaseURL(), "/")+"/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	return resp.StatusCode/100 == 2
+}
+
 // cacheSalt is the request field that keeps a measurement's cached
 // prefixes its own on an engine that salts rather than resets (see
 // engine.CacheReset): one salt per measurement, on every request of it, so
@@ -211,8 +259,8 @@ func (r *LiveRunner) startEnv(cmd engine.Command, cfg engine.Config) engine.Comm
 // never with an earlier measurement's. Every measurement of such an engine
 // is salted, the first too, so that repeats send the same requests. The
 // salt is a hash (engines refuse salts with '/' or over 128 characters).
-func cacheSalt(t TrialSpec) map[string]any {
-	if !engine.ResetFor(t.Config).Salt {
+func cacheSalt(t TrialSpec, s *server) map[string]any {
+	if !s.salted {
 		return nil
 	}
 	h := fnv.New64a()

@@ -1,7 +1,9 @@
 package lab
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -26,11 +28,16 @@ type countingRuntime struct {
 	envs            []map[string]string
 	salts           []any // each request's cache_salt, in arrival order
 	failResetStatus int
+	probesRefused   atomic.Int64
+	refuseSalt      bool // answer a salted request 400, as an engine without cache_salt would
 }
 
 func newCountingRuntime(t *testing.T) *countingRuntime {
 	rt := &countingRuntime{}
 	srv := benchtest.New(func(_ int, body map[string]any) benchtest.Plan {
+		if body["cache_salt"] == "perflab-probe" {
+			return benchtest.Plan{TTFT: time.Millisecond, Chunks: 1}
+		}
 		rt.mu.Lock()
 		rt.salts = append(rt.salts, body["cache_salt"])
 		rt.mu.Unlock()
@@ -47,7 +54,18 @@ func newCountingRuntime(t *testing.T) *countingRuntime {
 	}
 	mux.HandleFunc("POST /reset_prefix_cache", reset)
 	mux.HandleFunc("POST /flush_cache", reset)
-	mux.Handle("/", srv)
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt.refuseSalt {
+			b, _ := io.ReadAll(r.Body)
+			if bytes.Contains(b, []byte(`"cache_salt"`)) {
+				rt.probesRefused.Add(1)
+				http.Error(w, `{"error": "extra fields not permitted: cache_salt"}`, http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		srv.ServeHTTP(w, r)
+	}))
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
 	rt.url = hs.URL
@@ -113,22 +131,25 @@ func TestServerReuse(t *testing.T) {
 	cases := []struct {
 		name        string
 		fresh       bool
+		refuseSalt  bool
 		failReset   int
 		seq         []TrialSpec
 		starts      int64
 		resets      int64
 		startedWith []bool
 	}{
-		{"reuse", false, 0, seq, 3, 2, []bool{true, false, false, true, true}},
-		{"fresh start per repeat", true, 0, seq, 5, 0, []bool{true, true, true, true, true}},
-		{"reset refused", false, http.StatusBadRequest, seq[:3], 3, 2, []bool{true, true, true}},
-		{"salted, no reset endpoint", false, 0, []TrialSpec{poolTrial("trtllm", "c", 0), poolTrial("trtllm", "c", 1), poolTrial("trtllm", "c", 2)}, 1, 0, []bool{true, false, false}},
-		{"neither reset nor salt", false, 0, []TrialSpec{poolTrialAt("trtllm", "1.0.0", "c", 0), poolTrialAt("trtllm", "1.0.0", "c", 1)}, 2, 0, []bool{true, true}},
+		{"reuse", false, false, 0, seq, 3, 2, []bool{true, false, false, true, true}},
+		{"fresh start per repeat", true, false, 0, seq, 5, 0, []bool{true, true, true, true, true}},
+		{"reset refused", false, false, http.StatusBadRequest, seq[:3], 3, 2, []bool{true, true, true}},
+		{"salted, no reset endpoint", false, false, 0, []TrialSpec{poolTrial("trtllm", "c", 0), poolTrial("trtllm", "c", 1), poolTrial("trtllm", "c", 2)}, 1, 0, []bool{true, false, false}},
+		{"salt refused at start: no salt, a start each", false, true, 0, []TrialSpec{poolTrial("trtllm", "c", 0), poolTrial("trtllm", "c", 1)}, 2, 0, []bool{true, true}},
+		{"neither reset nor salt", false, false, 0, []TrialSpec{poolTrialAt("trtllm", "1.0.0", "c", 0), poolTrialAt("trtllm", "1.0.0", "c", 1)}, 2, 0, []bool{true, true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := newCountingRuntime(t)
 			rt.failResetStatus = tc.failReset
+			rt.refuseSalt = tc.refuseSalt
 			r := &LiveRunner{Runtime: rt, Requests: twoRequests, GPUs: engine.NewAllocator([]int{0}), FreshStart: tc.fresh}
 			for i, tr := range tc.seq {
 				rec, err := r.Run(context.Background(), tr)
@@ -156,7 +177,10 @@ func TestServerReuse(t *testing.T) {
 			}
 			// Salts: two requests per measurement, one salt for both, another
 			// for each measurement; none where the engine does not salt.
-			salted := engine.ResetFor(tc.seq[0].Config).Salt
+			salted := engine.ResetFor(tc.seq[0].Config).Salt && !tc.refuseSalt
+			if tc.refuseSalt && rt.probesRefused.Load() != tc.starts {
+				t.Errorf("%d salt probes refused, want one per start (%d)", rt.probesRefused.Load(), tc.starts)
+			}
 			seen := map[any]bool{}
 			for i := 0; i+1 < len(rt.salts); i += 2 {
 				a, b := rt.salts[i], rt.salts[i+1]
