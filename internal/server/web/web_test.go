@@ -124,4 +124,3 @@ func get(t *testing.T, url string) (body, ctype string) {
 	}
 	return string(b), resp.Header.Get("Content-Type")
 }
-
