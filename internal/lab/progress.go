@@ -3,7 +3,7 @@ package lab
 import (
 	"fmt"
 	"io"
-			"time"
+	"time"
 
 	"github.com/perflab/perflab/internal/store"
 )

@@ -14,9 +14,9 @@ type Run struct {
 	ID int64 `json:"id"`
 	// Key identifies the spec (a hash of its normalized content); rerunning
 	// the same spec resumes the run with the same key.
-	Key    string `json:"key"`
-	Name   string `json:"name"`
-	Spec   string `json:"spec"`   // the spec as YAML
+	Key  string `json:"key"`
+	Name string `json:"name"`
+	Spec string `json:"spec"` // the spec as YAML
 	// Status is "running", "done", "failed" or "interrupted" (stopped
 	// before its end: canceled, or its lab's context ended).
 	Status string `json:"status"`
