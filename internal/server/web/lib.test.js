@@ -82,6 +82,12 @@ test("compareRows: values side by side, deltas against the first", () => {
   assert.equal(rows[1].cells[1].verdict, "worse"); // TPOT up 25%
   assert.equal(rows[1].cells[2].value, null); // missing stays missing
   assert.equal(rows[1].cells[2].delta.rel, null);
+  assert.equal(rows[0].best, 1, "the highest throughput wins");
+  assert.equal(rows[1].best, 0, "the lowest TPOT wins");
+  const tie = PL.compareRows([{ x: 1 }, { x: 1 }], [["x", "X"]]);
+  assert.equal(tie[0].best, null);
+  const one = PL.compareRows([{ x: 1 }, {}], [["x", "X"]]);
+  assert.equal(one[0].best, null);
 });
 
 // A stream as the server sends it (openapi.json's Event): every event

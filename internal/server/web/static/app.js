@@ -207,10 +207,10 @@
         : el("span", { class: "muted" }, r.status === "running" ? "running…" : "–");
       return el("tr", { class: "clickable", dataset: { run: r.id, status: r.status }, onclick: () => { location.hash = "#/runs/" + r.id; } },
         el("td", {}, cb),
-        el("td", {}, el("a", { href: "#/runs/" + r.id, class: "name" }, r.name || "run " + r.id), el("div", { class: "muted small" }, "#" + r.id + (r.runtime ? " · " + r.runtime : ""))),
+        el("td", {}, el("a", { href: "#/runs/" + r.id, class: "name nowrap" }, r.name || "run " + r.id), el("div", { class: "muted small" }, "#" + r.id + (r.runtime ? " · " + r.runtime : ""))),
         el("td", {}, badge(r.status), r.resumable && r.status !== "running" ? el("div", { class: "muted small" }, "resumable") : null),
-        el("td", { class: "wrap" }, r.model || "–"),
-        el("td", {}, gpuText(r)),
+        el("td", { class: "nowrap" }, r.model || "–"),
+        el("td", { class: "nowrap" }, gpuText(r)),
         el("td", {}, winner),
         el("td", { class: "num" }, gainSpan(r.best_gain)),
         el("td", { class: "num" }, String(r.trials || 0), r.failed ? el("div", { class: "muted small" }, r.failed + " failed") : null),
@@ -221,7 +221,7 @@
     const running = active.length
       ? el("div", { class: "panel", id: "running-now" }, el("h2", {}, "Running now"),
         el("div", { class: "cols" }, active.map((r) => el("a", { href: "#/runs/" + r.id, class: "kpi", style: "display:block" },
-          el("div", { class: "label" }, badge("running")),
+          badge("running"),
           el("div", { class: "value" }, r.name),
           el("div", { class: "note" }, (r.model || "") + " · " + gpuText(r) + " · " + (r.trials || 0) + " trials so far")))))
       : null;
@@ -257,7 +257,11 @@
   // ---- Live run ----------------------------------------------------------
 
   function chartSVG(st) {
-    const g = PL.scoreChart(st.trials, st.incumbents, { width: 760, height: 260 });
+    // Only the tuning workload's trials: the generalization workloads'
+    // figures are on another scale and no incumbent is chosen on them.
+    const tuning = st.tuning || (st.trials[0] && st.trials[0].workload) || "";
+    const shown = st.trials.filter((t) => !tuning || !t.workload || t.workload === tuning);
+    const g = PL.scoreChart(shown, st.incumbents, { width: 1000, height: 300 });
     const p = g.plot;
     const kids = [];
     for (const t of g.yTicks) {
@@ -271,7 +275,7 @@
     kids.push(svg("text", { class: "tick", x: 12, y: p.top + p.height / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${p.top + p.height / 2})` }, st.unit || "score"));
     if (g.incumbentPath) kids.push(svg("path", { class: "inc", d: g.incumbentPath }));
     for (const d of g.dots) {
-      const t = st.trials[d.n - 1];
+      const t = shown.find((x) => x.n === d.n);
       kids.push(svg("circle", { class: "dot" + (d.ok ? "" : " failed") + (t && t.reused ? " reused" : ""), cx: d.x, cy: d.y, r: 4.5 },
         svg("title", {}, `#${d.n} ${d.name}: ` + (d.ok ? PL.fmtNum(d.score) + " " + (st.unit || "") : "failed"))));
     }
@@ -291,6 +295,10 @@
     st.status = run.status;
     st.unit = run.unit || "";
     st.gpuHours = run.gpu_hours || 0;
+    st.tuning = (run.summary && run.summary.tuning_workload) || "";
+    if (run.winner && run.status !== "running") {
+      st.incumbent = { name: run.winner, score: run.winner_score, unit: run.unit };
+    }
     PL.seedTrials(st, trials.trials || [], run.objective, run.decisions);
     if (run.progress) PL.applyEvent(st, { type: "progress", data: run.progress });
     st.lastId = 0; // the stream replays from the start; rows dedupe by key
@@ -319,7 +327,7 @@
       const winner = st.winner || (run.winner ? { name: run.winner, score: run.winner_score, unit: run.unit } : null);
       const gain = PL.finite(st.gain) ? st.gain : run.best_gain;
       const banner = winner && !isRunning
-        ? el("div", { class: "winner", id: "winner" }, el("span", { class: "trophy", "aria-hidden": "true" }, "🏆"),
+        ? el("div", { class: "winner", id: "winner" }, el("span", { class: "trophy", "aria-hidden": "true" }, "★"),
           el("div", {}, el("div", { class: "muted small" }, "Recommended configuration"), el("div", { class: "big wrap" }, winner.name),
             el("div", { class: "muted" }, PL.fmtNum(winner.score) + " " + (winner.unit || st.unit) + (st.stopped ? " · stopped early: " + st.stopped : ""))),
           PL.finite(gain) ? el("div", { class: "gain" }, PL.fmtPct(gain), el("div", { class: "muted small", style: "text-align:right;font-weight:400" }, "over the baseline")) : null)
@@ -327,10 +335,11 @@
 
       const inc = st.incumbent;
       const kpis = el("div", { class: "kpis" },
-        kpi("Stage", st.stage || "–", isRunning ? (st.running ? "running " + st.running : st.candidates ? st.candidates + " candidates" : "") : "ended"),
+        isRunning ? kpi("Stage", st.stage || "starting…", st.running ? "running " + st.running : st.candidates ? st.candidates + " candidates" : "")
+          : kpi("Stage", st.status === "done" ? "finished" : st.status, st.stages.length + " stages"),
         kpi("Trials", st.planned && isRunning ? `${st.done} / ≤${Math.max(st.planned, st.done)}` : String(st.done || st.trials.length),
           st.trials.filter((t) => t.status !== "ok").length + " failed"),
-        kpi("Best so far", inc && PL.finite(inc.score) ? PL.fmtNum(inc.score) + " " + (inc.unit || st.unit) : "–", inc ? inc.name : "", "win"),
+        kpi(isRunning ? "Best so far" : "Best", inc && PL.finite(inc.score) ? PL.fmtNum(inc.score) + " " + (inc.unit || st.unit) : "–", inc ? inc.name : "", "win"),
         kpi("ETA", isRunning ? (PL.finite(st.eta) ? PL.fmtDuration(st.eta) : "estimating…") : "–",
           PL.finite(st.elapsed) ? "elapsed " + PL.fmtDuration(st.elapsed) : ""),
         kpi("GPU-hours", PL.fmtNum(st.gpuHours || 0, 2), run.runtime && run.runtime.startsWith("sim") ? "simulated: none held" : ""));
@@ -357,7 +366,7 @@
           el("td", { class: "num" }, PL.fmtNum(d.score)), el("td", { class: "num" }, gainSpan(d.gain)), el("td", { class: "wrap muted" }, d.reason || "")))))))
         : null;
 
-      root.replaceChildren(
+      root.replaceChildren(...[
         el("div", { class: "head" }, el("div", { class: "grow" },
           el("h1", {}, run.name || "run " + id, " ", badge(st.status)),
           el("div", { class: "sub" }, [run.model, gpuText(run), run.runtime, run.objective].filter(Boolean).join(" · "))),
@@ -379,7 +388,7 @@
               el("th", { class: "num" }, "Rep"), el("th", {}, "Status"), el("th", { class: "num" }, "Score" + (st.unit ? " (" + st.unit + ")" : "")))),
             el("tbody", {}, rows)))
             : el("div", { class: "empty" }, isRunning ? "Waiting for the first trial…" : "No trials.")),
-        decisions);
+        decisions].filter(Boolean));
     };
     draw();
 
@@ -497,7 +506,7 @@
         el("div", { class: "sub" }, [rep.model, gpuText(rep), rep.runtime, rep.objective].filter(Boolean).join(" · "))),
       el("div", { class: "actions downloads", id: "downloads" }, FORMATS.map(([f, label]) =>
         el("button", { type: "button", class: "ghost small", dataset: { format: f }, onclick: () => download("/runs/" + id + "/report." + f, base + "." + f) }, "⬇ " + label)))),
-      rec ? el("div", { class: "winner" }, el("span", { class: "trophy", "aria-hidden": "true" }, "🏆"),
+      rec ? el("div", { class: "winner" }, el("span", { class: "trophy", "aria-hidden": "true" }, "★"),
         el("div", {}, el("div", { class: "muted small" }, "Recommended"), el("div", { class: "big wrap" }, rec.name),
           el("div", { class: "muted" }, PL.fmtNum(rec.metrics && rec.metrics.total_tps) + " tok/s" + (bl ? " vs baseline " + PL.fmtNum(bl.metrics && bl.metrics.total_tps) + " tok/s" : ""))),
         tuning && PL.finite(tuning.change) ? el("div", { class: "gain" }, PL.fmtPct(tuning.change)) : null) : null,
@@ -518,12 +527,12 @@
   ];
 
   function compareTable(id, heads, rows, extra) {
-    return el("div", { class: "table-scroll" }, el("table", { id },
-      el("thead", {}, el("tr", {}, el("th", {}, ""), heads.map((h) => el("th", { class: "num" }, h)))),
-      el("tbody", {}, (extra || []).map((r) => el("tr", {}, el("td", {}, r[0]), r.slice(1).map((c) => el("td", { class: "num wrap" }, c)))),
-        rows.map((r) => el("tr", { dataset: { metric: r.key } }, el("td", {}, r.label), r.cells.map((c, i) => el("td", { class: "num" },
+    return el("div", { class: "table-scroll" }, el("table", { id, class: "cmp" },
+      el("thead", {}, el("tr", {}, el("th", {}, ""), heads.map((h) => el("th", {}, h)))),
+      el("tbody", {}, (extra || []).map((r) => el("tr", {}, el("td", { class: "muted" }, r[0]), r.slice(1).map((c) => el("td", {}, c)))),
+        rows.map((r) => el("tr", { dataset: { metric: r.key } }, el("td", { class: "muted" }, r.label), r.cells.map((c, i) => el("td", { class: "metric-val" + (r.best === i ? " best" : "") },
           c.value === null ? "–" : PL.fmtNum(c.value, r.key === "success_rate" ? 3 : undefined),
-          i > 0 && c.delta && PL.finite(c.delta.rel) ? el("div", { class: "small " + c.verdict }, PL.fmtPct(c.delta.rel)) : null)))))));
+          i > 0 && c.delta && PL.finite(c.delta.rel) ? el("span", { class: "small delta " + c.verdict }, PL.fmtPct(c.delta.rel)) : null)))))));
   }
 
   async function comparePicker(rt) {

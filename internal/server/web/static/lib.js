@@ -111,12 +111,22 @@
   // each metric, each item's value and its delta against the first item.
   // items are objects of metric → number; metrics the keys to show, in
   // order, as [key, label] pairs.
+  // best is the index of the winning item for the metric (null when fewer
+  // than two have it, or when they tie), so the page can mark it.
   function compareRows(items, metrics) {
     return metrics.map(([key, label]) => {
       const base = items.length ? items[0][key] : undefined;
+      const vals = items.map((it) => (it && finite(it[key]) ? it[key] : null));
+      const have = vals.filter((v) => v !== null);
+      let best = null;
+      if (have.length >= 2) {
+        const top = lowerIsBetter(key) ? Math.min(...have) : Math.max(...have);
+        if (have.some((v) => v !== top)) best = vals.indexOf(top);
+      }
       return {
         key,
         label,
+        best,
         cells: items.map((it, i) => {
           const v = it ? it[key] : undefined;
           if (i === 0) return { value: finite(v) ? v : null, delta: null, verdict: "same" };
@@ -415,7 +425,9 @@
   function scoreChart(trials, incumbents, opt) {
     const o = Object.assign({ width: 720, height: 260, left: 64, right: 16, top: 14, bottom: 34 }, opt || {});
     const scores = trials.filter((t) => finite(t.score)).map((t) => t.score).concat(incumbents.map((i) => i.score).filter(finite));
-    const n = Math.max(trials.length, 1);
+    // x is the trial's number in the run, so a chart of one workload's
+    // trials keeps the run's numbering (with gaps for the others).
+    const n = Math.max(1, ...trials.map((t) => t.n || 0));
     let lo = scores.length ? Math.min(...scores) : 0;
     let hi = scores.length ? Math.max(...scores) : 1;
     const pad = (hi - lo) * 0.08 || Math.abs(hi) * 0.05 || 1;
