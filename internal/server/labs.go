@@ -321,7 +321,10 @@ func writeSpecError(w http.ResponseWriter, err error) {
 		if se.Line > 0 {
 			e.Error = fmt.Sprintf("spec:%d: %s", se.Line, se.Msg)
 		}
-		e.Field = fieldOf(se.Msg)
+		e.Field = strings.TrimPrefix(strings.TrimPrefix(se.Field, "$"), ".")
+		if e.Field == "" {
+			e.Field = fieldOf(se.Msg)
+		}
 	}
 	writeError(w, http.StatusBadRequest, e)
 }

@@ -142,6 +142,10 @@ func (ts *testServer) do(t *testing.T, method, path, ctype string, body io.Reade
 		req.Header.Set("Authorization", "Bearer "+ts.token)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
