@@ -116,16 +116,21 @@ func newTestServer(t *testing.T, st *store.Store, cfg Config) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := srv.Close(ctx); err != nil {
 			t.Error(err)
 		}
-		hs.Close()
 	})
-	return &testServer{Server: srv, url: hs.URL, token: cfg.Token}
+	return &testServer{Server: srv, url: newLoopback(t, srv), token: cfg.Token}
+}
+
+// newLoopback serves h on a loopback port until the test ends.
+func newLoopback(t *testing.T, h http.Handler) string {
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return hs.URL
 }
 
 // do sends a request and returns the status and body.
