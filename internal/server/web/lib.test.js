@@ -159,6 +159,25 @@ test("a trial both stored and streamed is one row", () => {
   assert.equal(st.trials[0].score, 1000); // the stream's figure wins
 });
 
+test("seedTrials: the top figure is the tuning workload's", () => {
+  const st = PL.liveState();
+  st.tuning = "ShareGPT";
+  PL.seedTrials(st, [
+    { key: "a", name: "x", workload: "ShareGPT", status: "ok", total_throughput: 100 },
+    { key: "b", name: "y", workload: "Short Prompt", status: "ok", total_throughput: 900 },
+  ], "total_throughput", []);
+  assert.deepEqual(st.top, { name: "x", score: 100 });
+  // The winner's last trial on the tuning workload places it, not its
+  // generalization trials after.
+  const st2 = PL.liveState();
+  st2.tuning = "ShareGPT";
+  PL.seedTrials(st2, [
+    { key: "a", name: "w", workload: "ShareGPT", status: "ok", total_throughput: 100 },
+    { key: "b", name: "w", workload: "Short Prompt", status: "ok", total_throughput: 900 },
+  ], "total_throughput", [{ name: "w", decision: "kept", score: 100 }]);
+  assert.deepEqual(st2.incumbents, [{ at: 1, score: 100, name: "w" }]);
+});
+
 test("scoreOf reads the objective from a stored trial", () => {
   const t = { status: "ok", total_throughput: 4000, cost: { gpus: 2 } };
   assert.equal(PL.scoreOf(t, "total_throughput"), 4000);
@@ -216,6 +235,11 @@ test("scoreChart: dots inside the plot, failures on the axis, a step line for th
   assert.equal(y2, v);
   assert.ok(Math.abs(x3 - g.dots[3].x) < 0.1, "the last incumbent holds to the last trial");
   for (const t of g.yTicks) assert.ok(t.y >= p.top - 0.01 && t.y <= p.top + p.height + 0.01);
+});
+
+test("scoreChart keeps an incumbent past the last trial inside the plot", () => {
+  const g = PL.scoreChart([{ n: 1, score: 10 }, { n: 2, score: 20 }], [{ at: 1, score: 10 }, { at: 9, score: 20 }], { width: 200, height: 100, left: 10, right: 10, top: 10, bottom: 10 });
+  for (const m of g.incumbentPath.matchAll(/[MLH]([\d.]+)/g)) assert.ok(Number(m[1]) <= 190, g.incumbentPath);
 });
 
 test("scoreChart with one trial or none draws without NaN", () => {

@@ -169,6 +169,9 @@
   // ---- Runs --------------------------------------------------------------
 
   const PAGE = 25;
+  // picked are the runs ticked for comparison; kept across the list's
+  // refreshes while something runs.
+  const picked = new Set();
 
   async function pageRuns(rt) {
     const q = rt.query;
@@ -184,9 +187,13 @@
       return;
     }
     const runs = page.runs || [];
-    const selected = new Set();
-    const cmpBtn = el("button", { type: "button", disabled: true, id: "compare-selected" }, "Compare selected");
-    cmpBtn.addEventListener("click", () => { location.hash = "#/compare?runs=" + [...selected].join(","); });
+    const selected = picked;
+    const cmpBtn = el("button", { type: "button", disabled: selected.size < 2, id: "compare-selected" }, "Compare selected");
+    cmpBtn.addEventListener("click", () => {
+      const ids = [...selected];
+      selected.clear();
+      location.hash = "#/compare?runs=" + ids.join(",");
+    });
 
     const go = (patch) => {
       const p = new URLSearchParams(Object.assign({ status, model, offset: String(offset) }, patch));
@@ -200,7 +207,7 @@
 
     const active = runs.filter((r) => r.status === "running");
     const rows = runs.map((r) => {
-      const cb = el("input", { type: "checkbox", "aria-label": "select run " + r.id, onclick: (e) => e.stopPropagation(),
+      const cb = el("input", { type: "checkbox", "aria-label": "select run " + r.id, checked: selected.has(r.id), onclick: (e) => e.stopPropagation(),
         onchange: (e) => { e.target.checked ? selected.add(r.id) : selected.delete(r.id); cmpBtn.disabled = selected.size < 2; } });
       const winner = r.winner ? el("div", {}, el("div", { class: "wrap" }, r.winner),
         PL.finite(r.winner_score) ? el("div", { class: "muted small" }, PL.fmtNum(r.winner_score) + " " + (r.unit || "")) : null)
@@ -299,7 +306,14 @@
     if (run.winner && run.status !== "running") {
       st.incumbent = { name: run.winner, score: run.winner_score, unit: run.unit };
     }
-    PL.seedTrials(st, trials.trials || [], run.objective, run.decisions);
+    // The incumbent line of a stored run: the baseline, each kept
+    // decision, and the winner (the joint search's pick is no decision).
+    const sum = run.summary || {};
+    const decs = [].concat(
+      sum.baseline ? [{ stage: "baseline", name: sum.baseline.name, decision: "baseline", score: sum.baseline.score }] : [],
+      run.decisions || [],
+      sum.winner ? [{ stage: "", name: sum.winner.name, decision: "kept", score: sum.winner.score }] : []);
+    PL.seedTrials(st, trials.trials || [], run.objective, decs);
     if (run.progress) PL.applyEvent(st, { type: "progress", data: run.progress });
     st.lastId = 0; // the stream replays from the start; rows dedupe by key
 
@@ -440,7 +454,10 @@
     };
     filter.addEventListener("input", drawMetrics);
     drawMetrics();
-    const dur = t.cost ? (t.cost.startup_seconds || 0) + (t.cost.bench_seconds || 0) : null;
+    const dur = t.cost && (t.cost.startup_seconds || t.cost.bench_seconds) ? (t.cost.startup_seconds || 0) + (t.cost.bench_seconds || 0) : null;
+    // The list's figures, else the stored result's (vLLM's keys).
+    const res = t.result || {};
+    const fig = (k, rk) => (PL.finite(t[k]) ? t[k] : PL.finite(res[rk || k]) ? res[rk || k] : null);
 
     render(
       el("div", { class: "head" }, el("div", { class: "grow" },
@@ -448,13 +465,13 @@
         el("h1", { class: "wrap" }, t.name, " ", badge(t.status)),
         el("div", { class: "sub" }, [t.stage && "stage " + t.stage, t.workload, "repeat " + t.repeat, t.attempt > 1 ? "attempt " + t.attempt : null].filter(Boolean).join(" · "))),
       el("div", { class: "actions" }, el("a", { class: "button ghost", href: "#/compare?trials=" + encodeURIComponent(id + ":" + key) }, "Compare with…"))),
-      t.status !== "ok" ? errorBox((t.failure_class || "failed") + (t.reason ? ": " + t.reason : "")) : null,
+      t.status !== "ok" ? errorBox((t.failure_class || "failed") + (t.reason ? ": " + t.reason : "")) : t.reason ? el("p", { class: "hint" }, t.reason) : null,
       el("div", { class: "kpis" },
-        kpi("Total throughput", PL.fmtNum(t.total_throughput) + " tok/s"),
-        kpi("Output throughput", PL.fmtNum(t.output_throughput) + " tok/s"),
-        kpi("Mean TTFT", PL.fmtNum(t.mean_ttft_ms) + " ms"),
-        kpi("Mean TPOT", PL.fmtNum(t.mean_tpot_ms) + " ms", "p99 " + PL.fmtNum(t.p99_tpot_ms) + " ms"),
-        kpi("Time", dur !== null ? PL.fmtDuration(dur) : "–", t.cost && t.cost.engine_start ? "engine started" : "")),
+        kpi("Total throughput", PL.fmtNum(fig("total_throughput", "total_token_throughput")) + " tok/s"),
+        kpi("Output throughput", PL.fmtNum(fig("output_throughput")) + " tok/s"),
+        kpi("Mean TTFT", PL.fmtNum(fig("mean_ttft_ms")) + " ms", "p99 " + PL.fmtNum(fig("p99_ttft_ms")) + " ms"),
+        kpi("Mean TPOT", PL.fmtNum(fig("mean_tpot_ms")) + " ms", "p99 " + PL.fmtNum(fig("p99_tpot_ms")) + " ms"),
+        kpi("Time", dur !== null ? PL.fmtDuration(dur) : PL.fmtDuration(fig("duration")), t.cost && t.cost.engine_start ? "engine started" : "benchmark")),
       el("div", { class: "panel" }, el("h2", {}, "Serving command"), cmdBox(t.command, "command")),
       el("div", { class: "grid2" },
         el("div", { class: "panel" }, el("h2", {}, "Result"), el("pre", { id: "result-block" }, t.result_text || "no result")),
@@ -711,9 +728,15 @@
 
   // ---- Router ------------------------------------------------------------
 
+  let lastPlace = "";
   async function route() {
     leave();
     const rt = PL.parseRoute(location.hash);
+    // A new page starts at its top; a page redrawn in place (the runs
+    // list refreshing, a run that just ended) keeps the reader's place.
+    const place = rt.page + "/" + (rt.id || "") + "/" + (rt.key || "");
+    if (place !== lastPlace) window.scrollTo(0, 0);
+    lastPlace = place;
     setNav(rt.page);
     document.title = "perflab · " + rt.page;
     main.setAttribute("aria-busy", "true");

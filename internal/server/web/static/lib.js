@@ -146,6 +146,7 @@
     return {
       status: "running", // the RunStatus: running, done, failed, interrupted
       stage: "",
+      tuning: "", // the tuning workload's name, when known
       stages: [], // stage names in the order they began
       candidates: 0,
       planned: 0,
@@ -231,10 +232,14 @@
     }
     st.done = Math.max(st.done, st.trials.length);
     for (const t of st.trials) {
-      if (finite(t.score) && (st.top === null || t.score > st.top.score)) st.top = { name: t.name, score: t.score };
+      // Only the tuning workload's figures compete (st.tuning, when known).
+      const tuning = !st.tuning || t.workload === st.tuning;
+      if (tuning && finite(t.score) && (st.top === null || t.score > st.top.score)) st.top = { name: t.name, score: t.score };
       if (t.stage && !st.stages.includes(t.stage)) st.stages.push(t.stage);
     }
-    if (!st.incumbents.length) st.incumbents = incumbentsFromDecisions(st.trials, decisions);
+    if (!st.incumbents.length) {
+      st.incumbents = incumbentsFromDecisions(st.trials.filter((t) => !st.tuning || t.workload === st.tuning), decisions);
+    }
     return st;
   }
 
@@ -443,10 +448,13 @@
     // The step line: from each incumbent's trial to the next one's, then
     // on to the last trial.
     let path = "";
+    // An incumbent is placed within the trials shown (a line past the last
+    // one would leave the plot).
+    const at = (inc) => x(Math.min(n, Math.max(1, inc.at)));
     incumbents.forEach((inc, i) => {
-      const x0 = x(Math.max(1, inc.at)), y0 = y(inc.score);
+      const x0 = at(inc), y0 = y(inc.score);
       const next = i + 1 < incumbents.length ? incumbents[i + 1] : null;
-      const x1 = next ? x(Math.max(1, next.at)) : x(n);
+      const x1 = next ? at(next) : x(n);
       path += (i === 0 ? "M" : "L") + r1(x0) + "," + r1(y0) + " H" + r1(x1);
       if (next) path += " V" + r1(y(next.score));
       path += " ";
