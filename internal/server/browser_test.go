@@ -87,28 +87,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Skip("runs two labs in a browser (about a minute)")
 	}
 	bin := chromium(t)
-	data := shareddata.Path(t, "data")
-	ctx := context.Background()
-
-	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "perflab.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	srv, err := server.New(server.Config{Store: st, DataRoot: data, Dashboard: web.Handler()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	defer func() {
-		cctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := srv.Close(cctx); err != nil {
-			t.Error(err)
-		}
-	}()
-
+	ts := startServer(t, "")
 	b := newBrowser(t, bin, ts.URL)
 	// PERFLAB_SCREENSHOTS=DIR keeps every step's screenshot for a look.
 	b.shots = os.Getenv("PERFLAB_SCREENSHOTS")
@@ -156,14 +135,22 @@ func TestDashboardInChromium(t *testing.T) {
 	b.wait(`document.querySelectorAll("#trials-table tbody tr").length >= 1`)
 	b.eval(`window.__sameDocument = "yes"`)
 	first := b.count("#trials-table tbody tr")
+	wasRunning := b.eval(`document.querySelector("h1 .badge").dataset.status`) == "running"
 	b.waitFor(3*time.Minute, `document.querySelector("#winner") !== null`)
 	last := b.count("#trials-table tbody tr")
 	if b.eval(`String(window.__sameDocument)`) != "yes" {
 		t.Error("the live page reloaded instead of updating")
 	}
 	stored := trialCount(t, ts.URL, idA)
-	if last != stored || last <= first {
-		t.Errorf("the live page showed %d trials first and %d at the end; the run stored %d", first, last, stored)
+	if last != stored {
+		t.Errorf("the page shows %d trials at the end; the run stored %d", last, stored)
+	}
+	// Seen running with trials still to come, the page must have grown.
+	if wasRunning && first < stored && last <= first {
+		t.Errorf("the live page showed %d trials while running and %d at the end", first, last)
+	}
+	if !wasRunning {
+		t.Log("the lab ended before the page first looked: live updates not observed this time")
 	}
 	b.wait(`document.querySelector("h1 .badge").dataset.status === "done"`)
 	winner := b.eval(`document.querySelector("#winner").innerText`)
@@ -204,6 +191,19 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	b.shot("trial.png", false)
 
+	// Two trials side by side: from this one, "Compare with…" another.
+	b.click(`a[href^="#/compare?trials="]`)
+	b.wait(`document.querySelectorAll("a[href*='%2C'], a[href*=',']").length > 0`)
+	b.click(`main table tbody tr:first-child a`)
+	b.wait(`document.getElementById("compare-table") !== null`)
+	if n := b.count("#compare-table thead th"); n != 3 {
+		t.Errorf("the trial comparison has %d header cells, want a label column and 2 trials", n)
+	}
+	if n := b.count(".cmd pre"); n != 2 {
+		t.Errorf("%d trial commands side by side, want 2", n)
+	}
+	b.shot("compare-trials.png", false)
+
 	// A second lab, on another GPU: seen running in the list and live.
 	b.open("/#/new")
 	b.wait(`document.getElementById("spec") && document.getElementById("spec").value !== ""`)
@@ -211,7 +211,7 @@ func TestDashboardInChromium(t *testing.T) {
 	b.click("#start-lab")
 	b.wait(`/^#\/runs\/\d+$/.test(location.hash) && location.hash !== "#/runs/` + idA + `"`)
 	idB := strings.TrimPrefix(b.eval(`location.hash`), "#/runs/")
-	b.waitFor(2*time.Minute, `document.querySelectorAll("#trials-table tbody tr").length >= 4 && document.querySelector("#cancel-run") !== null`)
+	b.waitFor(2*time.Minute, `document.querySelectorAll("#trials-table tbody tr").length >= 3 && document.querySelector("#cancel-run") !== null`)
 	if eta := b.eval(`document.querySelector("[data-kpi=eta] .value").textContent`); eta == "–" {
 		t.Errorf("a running lab shows no ETA")
 	}
@@ -255,6 +255,92 @@ func TestDashboardInChromium(t *testing.T) {
 	b.shot("compare.png", false)
 }
 
+// TestDashboardTokenInChromium: on a server with a token, the page asks
+// for it (the API answered 401), and once given it lists the runs, starts
+// a lab (the token as a header) and follows its event stream (EventSource
+// cannot send headers: the token goes as ?token=) to the end.
+func TestDashboardTokenInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a lab in a browser")
+	}
+	bin := chromium(t)
+	const token = "s3cret-token-for-the-test"
+	ts := startServer(t, token)
+	b := newBrowser(t, bin, ts.URL)
+	b.shots = t.TempDir()
+
+	b.open("/#/runs")
+	b.wait(`!document.getElementById("token-bar").hidden && document.querySelector(".error-box") !== null`)
+	if msg := b.eval(`document.querySelector(".error-box").textContent`); !strings.Contains(msg, "token") {
+		t.Errorf("without the token the page says %q", msg)
+	}
+	b.shot("token-asked.png", false)
+	b.eval(`document.getElementById("token-input").value = ` + strconv.Quote(token) + `; ""`)
+	b.click("#token-save")
+	b.wait(`document.querySelector(".empty") !== null && document.querySelector(".empty").textContent.includes("No runs yet")`)
+
+	b.open("/#/new")
+	b.wait(`document.getElementById("spec") && document.getElementById("spec").value !== ""`)
+	b.setSpec(browserSpec("browser-token", "H100-SXM-80GB", 3))
+	b.click("#start-lab")
+	b.wait(`/^#\/runs\/\d+$/.test(location.hash)`)
+	b.waitFor(3*time.Minute, `document.querySelector("#winner") !== null`)
+	if n := b.count("#trials-table tbody tr"); n == 0 {
+		t.Error("the live page followed no trial with the token")
+	}
+	b.shot("token-run.png", false)
+}
+
+// TestDashboardCancelResumeInChromium: the live page's Cancel button stops
+// the lab (the run interrupted, its trials kept, Resume offered), and
+// Resume continues it on the same page, the trials already run still
+// there. The lab is the 14B example, long enough to be stopped midway.
+func TestDashboardCancelResumeInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a lab in a browser")
+	}
+	bin := chromium(t)
+	ts := startServer(t, "")
+	b := newBrowser(t, bin, ts.URL)
+	b.shots = t.TempDir()
+
+	b.open("/#/new")
+	b.wait(`document.getElementById("spec") && document.getElementById("spec").value.includes("qwen3-14b-h100")`)
+	b.click("#start-lab")
+	b.wait(`/^#\/runs\/\d+$/.test(location.hash)`)
+	id := strings.TrimPrefix(b.eval(`location.hash`), "#/runs/")
+	b.waitFor(2*time.Minute, `document.querySelectorAll("#trials-table tbody tr").length >= 2`)
+	// The page asks before cancelling; the test answers yes.
+	b.eval(`window.confirm = () => true; ""`)
+	b.click("#cancel-run")
+	b.waitFor(2*time.Minute, `document.querySelector("h1 .badge").dataset.status === "interrupted" && document.querySelector("#resume-run") !== null`)
+	kept := b.count("#trials-table tbody tr")
+	if stored := trialCount(t, ts.URL, id); kept != stored || kept == 0 {
+		t.Errorf("after cancel the page shows %d trials, the store %d", kept, stored)
+	}
+	if b.count("#cancel-run") != 0 {
+		t.Error("an interrupted run still offers Cancel")
+	}
+	b.shot("cancelled.png", false)
+
+	b.click("#resume-run")
+	b.waitFor(2*time.Minute, `document.querySelector("h1 .badge").dataset.status === "running" && document.querySelectorAll("#trials-table tbody tr").length > `+strconv.Itoa(kept))
+	// The rows are the run's trials, each once: resumed trials are not
+	// shown twice.
+	keys := b.eval(`[...document.querySelectorAll("#trials-table tbody tr")].map(r => r.dataset.key).join("\n")`)
+	seen := map[string]bool{}
+	for _, k := range strings.Split(keys, "\n") {
+		if seen[k] {
+			t.Errorf("trial %s shown twice after resume", k)
+		}
+		seen[k] = true
+	}
+	b.shot("resumed.png", false)
+	b.eval(`window.confirm = () => true; ""`)
+	b.click("#cancel-run")
+	b.waitFor(2*time.Minute, `document.querySelector("h1 .badge").dataset.status === "interrupted"`)
+}
+
 // browser is one headless Chromium tab on the test server.
 type browser struct {
 	t    *testing.T
@@ -267,6 +353,34 @@ type browser struct {
 
 // docShots are the screenshots docs/img keeps.
 var docShots = map[string]bool{"runs.png": true, "live-run.png": true, "report.png": true, "compare.png": true}
+
+// startServer serves the real server on a loopback port: SQLite in a
+// temporary directory, the shared data as the data root, the dashboard.
+func startServer(t *testing.T, token string) *httptest.Server {
+	t.Helper()
+	data := shareddata.Path(t, "data")
+	ctx := context.Background()
+	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "perflab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Store: st, DataRoot: data, Token: token, Dashboard: web.Handler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	// Cleanups run last-in first-out: the HTTP server, the labs, the store.
+	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := srv.Close(cctx); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(ts.Close)
+	return ts
+}
 
 func newBrowser(t *testing.T, bin, base string) *browser {
 	t.Helper()

@@ -330,6 +330,32 @@ test("Follower: reconnects with backoff when the browser gives up, and a replay 
   assert.deepEqual(states.map((s) => s[0]), ["live", "retry", "retry", "retry", "live", "ended"]);
 });
 
+test("Follower: a resumed run's earlier end does not close the stream", () => {
+  FakeES.made = [];
+  const st = PL.liveState();
+  const states = [];
+  // The page loaded when the latest event was 5: an end before it is history.
+  new PL.Follower("/e", { onEvent: (e) => PL.applyEvent(st, e), onState: (s) => states.push(s) }, {
+    make: (u) => new FakeES(u), final: (ev) => Number(ev.id) >= 5,
+  });
+  const es = FakeES.made[0];
+  es.open();
+  es.emit("start", 1, { done: 0 });
+  es.emit("trial_ended", 2, { done: 1, trial: { key: "a", name: "A", status: "ok", score: 1 } });
+  es.emit("end", 3, { status: "interrupted", done: 1 });
+  assert.equal(es.closed, false, "the replay goes on past the earlier lab's end");
+  assert.equal(st.status, "interrupted");
+  es.emit("start", 4, { done: 1 });
+  assert.equal(st.status, "running");
+  assert.equal(st.ended, false);
+  es.emit("trial_ended", 5, { done: 2, trial: { key: "b", name: "B", status: "ok", score: 2 } });
+  es.emit("end", 6, { status: "done", done: 2 });
+  assert.equal(es.closed, true);
+  assert.equal(st.status, "done");
+  assert.equal(st.trials.length, 2);
+  assert.deepEqual(states, ["live", "ended"]);
+});
+
 test("Follower: bad JSON is reported, not thrown", () => {
   FakeES.made = [];
   const errs = [], got = [];

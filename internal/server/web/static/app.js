@@ -321,6 +321,9 @@
     render(root);
     let follower = null;
 
+    let head = null, lastHeadKey = "";
+    const headBox = el("div"), bodyBox = el("div");
+    root.append(headBox, bodyBox);
     const draw = () => {
       const isRunning = st.status === "running" && run.active && !st.ended;
       const cancelBtn = isRunning ? el("button", { type: "button", class: "danger", id: "cancel-run", onclick: async (e) => {
@@ -380,13 +383,21 @@
           el("td", { class: "num" }, PL.fmtNum(d.score)), el("td", { class: "num" }, gainSpan(d.gain)), el("td", { class: "wrap muted" }, d.reason || "")))))))
         : null;
 
-      root.replaceChildren(...[
-        el("div", { class: "head" }, el("div", { class: "grow" },
+      // The header (with its buttons) is rebuilt only when what it shows
+      // changes: redrawn on every event, a button could vanish between a
+      // press and its release, and the click would be lost.
+      const headKey = [st.status, isRunning, resumable, hasReport].join("|");
+      if (headKey !== lastHeadKey) {
+        lastHeadKey = headKey;
+        head = el("div", { class: "head" }, el("div", { class: "grow" },
           el("h1", {}, run.name || "run " + id, " ", badge(st.status)),
           el("div", { class: "sub" }, [run.model, gpuText(run), run.runtime, run.objective].filter(Boolean).join(" · "))),
         el("div", { class: "actions" }, cancelBtn, resumeBtn,
           hasReport ? el("a", { class: "button ghost", href: "#/runs/" + id + "/report", id: "open-report" }, "Report") : null,
-          el("a", { class: "button ghost", href: "#/compare?runs=" + id }, "Compare…"))),
+          el("a", { class: "button ghost", href: "#/compare?runs=" + id }, "Compare…")));
+        headBox.replaceChildren(head);
+      }
+      bodyBox.replaceChildren(...[
         st.error || run.error ? errorBox(st.error || run.error) : null,
         banner,
         kpis,
@@ -415,20 +426,25 @@
         requestAnimationFrame(() => { queued = false; draw(); });
       };
       const url = API + "/runs/" + id + "/events" + (token() ? "?token=" + encodeURIComponent(token()) : "");
+      // The latest event when the page loaded: an `end` before it belongs
+      // to an earlier lab of a resumed run.
+      const latest = (run.progress && PL.num(run.progress.id)) || 0;
       follower = new PL.Follower(url, {
         onEvent: (ev) => {
           const before = st.trials.length;
           if (!PL.applyEvent(st, ev)) return;
           if (st.trials.length > before) st.trials[st.trials.length - 1].fresh = true;
-          if (ev.type === "end") {
+          schedule();
+        },
+        onState: (s) => {
+          setConn(s === "ended" ? "" : s);
+          if (s === "ended") {
             // The run's stored summary, decisions and winner are final now.
             setTimeout(() => { if (PL.parseRoute(location.hash).id === id) route(); }, 300);
           }
-          schedule();
         },
-        onState: (s) => setConn(s === "ended" ? "" : s),
         onError: (e) => toast(e.message),
-      });
+      }, { final: (ev) => (PL.num(ev.id) || 0) >= latest });
       onLeave(() => { follower.close(); setConn(""); });
     }
   }

@@ -335,8 +335,8 @@
   }
 
   // Follower follows a run's event stream with EventSource: it hands each
-  // event to onEvent, closes the stream at the `end` event (an EventSource
-  // left open would reconnect forever), and reconnects with backoff when
+  // event to onEvent, closes the stream at the final `end` event (an
+  // EventSource left open would reconnect forever), and reconnects with backoff when
   // the browser gives up (a restarted server answers an error, and
   // EventSource then stays closed). EventSource itself resends
   // Last-Event-ID when it reconnects; a fresh one after a give-up replays
@@ -350,6 +350,9 @@
       this.setTimer = o.setTimeout || ((f, ms) => setTimeout(f, ms));
       this.clearTimer = o.clearTimeout || ((t) => clearTimeout(t));
       this.types = o.types || ["start", "stage", "trial_started", "trial_ended", "best", "done", "end"];
+      // final says whether an `end` event ends the stream: a resumed run's
+      // replay holds the end of its earlier lab, with more events after it.
+      this.final = o.final || (() => true);
       this.attempt = 0;
       this.closed = false;
       this.es = null;
@@ -392,7 +395,7 @@
       }
       const ev = { type, id: m.lastEventId !== undefined && m.lastEventId !== "" ? m.lastEventId : data.id, data };
       if (this.h.onEvent) this.h.onEvent(ev);
-      if (type === "end") {
+      if (type === "end" && this.final(ev)) {
         this.close();
         if (this.h.onState) this.h.onState("ended");
       }
