@@ -424,3 +424,11 @@ test("terminal statuses", () => {
   for (const s of ["done", "failed", "interrupted"]) assert.equal(PL.terminal(s), true, s);
   assert.equal(PL.terminal("running"), false);
 });
+
+test("the page's scripts parse", () => {
+  const fs = require("node:fs");
+  const vm = require("node:vm");
+  for (const f of ["static/app.js", "static/lib.js"]) {
+    assert.doesNotThrow(() => new vm.Script(fs.readFileSync(require("node:path").join(__dirname, f), "utf8"), { filename: f }), f);
+  }
+});

@@ -47,8 +47,14 @@
     for (const k of kids.flat()) if (k !== undefined && k !== null) n.appendChild(k instanceof Node ? k : document.createTextNode(String(k)));
     return n;
   }
-  function render(...nodes) {
+  // gen counts route changes. A page renders only while its route is the
+  // current one: a slow answer for a page already left must not replace
+  // the page the reader went to (nor start its event stream).
+  let gen = 0;
+  function render(rt, ...nodes) {
+    if (rt.gen !== gen) return false;
     main.replaceChildren(...nodes.flat().filter(Boolean));
+    return true;
   }
   function toast(msg) {
     const t = el("div", { class: "toast", role: "status" }, msg);
@@ -183,7 +189,7 @@
     try {
       page = await getJSON("/runs?" + params);
     } catch (e) {
-      render(el("h1", {}, "Runs"), errorBox(e));
+      render(rt, el("h1", {}, "Runs"), errorBox(e));
       return;
     }
     const runs = page.runs || [];
@@ -240,7 +246,7 @@
       el("button", { type: "button", class: "ghost small", disabled: page.next_offset === undefined || page.next_offset === null,
         onclick: () => go({ offset: String(page.next_offset) }) }, "Older ›"));
 
-    render(
+    if (!render(rt,
       el("div", { class: "head" }, el("div", { class: "grow" }, el("h1", {}, "Runs"),
         el("div", { class: "sub" }, `${total} run${total === 1 ? "" : "s"}` + (active.length ? ` · ${active.length} running` : ""))),
         el("div", { class: "actions" }, cmpBtn, el("a", { href: "#/new", class: "button" }, "New lab"))),
@@ -252,7 +258,7 @@
             el("th", {}, "Winner"), el("th", { class: "num" }, "Best gain"), el("th", { class: "num" }, "Trials"), el("th", { class: "num" }, "GPU-h"), el("th", {}, "When"))),
           el("tbody", {}, rows)))
         : el("div", { class: "empty" }, "No runs yet. ", el("a", { href: "#/new" }, "Start a lab"), "."),
-      pager));
+      pager))) return;
 
     // While something runs, the list refreshes itself.
     if (active.length) {
@@ -295,7 +301,7 @@
     try {
       [run, trials] = await Promise.all([getJSON("/runs/" + id), getJSON("/runs/" + id + "/trials")]);
     } catch (e) {
-      render(el("h1", {}, "Run " + id), errorBox(e));
+      render(rt, el("h1", {}, "Run " + id), errorBox(e));
       return;
     }
     const st = PL.liveState();
@@ -318,7 +324,7 @@
     st.lastId = 0; // the stream replays from the start; rows dedupe by key
 
     const root = el("div", { id: "run-page", dataset: { run: id } });
-    render(root);
+    if (!render(rt, root)) return;
     let follower = null;
 
     let head = null, lastHeadKey = "";
@@ -457,7 +463,7 @@
     try {
       t = await getJSON("/runs/" + id + "/trials/" + encodeURIComponent(key));
     } catch (e) {
-      render(el("h1", {}, "Trial"), errorBox(e));
+      render(rt, el("h1", {}, "Trial"), errorBox(e));
       return;
     }
     const filter = el("input", { type: "search", class: "metrics-filter", placeholder: "filter metrics, e.g. kv_cache" });
@@ -475,7 +481,7 @@
     const res = t.result || {};
     const fig = (k, rk) => (PL.finite(t[k]) ? t[k] : PL.finite(res[rk || k]) ? res[rk || k] : null);
 
-    render(
+    render(rt,
       el("div", { class: "head" }, el("div", { class: "grow" },
         el("div", { class: "muted small" }, el("a", { href: "#/runs/" + id }, "← run " + id)),
         el("h1", { class: "wrap" }, t.name, " ", badge(t.status)),
@@ -507,7 +513,7 @@
     try {
       [rep, html] = await Promise.all([getJSON("/runs/" + id + "/report.json"), call("/runs/" + id + "/report.html").then((r) => r.text())]);
     } catch (e) {
-      render(el("div", { class: "muted small" }, el("a", { href: "#/runs/" + id }, "← run " + id)), el("h1", {}, "Report"), errorBox(e));
+      render(rt, el("div", { class: "muted small" }, el("a", { href: "#/runs/" + id }, "← run " + id)), el("h1", {}, "Report"), errorBox(e));
       return;
     }
     const base = (rep.run_name || "run-" + id).replace(/[^A-Za-z0-9._-]+/g, "_");
@@ -532,7 +538,7 @@
       // Grow the frame to its page so the dashboard scrolls, not the frame.
       try { frame.style.height = frame.contentDocument.documentElement.scrollHeight + 20 + "px"; } catch (e) { /* sandboxed elsewhere */ }
     });
-    render(
+    render(rt,
       el("div", { class: "head" }, el("div", { class: "grow" },
         el("div", { class: "muted small" }, el("a", { href: "#/runs/" + id }, "← run " + id)),
         el("h1", {}, rep.title || "Report"),
@@ -570,12 +576,12 @@
 
   async function comparePicker(rt) {
     let page;
-    try { page = await getJSON("/runs?limit=50"); } catch (e) { render(el("h1", {}, "Compare"), errorBox(e)); return; }
+    try { page = await getJSON("/runs?limit=50"); } catch (e) { render(rt, el("h1", {}, "Compare"), errorBox(e)); return; }
     const sel = new Set();
     const btn = el("button", { type: "button", disabled: true }, "Compare");
     btn.addEventListener("click", () => { location.hash = "#/compare?runs=" + [...sel].join(","); });
     const pre = PL.splitList(rt.query.raw.runs || "");
-    render(el("h1", {}, "Compare"), el("p", { class: "muted" }, "Pick two or more runs. To compare two trials, open a trial and use “Compare with…”."),
+    render(rt, el("h1", {}, "Compare"), el("p", { class: "muted" }, "Pick two or more runs. To compare two trials, open a trial and use “Compare with…”."),
       el("div", { class: "panel flush" }, el("table", {}, el("tbody", {}, (page.runs || []).map((r) => {
         const cb = el("input", { type: "checkbox", checked: pre.includes(String(r.id)), onchange: (e) => {
           e.target.checked ? sel.add(r.id) : sel.delete(r.id); btn.disabled = sel.size < 2; } });
@@ -586,13 +592,13 @@
     btn.disabled = sel.size < 2;
   }
 
-  async function compareRuns(ids) {
+  async function compareRuns(rt, ids) {
     let runs, reps;
     try {
       runs = await Promise.all(ids.map((i) => getJSON("/runs/" + i)));
       reps = await Promise.all(ids.map((i) => getJSON("/runs/" + i + "/report.json").catch(() => null)));
     } catch (e) {
-      render(el("h1", {}, "Compare runs"), errorBox(e));
+      render(rt, el("h1", {}, "Compare runs"), errorBox(e));
       return;
     }
     const heads = runs.map((r) => el("span", {}, el("a", { href: "#/runs/" + r.id }, r.name), el("div", { class: "muted small" }, "#" + r.id)));
@@ -612,7 +618,7 @@
       const rec = reps[i] && reps[i].recommended;
       return el("div", {}, el("h3", {}, r.name, el("span", { class: "muted small" }, " winner's command")), cmdBox(rec ? rec.command : "", "command"));
     }));
-    render(
+    render(rt,
       el("div", { class: "head" }, el("div", { class: "grow" }, el("h1", {}, "Compare runs"),
         el("div", { class: "sub" }, "the recommended configuration of each run on its tuning workload; deltas against the first run")),
       el("div", { class: "actions" }, el("a", { class: "button ghost", href: "#/compare?runs=" + ids.join(",") + "&pick=1" }, "Change runs"))),
@@ -620,12 +626,12 @@
       el("div", { class: "panel" }, el("h2", {}, "Commands"), winners));
   }
 
-  async function compareTrials(refs) {
+  async function compareTrials(rt, refs) {
     let ts;
     try {
       ts = await Promise.all(refs.map((r) => getJSON("/runs/" + r.run + "/trials/" + encodeURIComponent(r.key))));
     } catch (e) {
-      render(el("h1", {}, "Compare trials"), errorBox(e));
+      render(rt, el("h1", {}, "Compare trials"), errorBox(e));
       return;
     }
     if (ts.length < 2) {
@@ -633,7 +639,7 @@
       const r = refs[0];
       let list = { trials: [] };
       try { list = await getJSON("/runs/" + r.run + "/trials"); } catch (e) { /* the picker stays empty */ }
-      render(el("h1", {}, "Compare trials"), el("p", {}, "Compare ", el("b", {}, ts[0].name), " with:"),
+      render(rt, el("h1", {}, "Compare trials"), el("p", {}, "Compare ", el("b", {}, ts[0].name), " with:"),
         el("div", { class: "panel flush" }, el("table", {}, el("tbody", {}, list.trials.filter((t) => t.key !== r.key).map((t) =>
           el("tr", {}, el("td", {}, el("a", { href: "#/compare?trials=" + encodeURIComponent(r.run + ":" + r.key) + "," + encodeURIComponent(r.run + ":" + t.key) }, t.name)),
             el("td", {}, t.stage), el("td", {}, t.workload), el("td", { class: "num" }, "r" + t.repeat), el("td", { class: "num" }, PL.fmtNum(t.total_throughput))))))));
@@ -642,7 +648,7 @@
     const heads = ts.map((t, i) => el("span", {}, el("a", { href: "#/runs/" + refs[i].run + "/trials/" + encodeURIComponent(refs[i].key) }, t.name),
       el("div", { class: "muted small" }, "run " + refs[i].run + " · " + t.stage + " · r" + t.repeat)));
     const rows = PL.compareRows(ts, TRIAL_METRICS);
-    render(
+    render(rt,
       el("div", { class: "head" }, el("div", { class: "grow" }, el("h1", {}, "Compare trials"), el("div", { class: "sub" }, "deltas against the first trial"))),
       el("div", { class: "panel flush", id: "compare" }, compareTable("compare-table", heads, rows,
         [["Status", ...ts.map((t) => badge(t.status))], ["Workload", ...ts.map((t) => t.workload)]])),
@@ -654,14 +660,14 @@
     const raw = rt.query.raw;
     const ids = PL.splitList(raw.runs || "").filter((s) => /^\d+$/.test(s));
     const refs = PL.splitList(raw.trials || "").map(PL.trialRef).filter(Boolean);
-    if (refs.length) return compareTrials(refs);
-    if (ids.length >= 2 && !rt.query.pick) return compareRuns(ids);
+    if (refs.length) return compareTrials(rt, refs);
+    if (ids.length >= 2 && !rt.query.pick) return compareRuns(rt, ids);
     return comparePicker(rt);
   }
 
   // ---- New lab -----------------------------------------------------------
 
-  async function pageNew() {
+  async function pageNew(rt) {
     let example = "";
     try { example = await (await fetch("example-lab.yaml")).text(); } catch (e) { example = ""; }
     const draft = sessionStorage.getItem("perflab.draft");
@@ -734,7 +740,7 @@
       el("button", { type: "button", class: "ghost small", onclick: () => { ta.value = example; sessionStorage.removeItem("perflab.draft"); problems = new Map(); list.replaceChildren(); drawGutter(); } }, "Reset to the example")),
     status);
 
-    render(
+    render(rt,
       el("div", { class: "head" }, el("div", { class: "grow" }, el("h1", {}, "New lab"),
         el("div", { class: "sub" }, "A lab spec in YAML, validated by the server exactly as ", el("code", {}, "perflab lab"),
           " does. Relative paths resolve against the server's --data-root."))),
@@ -748,6 +754,7 @@
   async function route() {
     leave();
     const rt = PL.parseRoute(location.hash);
+    rt.gen = ++gen;
     // A new page starts at its top; a page redrawn in place (the runs
     // list refreshing, a run that just ended) keeps the reader's place.
     const place = rt.page + "/" + (rt.id || "") + "/" + (rt.key || "");
@@ -764,10 +771,10 @@
         case "report": await pageReport(rt); break;
         case "compare": await pageCompare(rt); break;
         case "new": await pageNew(rt); break;
-        default: render(el("h1", {}, "Not found"), el("p", {}, el("a", { href: "#/runs" }, "Back to the runs")));
+        default: render(rt, el("h1", {}, "Not found"), el("p", {}, el("a", { href: "#/runs" }, "Back to the runs")));
       }
     } catch (e) {
-      render(errorBox(e));
+      render(rt, errorBox(e));
     } finally {
       main.setAttribute("aria-busy", "false");
       main.dataset.page = rt.page;
