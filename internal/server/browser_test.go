@@ -211,7 +211,7 @@ func TestDashboardInChromium(t *testing.T) {
 	b.click("#start-lab")
 	b.wait(`/^#\/runs\/\d+$/.test(location.hash) && location.hash !== "#/runs/` + idA + `"`)
 	idB := strings.TrimPrefix(b.eval(`location.hash`), "#/runs/")
-	b.waitFor(2*time.Minute, `document.querySelectorAll("#trials-table tbody tr").length >= 3 && document.querySelector("#cancel-run") !== null`)
+	b.waitFor(2*time.Minute, `document.querySelectorAll("#trials-table tbody tr").length >= 6 && document.querySelector("#cancel-run") !== null`)
 	if eta := b.eval(`document.querySelector("[data-kpi=eta] .value").textContent`); eta == "–" {
 		t.Errorf("a running lab shows no ETA")
 	}

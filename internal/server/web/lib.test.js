@@ -178,6 +178,16 @@ test("seedTrials: the top figure is the tuning workload's", () => {
   assert.deepEqual(st2.incumbents, [{ at: 1, score: 100, name: "w" }]);
 });
 
+test("trialFigures: the trial's fields, else its result's", () => {
+  const f = PL.trialFigures({ total_throughput: 100, mean_tpot_ms: 5, result: { total_token_throughput: 99, p99_tpot_ms: 9, output_throughput: "x" } });
+  assert.equal(f.total_throughput, 100);
+  assert.equal(f.mean_tpot_ms, 5);
+  assert.equal(f.p99_tpot_ms, 9);
+  assert.equal(f.output_throughput, null);
+  assert.equal(f.mean_itl_ms, null);
+  assert.equal(PL.trialFigures(null).total_throughput, null);
+});
+
 test("scoreOf reads the objective from a stored trial", () => {
   const t = { status: "ok", total_throughput: 4000, cost: { gpus: 2 } };
   assert.equal(PL.scoreOf(t, "total_throughput"), 4000);

@@ -70,8 +70,10 @@
     return el("span", { class: g > 0.0005 ? "gain-pos" : g < -0.0005 ? "gain-neg" : "muted" }, PL.fmtPct(g));
   }
   function kpi(label, value, note, cls) {
+    // A long value (a stage name) gets a smaller font rather than an ellipsis.
+    const long = String(value).length > 14 ? " long" : "";
     return el("div", { class: "kpi " + (cls || ""), dataset: { kpi: label.toLowerCase().replace(/[^a-z]+/g, "-") } },
-      el("div", { class: "label" }, label), el("div", { class: "value", title: String(value) }, value),
+      el("div", { class: "label" }, label), el("div", { class: "value" + long, title: String(value) }, value),
       note ? el("div", { class: "note", title: String(note) }, note) : null);
   }
   function errorBox(err) {
@@ -477,9 +479,8 @@
     filter.addEventListener("input", drawMetrics);
     drawMetrics();
     const dur = t.cost && (t.cost.startup_seconds || t.cost.bench_seconds) ? (t.cost.startup_seconds || 0) + (t.cost.bench_seconds || 0) : null;
-    // The list's figures, else the stored result's (vLLM's keys).
-    const res = t.result || {};
-    const fig = (k, rk) => (PL.finite(t[k]) ? t[k] : PL.finite(res[rk || k]) ? res[rk || k] : null);
+    const figs = PL.trialFigures(t);
+    const fig = (k) => figs[k];
 
     render(rt,
       el("div", { class: "head" }, el("div", { class: "grow" },
@@ -489,7 +490,7 @@
       el("div", { class: "actions" }, el("a", { class: "button ghost", href: "#/compare?trials=" + encodeURIComponent(id + ":" + key) }, "Compare with…"))),
       t.status !== "ok" ? errorBox((t.failure_class || "failed") + (t.reason ? ": " + t.reason : "")) : t.reason ? el("p", { class: "hint" }, t.reason) : null,
       el("div", { class: "kpis" },
-        kpi("Total throughput", PL.fmtNum(fig("total_throughput", "total_token_throughput")) + " tok/s"),
+        kpi("Total throughput", PL.fmtNum(fig("total_throughput")) + " tok/s"),
         kpi("Output throughput", PL.fmtNum(fig("output_throughput")) + " tok/s"),
         kpi("Mean TTFT", PL.fmtNum(fig("mean_ttft_ms")) + " ms", "p99 " + PL.fmtNum(fig("p99_ttft_ms")) + " ms"),
         kpi("Mean TPOT", PL.fmtNum(fig("mean_tpot_ms")) + " ms", "p99 " + PL.fmtNum(fig("p99_tpot_ms")) + " ms"),
@@ -562,7 +563,8 @@
   ];
   const TRIAL_METRICS = [
     ["total_throughput", "Total throughput (tok/s)"], ["output_throughput", "Output throughput (tok/s)"],
-    ["mean_ttft_ms", "Mean TTFT (ms)"], ["mean_tpot_ms", "Mean TPOT (ms)"], ["p99_tpot_ms", "P99 TPOT (ms)"],
+    ["request_throughput", "Requests/s"], ["mean_ttft_ms", "Mean TTFT (ms)"], ["p99_ttft_ms", "P99 TTFT (ms)"],
+    ["mean_tpot_ms", "Mean TPOT (ms)"], ["p99_tpot_ms", "P99 TPOT (ms)"], ["mean_itl_ms", "Mean ITL (ms)"],
   ];
 
   function compareTable(id, heads, rows, extra) {
@@ -647,7 +649,7 @@
     }
     const heads = ts.map((t, i) => el("span", {}, el("a", { href: "#/runs/" + refs[i].run + "/trials/" + encodeURIComponent(refs[i].key) }, t.name),
       el("div", { class: "muted small" }, "run " + refs[i].run + " · " + t.stage + " · r" + t.repeat)));
-    const rows = PL.compareRows(ts, TRIAL_METRICS);
+    const rows = PL.compareRows(ts.map(PL.trialFigures), TRIAL_METRICS);
     render(rt,
       el("div", { class: "head" }, el("div", { class: "grow" }, el("h1", {}, "Compare trials"), el("div", { class: "sub" }, "deltas against the first trial"))),
       el("div", { class: "panel flush", id: "compare" }, compareTable("compare-table", heads, rows,

@@ -219,6 +219,27 @@
     }
   }
 
+  // TRIAL_FIGURES maps the figures the pages show to the trial's own field
+  // and the stored result's (vLLM --save-result) key.
+  const TRIAL_FIGURES = [
+    ["total_throughput", "total_token_throughput"], ["output_throughput", "output_throughput"],
+    ["request_throughput", "request_throughput"], ["mean_ttft_ms", "mean_ttft_ms"], ["p99_ttft_ms", "p99_ttft_ms"],
+    ["mean_tpot_ms", "mean_tpot_ms"], ["p99_tpot_ms", "p99_tpot_ms"], ["mean_itl_ms", "mean_itl_ms"],
+    ["duration", "duration"], ["completed", "completed"], ["failed", "failed"],
+  ];
+
+  // trialFigures reads a trial's figures: its own fields first (the list
+  // carries a few), then its stored result's; a figure neither has is null.
+  function trialFigures(t) {
+    const res = (t && t.result) || {};
+    const out = {};
+    for (const [k, rk] of TRIAL_FIGURES) {
+      const v = num(t ? t[k] : undefined);
+      out[k] = v !== null ? v : num(res[rk]);
+    }
+    return out;
+  }
+
   // seedTrials puts the stored trials (GET /runs/{id}/trials) into the state,
   // with the incumbent line rebuilt from the run's decisions: each kept
   // configuration (or the baseline) becomes the incumbent after its last
@@ -558,7 +579,7 @@
 
   const api = {
     finite, fmtNum, fmtPct, fmtDuration, parseDuration, fmtAgo, delta, lowerIsBetter, verdict,
-    compareRows, liveState, applyEvent, addTrial, scoreOf, seedTrials, incumbentsFromDecisions, Follower,
+    compareRows, liveState, applyEvent, addTrial, scoreOf, trialFigures, seedTrials, incumbentsFromDecisions, Follower,
     terminal, niceTicks, scoreChart, backoff, parseRoute, splitList, trialRef, problemsByLine, extractProblems, pick, num,
   };
   if (typeof module !== "undefined" && module.exports) module.exports = api;
