@@ -87,7 +87,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Skip("runs two labs in a browser (about a minute)")
 	}
 	bin := chromium(t)
-	ts := startServer(t, "")
+	ts, _ := startServer(t, "")
 	b := newBrowser(t, bin, ts.URL)
 	// PERFLAB_SCREENSHOTS=DIR keeps every step's screenshot for a look.
 	b.shots = os.Getenv("PERFLAB_SCREENSHOTS")
@@ -265,7 +265,7 @@ func TestDashboardTokenInChromium(t *testing.T) {
 	}
 	bin := chromium(t)
 	const token = "s3cret-token-for-the-test"
-	ts := startServer(t, token)
+	ts, _ := startServer(t, token)
 	b := newBrowser(t, bin, ts.URL)
 	b.shots = t.TempDir()
 
@@ -300,7 +300,7 @@ func TestDashboardCancelResumeInChromium(t *testing.T) {
 		t.Skip("runs a lab in a browser")
 	}
 	bin := chromium(t)
-	ts := startServer(t, "")
+	ts, _ := startServer(t, "")
 	b := newBrowser(t, bin, ts.URL)
 	b.shots = t.TempDir()
 
@@ -341,6 +341,35 @@ func TestDashboardCancelResumeInChromium(t *testing.T) {
 	b.waitFor(2*time.Minute, `document.querySelector("h1 .badge").dataset.status === "interrupted"`)
 }
 
+// TestDashboardStaleRunInChromium: a run left "running" by a lab that is
+// gone (a killed CLI lab) has no live stream here; its page offers Resume,
+// not Cancel, and settles instead of reloading itself on the stream's
+// immediate end.
+func TestDashboardStaleRunInChromium(t *testing.T) {
+	bin := chromium(t)
+	ts, st := startServer(t, "")
+	run, err := st.EnsureRun(context.Background(), "stale-run-key", "stale-lab", browserSpec("stale-lab", "H100-SXM-80GB", 1), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != "running" {
+		t.Fatalf("a new run is %q, want running", run.Status)
+	}
+	b := newBrowser(t, bin, ts.URL)
+	b.shots = t.TempDir()
+	b.open(fmt.Sprintf("/#/runs/%d", run.ID))
+	b.wait(`document.querySelector("#resume-run") !== null`)
+	b.eval(`window.__page = document.getElementById("run-page"); ""`)
+	b.do(2*time.Second+time.Second, chromedp.Sleep(2*time.Second))
+	if b.eval(`String(document.getElementById("run-page") === window.__page)`) != "true" {
+		t.Error("the page of a run with no lab here redrew itself: it follows a stream that has ended")
+	}
+	if b.count("#cancel-run") != 0 {
+		t.Error("a run with no lab here offers Cancel")
+	}
+	b.shot("stale-run.png", false)
+}
+
 // browser is one headless Chromium tab on the test server.
 type browser struct {
 	t    *testing.T
@@ -356,7 +385,7 @@ var docShots = map[string]bool{"runs.png": true, "live-run.png": true, "report.p
 
 // startServer serves the real server on a loopback port: SQLite in a
 // temporary directory, the shared data as the data root, the dashboard.
-func startServer(t *testing.T, token string) *httptest.Server {
+func startServer(t *testing.T, token string) (*httptest.Server, *store.Store) {
 	t.Helper()
 	data := shareddata.Path(t, "data")
 	ctx := context.Background()
@@ -379,7 +408,7 @@ func startServer(t *testing.T, token string) *httptest.Server {
 		}
 	})
 	t.Cleanup(ts.Close)
-	return ts
+	return ts, st
 }
 
 func newBrowser(t *testing.T, bin, base string) *browser {

@@ -425,7 +425,10 @@
     };
     draw();
 
-    if (run.active || run.status === "running") {
+    // Only a lab of this server has a live stream; a run left "running" by
+    // a lab that is gone gets an immediate end, and following it would
+    // reload the page forever. Such a run is offered Resume instead.
+    if (run.active) {
       // Redraws are batched to one per frame: a replay brings many events.
       let queued = false;
       const schedule = () => {
@@ -701,6 +704,17 @@
       drawGutter();
     };
     ta.addEventListener("input", () => { sessionStorage.setItem("perflab.draft", ta.value); drawGutter(); });
+    ta.addEventListener("keydown", (e) => {
+      // Tab indents (YAML has no tabs: two spaces); Ctrl/Cmd+Enter submits.
+      if (e.key === "Tab" && !e.shiftKey && !e.ctrlKey && !e.metaKey && !e.altKey) {
+        e.preventDefault();
+        ta.setRangeText("  ", ta.selectionStart, ta.selectionEnd, "end");
+        ta.dispatchEvent(new Event("input"));
+      } else if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+        e.preventDefault();
+        form.requestSubmit();
+      }
+    });
     ta.addEventListener("scroll", drawGutter);
 
     const fresh = el("input", { type: "checkbox", id: "fresh" });
