@@ -227,6 +227,14 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	b.shot("runs.png", false)
 
+	// The next lab starts from a run's spec: "Edit as a new lab" puts it
+	// in the editor.
+	b.open("/#/runs/" + idA)
+	b.wait(`document.querySelector("#edit-as-new") !== null`)
+	b.eval(`document.querySelector("#run-spec").open = true; ""`)
+	b.click("#edit-as-new")
+	b.wait(`location.hash === "#/new" && document.getElementById("spec").value.includes("name: browser-a")`)
+
 	// Compare the two runs, picked in the list, once B is done.
 	b.open("/#/runs/" + idB)
 	b.waitFor(3*time.Minute, `document.querySelector("#winner") !== null`)

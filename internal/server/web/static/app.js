@@ -421,7 +421,14 @@
               el("th", { class: "num" }, "Rep"), el("th", {}, "Status"), el("th", { class: "num" }, "Score" + (st.unit ? " (" + st.unit + ")" : "")))),
             el("tbody", {}, rows)))
             : el("div", { class: "empty" }, isRunning ? "Waiting for the first trial…" : "No trials.")),
-        decisions].filter(Boolean));
+        decisions,
+        run.spec ? el("details", { class: "panel", id: "run-spec" }, el("summary", {}, "Spec ", el("span", { class: "muted small" }, "as the lab ran it (normalized)")),
+          el("div", { class: "actions", style: "margin:10px 0" }, el("button", { type: "button", class: "ghost small", id: "edit-as-new", onclick: () => {
+            // The next lab starts from this one's spec, in the editor.
+            sessionStorage.setItem("perflab.draft", run.spec);
+            location.hash = "#/new";
+          } }, "Edit as a new lab")),
+          el("pre", {}, run.spec)) : null].filter(Boolean));
     };
     draw();
 
