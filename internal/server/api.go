@@ -345,7 +345,7 @@ func (s *Server) listTrials(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	trials, err := s.cfg.Store.Trials(r.Context(), id)
+	trials, err := s.cfg.Store.TrialHeads(r.Context(), id)
 	if err != nil {
 		writeStoreError(w, err)
 		return
@@ -353,9 +353,46 @@ func (s *Server) listTrials(w http.ResponseWriter, r *http.Request) {
 	out := make([]trialInfo, 0, len(trials))
 	for _, t := range trials {
 		ti, _ := trialOf(t)
+		f, err := s.figuresOf(r, t)
+		if err != nil {
+			writeStoreError(w, err)
+			return
+		}
+		ti.TotalThroughput, ti.OutputThroughput, ti.MeanTPOTMs, ti.MeanTTFTMs = f.total, f.output, f.tpot, f.ttft
 		out = append(out, ti)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"trials": out})
+}
+
+// figures are the few numbers of a trial's result that the list shows.
+type figures struct{ total, output, tpot, ttft float64 }
+
+// figureKey names one stored trial result: a trial saved again (a retry)
+// ends later.
+type figureKey struct {
+	run   int64
+	key   string
+	ended int64
+}
+
+// figuresOf returns the trial's list figures, reading and parsing its
+// result once: a stored result does not change, and parsing every
+// result's per-request arrays on each poll of the list made it slow.
+func (s *Server) figuresOf(r *http.Request, t store.Trial) (figures, error) {
+	k := figureKey{t.RunID, t.Key, t.Ended.UnixMilli()}
+	if f, ok := s.figures.Load(k); ok {
+		return f.(figures), nil
+	}
+	full, err := s.cfg.Store.Trial(r.Context(), t.RunID, t.Key)
+	if err != nil {
+		return figures{}, err
+	}
+	var f figures
+	if ti, _ := trialOf(full); ti.Status != "" {
+		f = figures{ti.TotalThroughput, ti.OutputThroughput, ti.MeanTPOTMs, ti.MeanTTFTMs}
+	}
+	s.figures.Store(k, f)
+	return f, nil
 }
 
 func (s *Server) getTrial(w http.ResponseWriter, r *http.Request) {

@@ -63,6 +63,9 @@ type Server struct {
 	routes  []route
 	metrics *apiMetrics
 	reports *reportCache
+	// figures caches each stored trial's list figures (figureKey →
+	// figures).
+	figures sync.Map
 
 	// base is canceled by Close: every lab's context and every event
 	// stream derive from it.

@@ -455,6 +455,32 @@ func (s *Store) Trials(ctx context.Context, runID int64) ([]Trial, error) {
 	return out, rows.Err()
 }
 
+// trialHeadCols are trialCols without the large columns (result, engine
+// metrics, log tail), which read as empty.
+const trialHeadCols = `id, run_id, key, stage, name, workload, repeat_no, config, command, status,
+	failure_class, reason, '', '', '', started_ms, ended_ms, attempt,
+	startup_ms, bench_ms, gpus, engine_start`
+
+// TrialHeads lists the trials of a run as Trials does, without their
+// result, engine metrics and log tail: a list that polls them (the
+// server's) reads a few kilobytes, not every result's per-request arrays.
+func (s *Store) TrialHeads(ctx context.Context, runID int64) ([]Trial, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+trialHeadCols+` FROM trials WHERE run_id = ? ORDER BY id`), runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list trials of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []Trial
+	for rows.Next() {
+		t, err := scanTrial(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list trials of run %d: %w", runID, err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1
