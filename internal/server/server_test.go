@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,7 +129,7 @@ func newTestServer(t *testing.T, st *store.Store, cfg Config) *testServer {
 }
 
 // newLoopback serves h on a loopback port until the test ends.
-func newLoopback(t *testing.T, h http.Handler) string {
+func newLoopback(t testing.TB, h http.Handler) string {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return hs.URL
@@ -259,10 +261,12 @@ func types(evs []sseEvent) []string {
 func TestLab(t *testing.T) {
 	for name, open := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			ts := newTestServer(t, open(t), Config{Options: app.Options{Analytic: true}})
+			var lines lockedBuffer
+			ts := newTestServer(t, open(t), Config{Options: app.Options{Analytic: true}, Log: &lines})
 			st := ts.submit(t, smallSpec)
 			evs := ts.follow(t, st.ID, 0, nil)
 			checkStream(t, evs)
+			checkSameAsTerminal(t, evs, lines.String())
 			last := evs[len(evs)-1]
 			if last.typ != "end" || last.data.Status != "done" || last.data.Error != "" {
 				t.Fatalf("last event %s status %q error %q, want end done", last.typ, last.data.Status, last.data.Error)
@@ -392,5 +396,63 @@ func checkReports(t *testing.T, ts *testServer, id int64, winner *string) {
 		if code, _ := ts.do(t, "GET", fmt.Sprintf("/api/v1/runs/%d/charts/%s", id, bad), "", nil); code != 404 {
 			t.Errorf("chart %s: %d, want 404", bad, code)
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer written by a lab and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// checkSameAsTerminal: the terminal's progress lines, written from the
+// same events, say for each trial what the stream says: the count, the
+// plan, the trial, its incumbent and the ETA.
+func checkSameAsTerminal(t *testing.T, evs []sseEvent, out string) {
+	t.Helper()
+	var trialLines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "  [") {
+			trialLines = append(trialLines, l)
+		}
+	}
+	i := 0
+	for _, e := range evs {
+		if e.typ != "trial_ended" {
+			continue
+		}
+		if i >= len(trialLines) {
+			t.Fatalf("%d trial lines on the terminal, more trial_ended events", len(trialLines))
+		}
+		l := trialLines[i]
+		i++
+		eta := "-"
+		if d, ok := e.data.ETA(); ok {
+			eta = d.String()
+		}
+		want := []string{fmt.Sprintf("[%d/≤%d] ", e.data.Done, e.data.Planned), " " + e.data.Trial.Name + " (", "ETA " + eta}
+		if e.data.Incumbent != nil {
+			want = append(want, fmt.Sprintf("incumbent %s %.1f", e.data.Incumbent.Name, e.data.Incumbent.Score))
+		}
+		for _, w := range want {
+			if !strings.Contains(l, w) {
+				t.Errorf("terminal line %q lacks %q, which the stream says", l, w)
+			}
+		}
+	}
+	if i != len(trialLines) || i == 0 {
+		t.Errorf("%d trial_ended events, %d trial lines", i, len(trialLines))
 	}
 }
