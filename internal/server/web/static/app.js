@@ -226,7 +226,7 @@
         el("td", {}, badge(r.status), r.resumable && r.status !== "running" ? el("div", { class: "muted small" }, "resumable") : null),
         el("td", { class: "nowrap" }, r.model || "–"),
         el("td", { class: "nowrap" }, gpuText(r)),
-        el("td", {}, winner),
+        el("td", { class: "winner-cell" }, winner),
         el("td", { class: "num" }, gainSpan(r.best_gain)),
         el("td", { class: "num" }, String(r.trials || 0), r.failed ? el("div", { class: "muted small" }, r.failed + " failed") : null),
         el("td", { class: "num" }, PL.fmtNum(r.gpu_hours || 0, 2)),
