@@ -33,7 +33,7 @@ var updateShots = flag.Bool("update-screenshots", false, "write the dashboard's 
 // short joint search and no generalization, so one lab takes seconds, not
 // minutes, yet has the stages, repeats and incumbents the pages show.
 // Its paths are relative to the server's data root (shared/data).
-func browserSpec(name, gpu string, seed int) string {
+func browserSpec(name, gpu string, seed, maxTrials int) string {
 	return fmt.Sprintf(`# A small lab for the dashboard's browser test.
 name: %s
 model: Qwen/Qwen3-14B
@@ -62,14 +62,14 @@ stages:
   - name: quantization
     values: [fp8-checkpoint]
 search:
-  knobs: [engine, quantization, max_num_seqs]
+  knobs: [engine, quantization, max_num_seqs, max_num_batched_tokens]
 repeats: 2
 noise:
   sigma: 0.01
   seed: %d
 budget:
-  max_trials: 14
-`, name, gpu, seed)
+  max_trials: %d
+`, name, gpu, seed, maxTrials)
 }
 
 // TestDashboardInChromium drives the dashboard in headless Chromium
@@ -127,7 +127,7 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 
 	// A good spec starts the lab, and the page goes to its live view.
-	b.setSpec(browserSpec("browser-a", "H100-SXM-80GB", 42))
+	b.setSpec(browserSpec("browser-a", "H100-SXM-80GB", 42, 14))
 	b.click("#start-lab")
 	b.wait(`/^#\/runs\/\d+$/.test(location.hash)`)
 	idA := strings.TrimPrefix(b.eval(`location.hash`), "#/runs/")
@@ -204,10 +204,11 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	b.shot("compare-trials.png", false)
 
-	// A second lab, on another GPU: seen running in the list and live.
+	// A second lab, on another GPU and longer (the test must catch it
+	// midway): seen running in the list and live.
 	b.open("/#/new")
 	b.wait(`document.getElementById("spec") && document.getElementById("spec").value !== ""`)
-	b.setSpec(browserSpec("browser-b", "H200-SXM-141GB", 7))
+	b.setSpec(browserSpec("browser-b", "H200-SXM-141GB", 7, 24))
 	b.click("#start-lab")
 	b.wait(`/^#\/runs\/\d+$/.test(location.hash) && location.hash !== "#/runs/` + idA + `"`)
 	idB := strings.TrimPrefix(b.eval(`location.hash`), "#/runs/")
@@ -289,7 +290,7 @@ func TestDashboardTokenInChromium(t *testing.T) {
 
 	b.open("/#/new")
 	b.wait(`document.getElementById("spec") && document.getElementById("spec").value !== ""`)
-	b.setSpec(browserSpec("browser-token", "H100-SXM-80GB", 3))
+	b.setSpec(browserSpec("browser-token", "H100-SXM-80GB", 3, 10))
 	b.click("#start-lab")
 	b.wait(`/^#\/runs\/\d+$/.test(location.hash)`)
 	b.waitFor(3*time.Minute, `document.querySelector("#winner") !== null`)
@@ -356,7 +357,7 @@ func TestDashboardCancelResumeInChromium(t *testing.T) {
 func TestDashboardStaleRunInChromium(t *testing.T) {
 	bin := chromium(t)
 	ts, st := startServer(t, "")
-	run, err := st.EnsureRun(context.Background(), "stale-run-key", "stale-lab", browserSpec("stale-lab", "H100-SXM-80GB", 1), false)
+	run, err := st.EnsureRun(context.Background(), "stale-run-key", "stale-lab", browserSpec("stale-lab", "H100-SXM-80GB", 1, 10), false)
 	if err != nil {
 		t.Fatal(err)
 	}
