@@ -122,6 +122,10 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("lines flagged in the gutter: %q, want %d", got, line)
 	}
 	b.shot("new-lab-invalid.png", false)
+	// A path outside the data root is refused, named on the page.
+	b.setSpec(strings.Replace(example, "tokenizer: tokenizers/qwen3", "tokenizer: /etc", 1))
+	b.click("#start-lab")
+	b.wait(`document.querySelector("#problems li") !== null && document.querySelector("#problems").textContent.includes("/etc")`)
 	if n := runCount(t, ts.URL); n != 0 {
 		t.Fatalf("a bad spec started %d runs", n)
 	}
