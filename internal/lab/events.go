@@ -251,6 +251,9 @@ func (e *Events) Aside(d time.Duration) {
 func (e *Events) Done(sum *Summary) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// The plan was an estimate: at the end what ran is the plan, and
+	// there is no time left.
+	e.planned = e.n
 	ev := Event{Type: EventDone, Summary: sum}
 	if sum != nil {
 		if sum.Winner != nil {
