@@ -43,6 +43,7 @@ too, and their runs marked interrupted: resumable after a restart.`,
 				return err
 			}
 			defer st.Close()
+			server.ShareCPU()
 			srv, err := server.New(server.Config{Store: st, Token: token, DataRoot: dataRoot,
 				Dashboard: web.Handler(), Log: cmd.ErrOrStderr()})
 			if err != nil {
