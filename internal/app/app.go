@@ -298,6 +298,12 @@ func Tokenizer(ctx context.Context, spec *lab.Spec) (*tokenizer.Tokenizer, error
 	if ref == "" {
 		ref = spec.Model
 	}
+	return resolveTokenizer(ctx, ref)
+}
+
+// resolveTokenizer loads a tokenizer: a local path when it exists, else a
+// model id through the HF cache and the Hub.
+func resolveTokenizer(ctx context.Context, ref string) (*tokenizer.Tokenizer, error) {
 	var opt tokenizer.ResolveOptions
 	if _, err := os.Stat(ref); err == nil {
 		opt.Path = ref

@@ -33,6 +33,7 @@ func (s *Server) apiRoutes() []route {
 		{method: "GET", path: "/api/v1/openapi.json", h: s.openapi},
 		{method: "POST", path: "/api/v1/labs", h: s.postLab},
 		{method: "POST", path: "/api/v1/imports", h: s.postImport},
+		{method: "POST", path: "/api/v1/benchmarks", h: s.postBenchmark},
 		{method: "GET", path: "/api/v1/runs", h: s.listRuns},
 		{method: "GET", path: "/api/v1/runs/{id}", h: s.getRun},
 		{method: "DELETE", path: "/api/v1/runs/{id}", h: s.cancelRun},
