@@ -57,7 +57,7 @@ too, and their runs marked interrupted: resumable after a restart.`,
 			if token != "" {
 				auth = "token required"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "perflab serve: http://%s/ (API /api/v1, %s; data root %s)\n", ln.Addr(), auth, dataRoot)
+			fmt.Fprintf(cmd.ErrOrStderr(), "perflab serve: http://%s/ (API /api/v1, %s; data root %s)\n", ln.Addr(), auth, srv.DataRoot())
 			return srv.Serve(ctx, ln, time.Minute)
 		},
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/perflab/perflab/internal/app"
+	"github.com/perflab/perflab/internal/store"
 )
 
 // TestOpenAPIMatchesRoutes: every route the server registers is in the
@@ -253,4 +255,38 @@ func TestImport(t *testing.T) {
 	if code, b := ts.do(t, "POST", "/api/v1/imports", "application/json", strings.NewReader(`{"x": 1}`)); code != 400 {
 		t.Errorf("import of nonsense: %d %s, want 400", code, b)
 	}
+}
+
+// FuzzPostLab: whatever body POST /labs gets, the server answers with a
+// client error or starts a lab; it never panics or answers 5xx.
+func FuzzPostLab(f *testing.F) {
+	for _, seed := range []string{smallSpec, "", "name: [", "{}", `{"name": "x"}`, "a: &a [*a, *a]\n", strings.Repeat("[", 1000),
+		strings.Replace(smallSpec, "model: Qwen/Qwen3-14B\n", "model: /etc\n", 1)} {
+		f.Add(seed)
+	}
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(f.TempDir(), "perflab.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer st.Close()
+	srv, err := New(Config{Store: st, DataRoot: f.TempDir(), Options: app.Options{Analytic: true}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer srv.Close(context.Background())
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/api/v1/labs", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/yaml")
+		srv.ServeHTTP(rec, req)
+		if rec.Code >= 500 || (rec.Code != 202 && rec.Code != 409 && rec.Code/100 != 4) {
+			t.Fatalf("%d %s for %q", rec.Code, rec.Body, body)
+		}
+		if rec.Code/100 == 4 {
+			var e apiError
+			if json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error == "" {
+				t.Fatalf("%d without an error message: %s", rec.Code, rec.Body)
+			}
+		}
+	})
 }

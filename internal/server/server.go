@@ -116,6 +116,9 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// DataRoot is the absolute data root specs may name files under.
+func (s *Server) DataRoot() string { return s.cfg.DataRoot }
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
