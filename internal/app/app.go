@@ -2,7 +2,7 @@
 // ready to run: the spec with its overrides, the simulator's fingerprint in
 // its run key, the guide, the runner and its runtime, and the store. The
 // CLI's lab and report commands call the same code, so both find a run by
-// the same key; a future API server calls it too.
+// the same key; the API server (perflab serve) starts its labs through it too.
 package app
 
 import (
