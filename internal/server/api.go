@@ -243,10 +243,10 @@ func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, id int64) {
 		s.mu.Lock()
 		lr := s.labs[id]
 		s.mu.Unlock()
-		if lr != nil && errors.Is(err, store.ErrNotFound) && lr.err != nil {
+		if lr != nil && errors.Is(err, store.ErrNotFound) && lr.result() != nil {
 			// Its lab stopped before its first trial, and the empty run
 			// was removed: the error is all there is.
-			writeJSON(w, http.StatusOK, runDetail{runInfo: runInfo{ID: id, Status: "failed"}, Decisions: []decision{}, Error: lr.err.Error()})
+			writeJSON(w, http.StatusOK, runDetail{runInfo: runInfo{ID: id, Status: "failed"}, Decisions: []decision{}, Error: lr.result().Error()})
 			return
 		}
 		writeStoreError(w, err)
@@ -270,8 +270,8 @@ func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, id int64) {
 		if info.Active {
 			d.Progress = lr.hub.last()
 		}
-		if lr.err != nil && !info.Active {
-			d.Error = lr.err.Error()
+		if err := lr.result(); err != nil {
+			d.Error = err.Error()
 		}
 	}
 	writeJSON(w, http.StatusOK, d)

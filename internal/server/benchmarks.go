@@ -13,6 +13,7 @@ import (
 	"github.com/perflab/perflab/internal/app"
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/store"
 )
 
 // postBenchmark runs one benchmark against an endpoint the user names,
@@ -77,7 +78,7 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	te := &lab.TrialEvent{Key: "benchmark/" + b.Profile, Name: b.Model + " @ " + b.BaseURL, Stage: "benchmark", Workload: b.Profile}
 	h.Event(lab.Event{Type: lab.EventTrialStarted, Time: time.Now(), Stage: "benchmark", Trial: te, Planned: 1})
-	go func() {
+	go func(run store.Run) {
 		defer s.wg.Done()
 		defer cancel()
 		stored, err := b.Run(lctx, s.cfg.Store, run)
@@ -92,7 +93,7 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 		lr.err = err
 		h.end(stored.Status, err)
 		close(lr.done)
-	}()
+	}(run)
 	run.Status = "running"
 	writeJSON(w, http.StatusAccepted, startedOf(run))
 }

@@ -132,6 +132,17 @@ type labRun struct {
 	err    error
 }
 
+// result is the error the lab ended with; nil while it runs (err is
+// written before done is closed, and read only after).
+func (lr *labRun) result() error {
+	select {
+	case <-lr.done:
+		return lr.err
+	default:
+		return nil
+	}
+}
+
 func (lr *labRun) active() bool {
 	select {
 	case <-lr.done:
