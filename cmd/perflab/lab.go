@@ -106,20 +106,6 @@ func runLab(cmd *cobra.Command, args []string) error {
 	if labOpts.dryRun {
 		return printPlan(ctx, cmd.OutOrStdout(), spec, su)
 	}
-	// A missing or truncated dataset stops the lab here, before a run is
-	// stored or a report overwritten.
-	if err := su.Preflight(spec); err != nil {
-		return err
-	}
-	runner, err := su.Runner(ctx, spec)
-	if err != nil {
-		return err
-	}
-	if c, ok := runner.(io.Closer); ok {
-		// The lab stops the servers it kept up; this covers a lab that
-		// never got as far as running.
-		defer c.Close()
-	}
 	st, err := store.Open(ctx, labOpts.db)
 	if err != nil {
 		return err
@@ -130,14 +116,11 @@ func runLab(cmd *cobra.Command, args []string) error {
 	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
 		progress = lab.NewTerminalProgress(stderr)
 	}
-	l := &lab.Lab{Spec: spec, Store: st, Runner: runner, Guide: su.Predict, Fresh: labOpts.fresh, Grid: labOpts.grid,
-		RetryFailed: labOpts.retryFailed, Progress: progress, GuideKey: su.GuideKey}
 	start := time.Now()
-	sum, runErr := l.Run(ctx)
+	sum, run, runErr := su.Run(ctx, spec, st, app.RunOptions{Progress: progress, Fresh: labOpts.fresh, Grid: labOpts.grid, RetryFailed: labOpts.retryFailed})
 	if runErr != nil && sum == nil {
 		return runErr
 	}
-	run := l.StoredRun()
 	if run.ID == 0 {
 		// It stopped before its first trial and stored no run: the last
 		// complete report of this name stays as it was.

@@ -146,18 +146,9 @@ func newReportImportCmd(db *string) *cobra.Command {
 			if name == "" {
 				name = "import-" + strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))
 			}
-			run, err := st.EnsureRun(ctx, "import:"+name, name, "", false)
+			run, err := app.Import(ctx, st, name, items)
 			if err != nil {
 				return err
-			}
-			trials, err := report.ToTrials(run.ID, items)
-			if err != nil {
-				return err
-			}
-			for i := range trials {
-				if err := st.SaveTrial(ctx, &trials[i]); err != nil {
-					return err
-				}
 			}
 			for _, it := range items {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\ttotal %.2f tok/s\n", it.Source, it.Format, it.Result.TotalTokenThroughput)

@@ -2,7 +2,7 @@
 // ready to run: the spec with its overrides, the simulator's fingerprint in
 // its run key, the guide, the runner and its runtime, and the store. The
 // CLI's lab and report commands call the same code, so both find a run by
-// the same key; a future API server calls it too.
+// the same key; the API server (perflab serve) starts its labs through it too.
 package app
 
 import (
@@ -298,6 +298,12 @@ func Tokenizer(ctx context.Context, spec *lab.Spec) (*tokenizer.Tokenizer, error
 	if ref == "" {
 		ref = spec.Model
 	}
+	return resolveTokenizer(ctx, ref)
+}
+
+// resolveTokenizer loads a tokenizer: a local path when it exists, else a
+// model id through the HF cache and the Hub.
+func resolveTokenizer(ctx context.Context, ref string) (*tokenizer.Tokenizer, error) {
 	var opt tokenizer.ResolveOptions
 	if _, err := os.Stat(ref); err == nil {
 		opt.Path = ref

@@ -128,6 +128,9 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 		go func() {
 			defer wg.Done()
 			defer l.sem.release(gpus)
+			if ts, ok := l.Progress.(trialStarter); ok {
+				ts.TrialStarted(t)
+			}
 			rec, err := l.Runner.Run(ctx, t)
 			if err != nil {
 				errs[i] = err

@@ -226,7 +226,7 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	if err != nil {
 		status = "failed"
 		if ctx.Err() != nil {
-			status = "running" // interrupted: a rerun resumes it
+			status = store.StatusInterrupted // a rerun resumes it
 		}
 	}
 	l.run.Status = status

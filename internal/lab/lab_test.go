@@ -74,7 +74,7 @@ func TestLabStagedAnalytic(t *testing.T) {
 	st := newMemStore()
 	var buf bytes.Buffer
 	l := analyticLab(s, st)
-	l.Progress = &LineProgress{W: &buf}
+	l.Progress = NewEvents(&LineProgress{W: &buf})
 	sum, err := l.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

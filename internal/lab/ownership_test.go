@@ -435,7 +435,7 @@ func TestProgressLines(t *testing.T) {
 	st := sqliteStore(t)
 	var buf bytes.Buffer
 	l := analyticLab(s, st)
-	l.Progress = &LineProgress{W: &buf}
+	l.Progress = NewEvents(&LineProgress{W: &buf})
 	sum, err := l.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -461,7 +461,7 @@ func TestProgressLines(t *testing.T) {
 	}
 	buf.Reset()
 	again := analyticLab(s, st)
-	again.Progress = &LineProgress{W: &buf}
+	again.Progress = NewEvents(&LineProgress{W: &buf})
 	sum2, err := again.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

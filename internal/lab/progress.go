@@ -3,8 +3,6 @@ package lab
 import (
 	"fmt"
 	"io"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/perflab/perflab/internal/store"
@@ -28,135 +26,81 @@ type Progress interface {
 }
 
 // LineProgress writes one plain line per event: for logs and pipes, where
-// bars would be noise.
+// bars would be noise. It is a Sink of Events, which computes what it
+// prints.
 type LineProgress struct {
 	W io.Writer
-
-	mu      sync.Mutex
-	start   time.Time
-	planned int
-	n       int
-	ran     int
-	ranTime time.Duration
-	// aside is time spent on other work than trials (see asider).
-	aside time.Duration
-	stage string
-	best  string
-	// top is the highest score measured so far, and unit the objective's.
-	top     float64
-	topName string
-	unit    string
 }
 
-var _ Progress = (*LineProgress)(nil)
+var _ Sink = (*LineProgress)(nil)
 
-// Start implements Progress.
-func (p *LineProgress) Start(s *Spec, planned, stored int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.start, p.planned, p.unit = time.Now(), planned, s.Objective.Unit()
-	fmt.Fprintf(p.W, "lab %s: %s on %dx %s, runtime %s, objective %s; engines %s; at most %d trials (--dry-run tells the path), %d already stored\n",
-		s.Name, s.Model, s.Hardware.Count, s.Hardware.GPU, s.Runtime, s.Objective.Metric, s.engineVersions(), planned, stored)
-}
-
-// Stage implements Progress.
-func (p *LineProgress) Stage(name string, n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.stage = name
-	fmt.Fprintf(p.W, "== stage %s: %d candidates\n", name, n)
-}
-
-// Trial implements Progress.
-func (p *LineProgress) Trial(t TrialSpec, rec store.Trial, score float64, reused bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.n++
-	how := "ran"
-	if reused {
-		how = "stored"
-	} else {
-		p.ran++
-		p.ranTime += rec.Ended.Sub(rec.Started)
+// Event implements Sink.
+func (p *LineProgress) Event(e Event) {
+	switch e.Type {
+	case EventStart:
+		fmt.Fprintf(p.W, "lab %s: %s on %dx %s, runtime %s, objective %s; engines %s; at most %d trials (--dry-run tells the path), %d already stored\n",
+			e.Name, e.Model, e.GPUs, e.GPU, e.Runtime, e.Objective, e.Engines, e.Planned, e.Stored)
+	case EventStage:
+		fmt.Fprintf(p.W, "== stage %s: %d candidates\n", e.Stage, e.Candidates)
+	case EventTrialEnded:
+		t := e.Trial
+		how := "ran"
+		if t.Reused {
+			how = "stored"
+		}
+		res := fmt.Sprintf("%.1f", t.Score)
+		if t.Status != "ok" {
+			res = "FAILED " + t.FailureClass
+		}
+		fmt.Fprintf(p.W, "  [%d/≤%d] %s %s (%s, repeat %d): %s; %s; ETA %s\n",
+			e.Done, e.Planned, how, t.Name, t.Workload, t.Repeat, res, standing(e), e.etaText())
+	case EventDone:
+		printDone(p.W, e)
 	}
-	res := fmt.Sprintf("%.1f", score)
-	if rec.Status != "ok" {
-		res = "FAILED " + rec.FailureClass
-	} else if score > p.top {
-		p.top, p.topName = score, t.Name
-	}
-	fmt.Fprintf(p.W, "  [%d/≤%d] %s %s (%s, repeat %d): %s; %s; ETA %s\n",
-		p.n, max(p.planned, p.n), how, t.Name, t.Workload.Name, t.Repeat, res, p.standing(), p.eta())
 }
 
 // standing says where the lab is: the incumbent (kept so far) and, when
-// another configuration measured higher, that one too; callers hold mu.
-func (p *LineProgress) standing() string {
-	inc := "incumbent " + p.best
-	if p.best == "" {
-		inc = "no incumbent yet"
+// another configuration measured higher, that one too.
+func standing(e Event) string {
+	inc := "no incumbent yet"
+	if e.Incumbent != nil {
+		inc = "incumbent " + e.Incumbent.text()
 	}
-	if p.topName != "" && !strings.HasPrefix(p.best, p.topName+" ") {
-		inc += fmt.Sprintf("; top measured %s %.1f %s", p.topName, p.top, p.unit)
+	if e.Top != nil {
+		inc += "; top measured " + e.Top.text()
 	}
 	return inc
 }
 
-func (p *LineProgress) eta() string { return eta(p.start.Add(p.aside), p.n, p.ran, p.planned) }
+// text is how the terminal shows a score: "name 1234.5 tok/s".
+func (s *Score) text() string { return fmt.Sprintf("%s %.1f %s", s.Name, s.Score, s.Unit) }
 
-// Aside implements asider.
-func (p *LineProgress) Aside(d time.Duration) {
-	p.mu.Lock()
-	p.aside += d
-	p.mu.Unlock()
+// printDone prints the lab's last lines: the winner, and why it stopped
+// early if it did.
+func printDone(w io.Writer, e Event) {
+	sum := e.Summary
+	if sum == nil {
+		return
+	}
+	if sum.Winner != nil {
+		fmt.Fprintf(w, "winner: %s, %.1f %s (%+.1f%% over baseline); %d tuning trials, %d run now, %d from the store, %s\n",
+			sum.Winner.Name, sum.Winner.Score, sum.Unit, 100*sum.Gain, sum.TuningTrials, sum.TrialsRun, sum.TrialsReused,
+			time.Duration(e.ElapsedSeconds*float64(time.Second)).Round(time.Millisecond))
+	}
+	if sum.Stopped != "" {
+		fmt.Fprintf(w, "stopped early: %s\n", sum.Stopped)
+	}
 }
 
 // asider is a Progress that keeps time the lab spent on other work than
 // trials (the guide's predictions before the joint search) out of the
 // trial rate its ETA uses: charged to the trials, a few seconds of
 // predictions after fast trials made the ETA jump from seconds to a
-// minute.
+// minute. The ETA counts only trials run here: trials read from the store
+// take no time, and counting them made a resumed lab's first ETA tiny and
+// the next ones jump.
 type asider interface {
 	Aside(d time.Duration)
-}
-
-var (
-	_ asider = (*LineProgress)(nil)
-	_ asider = (*BarProgress)(nil)
-)
-
-// eta is the time left for the planned trials not yet done, at the wall
-// time per trial run here since start ("-" before any trial ran here or
-// once the plan is reached). Trials read from the store take no time and
-// do not count in the rate: counting them made a resumed lab's first ETA
-// tiny and the next ones jump.
-func eta(start time.Time, n, ran, planned int) string {
-	if ran == 0 || planned <= n {
-		return "-"
-	}
-	per := time.Since(start) / time.Duration(ran)
-	return (per * time.Duration(planned-n)).Round(time.Second).String()
-}
-
-// Best implements Progress.
-func (p *LineProgress) Best(name string, score float64, unit string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.best = fmt.Sprintf("%s %.1f %s", name, score, unit)
-}
-
-// Done implements Progress.
-func (p *LineProgress) Done(sum *Summary) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if sum.Winner != nil {
-		fmt.Fprintf(p.W, "winner: %s, %.1f %s (%+.1f%% over baseline); %d tuning trials, %d run now, %d from the store, %s\n",
-			sum.Winner.Name, sum.Winner.Score, sum.Unit, 100*sum.Gain, sum.TuningTrials, sum.TrialsRun, sum.TrialsReused,
-			time.Since(p.start).Round(time.Millisecond))
-	}
-	if sum.Stopped != "" {
-		fmt.Fprintf(p.W, "stopped early: %s\n", sum.Stopped)
-	}
 }
 
 // plannedTrials estimates the lab's trials: the stages' candidates from the
@@ -234,8 +178,9 @@ func (s *Spec) Plan() Plan {
 }
 
 // NewProgress returns the progress display for w: plain lines (one per
-// trial, with stage, best so far and ETA), for logs and pipes.
-func NewProgress(w io.Writer) Progress { return &LineProgress{W: w} }
+// trial, with stage, best so far and ETA), for logs and pipes. More sinks
+// (the server's stream) may be added to the Events it returns.
+func NewProgress(w io.Writer) *Events { return NewEvents(&LineProgress{W: w}) }
 
 // NewTerminalProgress returns a live bar for a terminal (BarProgress).
-func NewTerminalProgress(w io.Writer) Progress { return &BarProgress{W: w} }
+func NewTerminalProgress(w io.Writer) *Events { return NewEvents(&BarProgress{W: w}) }

@@ -8,15 +8,14 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
-
-	"github.com/perflab/perflab/internal/store"
 )
 
 // BarProgress draws one live bar on a terminal: trials finished of those
-// planned, the stage, the ETA and the best so far. Stage
-// headers and the final line are printed above the bar, so the screen keeps
-// the run's outline; per-trial lines are left to LineProgress (logs), since
-// a line per 0.1 s sim-predict trial would scroll the bar away.
+// planned, the stage, the ETA and the best so far, as the latest Event
+// says. Stage headers and the final line are printed above the bar, so the
+// screen keeps the run's outline; per-trial lines are left to LineProgress
+// (logs), since a line per 0.1 s sim-predict trial would scroll the bar
+// away. It is a Sink of Events.
 type BarProgress struct {
 	W io.Writer
 	// Refresh is the redraw interval (0: 120 ms).
@@ -25,35 +24,67 @@ type BarProgress struct {
 	// silent there); for tests and for terminals behind a pipe.
 	AlwaysDraw bool
 
-	mu      sync.Mutex
-	p       *mpb.Progress
-	bar     *mpb.Bar
-	planned int
-	n, ran  int
-	start   time.Time
-	aside   time.Duration
-	stage   string
-	best    string
+	mu    sync.Mutex
+	p     *mpb.Progress
+	bar   *mpb.Bar
+	total int
+	last  Event
 }
 
-var _ Progress = (*BarProgress)(nil)
+var _ Sink = (*BarProgress)(nil)
 
-func (b *BarProgress) text(f func() string) decor.Decorator {
+func (b *BarProgress) text(f func(e Event) string) decor.Decorator {
 	return decor.Any(func(decor.Statistics) string {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return f()
+		return f(b.last)
 	})
 }
 
-// Start implements Progress.
-func (b *BarProgress) Start(s *Spec, planned, stored int) {
+// Event implements Sink.
+func (b *BarProgress) Event(e Event) {
+	switch e.Type {
+	case EventStart:
+		b.start(e)
+		return
+	case EventDone:
+		b.done(e)
+		return
+	}
+	b.mu.Lock()
+	b.last = e
+	p, bar := b.p, b.bar
+	grow := e.Done >= b.total
+	if grow {
+		// The plan is an estimate (the joint search may stop early or the
+		// combinations differ): keep the bar open past it.
+		b.total = e.Done + 1
+	}
+	total := b.total
+	b.mu.Unlock()
+	switch e.Type {
+	case EventStage:
+		if p != nil {
+			fmt.Fprintf(p, "== stage %s: %d candidates\n", e.Stage, e.Candidates)
+		}
+	case EventTrialEnded:
+		if bar == nil {
+			return
+		}
+		if grow {
+			bar.SetTotal(int64(total), false)
+		}
+		bar.SetCurrent(int64(e.Done))
+	}
+}
+
+func (b *BarProgress) start(e Event) {
 	refresh := b.Refresh
 	if refresh <= 0 {
 		refresh = 120 * time.Millisecond
 	}
 	b.mu.Lock()
-	b.start, b.planned = time.Now(), max(planned, 1)
+	b.last, b.total = e, max(e.Planned, 1)
 	width := 20 // the bar itself; a terminal's own width bounds the line
 	if b.AlwaysDraw {
 		// Off a terminal mpb takes the requested width as the whole line's.
@@ -64,82 +95,34 @@ func (b *BarProgress) Start(s *Spec, planned, stored int) {
 		opts = append(opts, mpb.WithAutoRefresh())
 	}
 	b.p = mpb.New(opts...)
-	b.mu.Unlock()
-	fmt.Fprintf(b.p, "lab %s: %s on %dx %s, runtime %s, objective %s; ~%d trials planned, %d already stored\n",
-		s.Name, s.Model, s.Hardware.Count, s.Hardware.GPU, s.Runtime, s.Objective.Metric, planned, stored)
-	// Built with total 0 so that SetTotal keeps working (mpb stops
-	// honouring it once a positive total has armed auto-completion); the
-	// bar completes in Done.
-	b.bar = b.p.AddBar(0,
-		mpb.PrependDecorators(
-			b.text(func() string { return fmt.Sprintf("%-14.14s", b.stage) }),
-			decor.CountersNoUnit(" %d/%d ")),
-		mpb.AppendDecorators(
-			b.text(func() string { return " ETA " + b.eta() }),
-			b.text(func() string {
-				if b.best == "" {
-					return " | no incumbent yet"
-				}
-				return " | incumbent " + b.best
-			})))
-	b.bar.SetTotal(int64(max(planned, 1)), false)
-}
-
-// eta is the time left at the mean trial time so far; callers hold mu.
-func (b *BarProgress) eta() string { return eta(b.start.Add(b.aside), b.n, b.ran, b.planned) }
-
-// Aside implements asider.
-func (b *BarProgress) Aside(d time.Duration) {
-	b.mu.Lock()
-	b.aside += d
-	b.mu.Unlock()
-}
-
-// Stage implements Progress.
-func (b *BarProgress) Stage(name string, n int) {
-	b.mu.Lock()
-	b.stage = name
 	p := b.p
 	b.mu.Unlock()
-	if p != nil {
-		fmt.Fprintf(p, "== stage %s: %d candidates\n", name, n)
-	}
-}
-
-// Trial implements Progress.
-func (b *BarProgress) Trial(t TrialSpec, rec store.Trial, score float64, reused bool) {
+	fmt.Fprintf(p, "lab %s: %s on %dx %s, runtime %s, objective %s; ~%d trials planned, %d already stored\n",
+		e.Name, e.Model, e.GPUs, e.GPU, e.Runtime, e.Objective, e.Planned, e.Stored)
+	// Built with total 0 so that SetTotal keeps working (mpb stops
+	// honouring it once a positive total has armed auto-completion); the
+	// bar completes in done.
+	bar := p.AddBar(0,
+		mpb.PrependDecorators(
+			b.text(func(e Event) string { return fmt.Sprintf("%-14.14s", e.Stage) }),
+			decor.CountersNoUnit(" %d/%d ")),
+		mpb.AppendDecorators(
+			b.text(func(e Event) string { return " ETA " + e.etaText() }),
+			b.text(func(e Event) string {
+				if e.Incumbent == nil {
+					return " | no incumbent yet"
+				}
+				return " | incumbent " + e.Incumbent.text()
+			})))
+	bar.SetTotal(int64(max(e.Planned, 1)), false)
 	b.mu.Lock()
-	b.n++
-	if !reused {
-		b.ran++
-	}
-	grow := b.n >= b.planned
-	if grow {
-		// The plan is an estimate (the joint search may stop early or the
-		// combinations differ): keep the bar open past it.
-		b.planned = b.n + 1
-	}
-	planned, bar := b.planned, b.bar
+	b.bar = bar
 	b.mu.Unlock()
-	if bar == nil {
-		return
-	}
-	if grow {
-		bar.SetTotal(int64(planned), false)
-	}
-	bar.Increment()
 }
 
-// Best implements Progress.
-func (b *BarProgress) Best(name string, score float64, unit string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.best = fmt.Sprintf("%s %.1f %s", name, score, unit)
-}
-
-// Done implements Progress: it completes the bar, waits for its last frame
-// and prints the winner below it.
-func (b *BarProgress) Done(sum *Summary) {
+// done completes the bar, waits for its last frame and prints the winner
+// below it.
+func (b *BarProgress) done(e Event) {
 	b.mu.Lock()
 	p, bar := b.p, b.bar
 	b.mu.Unlock()
@@ -149,5 +132,5 @@ func (b *BarProgress) Done(sum *Summary) {
 	if p != nil {
 		p.Wait()
 	}
-	(&LineProgress{W: b.W, start: b.start}).Done(sum)
+	printDone(b.W, e)
 }

@@ -3,7 +3,6 @@ package lab
 import (
 	"bytes"
 	"context"
-	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,7 +16,7 @@ func TestBarProgress(t *testing.T) {
 	s := mustSpec(t, smallSpec)
 	var buf bytes.Buffer
 	l := analyticLab(s, newMemStore())
-	l.Progress = &BarProgress{W: &buf, Refresh: 10 * time.Millisecond, AlwaysDraw: true}
+	l.Progress = NewEvents(&BarProgress{W: &buf, Refresh: 10 * time.Millisecond, AlwaysDraw: true})
 	sum, err := l.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -64,21 +63,19 @@ func itoa(n int) string {
 // TestETALeavesAsideTheGuide: time the lab spends predicting with the
 // guide (no trial runs) is not charged to the trials, so the ETA after a
 // slow prediction batch does not jump (issue 11, defect 6: 3 s to 1 min).
+// The ETA is computed once, in Events, for the lines and the bar alike.
 func TestETALeavesAsideTheGuide(t *testing.T) {
-	p := &LineProgress{W: io.Discard}
-	p.start = time.Now().Add(-10 * time.Second) // 1 s of trials, then 9 s of predictions
-	p.n, p.ran, p.planned = 1, 1, 3
-	if got := p.eta(); got != "20s" {
+	var last Event
+	e := NewEvents(SinkFunc(func(ev Event) { last = ev }))
+	e.start = time.Now().Add(-10 * time.Second) // 1 s of trials, then 9 s of predictions
+	e.n, e.ran, e.planned = 1, 1, 3
+	e.Stage("x", 1)
+	if got := last.etaText(); got != "20s" {
 		t.Fatalf("before: ETA %s, want 20s (10 s a trial, 2 left)", got)
 	}
-	p.Aside(9 * time.Second)
-	if got := p.eta(); got != "2s" {
+	e.Aside(9 * time.Second)
+	e.Stage("x", 1)
+	if got := last.etaText(); got != "2s" {
 		t.Errorf("after the guide's 9 s set aside: ETA %s, want 2s", got)
-	}
-	b := &BarProgress{}
-	b.start, b.n, b.ran, b.planned = p.start, 1, 1, 3
-	b.Aside(9 * time.Second)
-	if got := b.eta(); got != "2s" {
-		t.Errorf("bar: ETA %s, want 2s", got)
 	}
 }

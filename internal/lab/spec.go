@@ -367,6 +367,9 @@ type SpecError struct {
 	File string
 	Line int
 	Msg  string
+	// Field is the YAML path of the value at fault ("$.stages[1].knob"),
+	// when the check knows it.
+	Field string
 }
 
 func (e *SpecError) Error() string {
@@ -462,7 +465,7 @@ func lineOf(f *ast.File, path string) int {
 
 func (s *Spec) validate(line func(string) int) error {
 	bad := func(path, format string, a ...any) error {
-		return &SpecError{File: s.file, Line: line(path), Msg: fmt.Sprintf(format, a...)}
+		return &SpecError{File: s.file, Line: line(path), Msg: fmt.Sprintf(format, a...), Field: path}
 	}
 	if s.Name == "" {
 		return bad("$", "name is required")
@@ -849,7 +852,7 @@ func (s *Spec) resolvePaths(base string, line func(string) int) error {
 			return nil
 		}
 		if pathLike(*v) {
-			return &SpecError{File: s.file, Line: line(path), Msg: fmt.Sprintf("%s %s: no such file or directory (%s; relative paths resolve against %s)", field, *v, p, base)}
+			return &SpecError{File: s.file, Line: line(path), Field: path, Msg: fmt.Sprintf("%s %s: no such file or directory (%s; relative paths resolve against %s)", field, *v, p, base)}
 		}
 		return nil // a Hugging Face id, resolved later
 	}
@@ -872,7 +875,7 @@ func (s *Spec) resolvePaths(base string, line func(string) int) error {
 		}
 		p := under(base, host)
 		if _, err := os.Stat(p); err != nil {
-			return &SpecError{File: s.file, Line: line(fmt.Sprintf("$.volumes[%d]", i)), Msg: fmt.Sprintf("volumes: %s: no such file or directory (%s; relative paths resolve against %s)", host, p, base)}
+			return &SpecError{File: s.file, Line: line(fmt.Sprintf("$.volumes[%d]", i)), Field: fmt.Sprintf("$.volumes[%d]", i), Msg: fmt.Sprintf("volumes: %s: no such file or directory (%s; relative paths resolve against %s)", host, p, base)}
 		}
 		s.Volumes[i] = p + ":" + rest
 	}
@@ -916,7 +919,7 @@ func (s *Spec) checkDatasets(line func(string) int) error {
 			return nil
 		}
 		if _, err := os.Stat(w.Path); err != nil {
-			return &SpecError{File: s.file, Line: line(path + ".path"),
+			return &SpecError{File: s.file, Line: line(path + ".path"), Field: path + ".path",
 				Msg: fmt.Sprintf("workload %q: dataset file %s: no such file", w.Name, w.Path)}
 		}
 		return nil

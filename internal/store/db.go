@@ -320,14 +320,18 @@ type RunInfo struct {
 	Trials, Failed int
 	// Started is when its first trial started (zero without trials).
 	Started time.Time
+	// LeaseUntil is when its lab's lease on it lapses (zero: no lab ever
+	// held it): a "running" run whose lease has lapsed has no live lab.
+	LeaseUntil time.Time
 }
 
 // RunInfos lists every run with its trial counts, newest first.
 func (s *Store) RunInfos(ctx context.Context) ([]RunInfo, error) {
 	q := `SELECT runs.id, runs.key, runs.name, runs.spec, runs.status, runs.summary, runs.created_ms, runs.updated_ms,
-		COUNT(t.id), COALESCE(SUM(CASE WHEN t.status <> 'ok' THEN 1 ELSE 0 END), 0), COALESCE(MIN(t.started_ms), 0)
+		COUNT(t.id), COALESCE(SUM(CASE WHEN t.status <> 'ok' THEN 1 ELSE 0 END), 0), COALESCE(MIN(t.started_ms), 0),
+		runs.lease_until_ms
 		FROM runs LEFT JOIN trials t ON t.run_id = runs.id
-		GROUP BY runs.id, runs.key, runs.name, runs.spec, runs.status, runs.summary, runs.created_ms, runs.updated_ms
+		GROUP BY runs.id, runs.key, runs.name, runs.spec, runs.status, runs.summary, runs.created_ms, runs.updated_ms, runs.lease_until_ms
 		ORDER BY runs.updated_ms DESC, runs.id DESC`
 	rows, err := s.db.QueryContext(ctx, q)
 	if err != nil {
@@ -341,12 +345,13 @@ func (s *Store) RunInfos(ctx context.Context) ([]RunInfo, error) {
 			summary  string
 			cms, ums int64
 			started  int64
+			lease    int64
 		)
 		if err := rows.Scan(&ri.ID, &ri.Key, &ri.Name, &ri.Spec, &ri.Status, &summary, &cms, &ums,
-			&ri.Trials, &ri.Failed, &started); err != nil {
+			&ri.Trials, &ri.Failed, &started, &lease); err != nil {
 			return nil, fmt.Errorf("store: list runs: %w", err)
 		}
-		ri.Summary, ri.Created, ri.Updated, ri.Started = rawJSON(summary), fromMS(cms), fromMS(ums), fromMS(started)
+		ri.Summary, ri.Created, ri.Updated, ri.Started, ri.LeaseUntil = rawJSON(summary), fromMS(cms), fromMS(ums), fromMS(started), fromMS(lease)
 		out = append(out, ri)
 	}
 	return out, rows.Err()
@@ -435,6 +440,32 @@ func (s *Store) Trial(ctx context.Context, runID int64, key string) (Trial, erro
 // Trials lists the trials of a run in the order they were saved.
 func (s *Store) Trials(ctx context.Context, runID int64) ([]Trial, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+trialCols+` FROM trials WHERE run_id = ? ORDER BY id`), runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list trials of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []Trial
+	for rows.Next() {
+		t, err := scanTrial(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list trials of run %d: %w", runID, err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// trialHeadCols are trialCols without the large columns (result, engine
+// metrics, log tail), which read as empty.
+const trialHeadCols = `id, run_id, key, stage, name, workload, repeat_no, config, command, status,
+	failure_class, reason, '', '', '', started_ms, ended_ms, attempt,
+	startup_ms, bench_ms, gpus, engine_start`
+
+// TrialHeads lists the trials of a run as Trials does, without their
+// result, engine metrics and log tail: a list that polls them (the
+// server's) reads a few kilobytes, not every result's per-request arrays.
+func (s *Store) TrialHeads(ctx context.Context, runID int64) ([]Trial, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+trialHeadCols+` FROM trials WHERE run_id = ? ORDER BY id`), runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: list trials of run %d: %w", runID, err)
 	}

@@ -14,16 +14,23 @@ type Run struct {
 	ID int64 `json:"id"`
 	// Key identifies the spec (a hash of its normalized content); rerunning
 	// the same spec resumes the run with the same key.
-	Key    string `json:"key"`
-	Name   string `json:"name"`
-	Spec   string `json:"spec"`   // the spec as YAML
-	Status string `json:"status"` // "running", "done", "failed"
+	Key  string `json:"key"`
+	Name string `json:"name"`
+	Spec string `json:"spec"` // the spec as YAML
+	// Status is "running", "done", "failed" or "interrupted" (stopped
+	// before its end: canceled, or its lab's context ended).
+	Status string `json:"status"`
 	// Summary is the lab's run summary (stages, decisions, winner) as JSON;
 	// the lab owns its shape, the report decodes it.
 	Summary json.RawMessage `json:"summary,omitempty"`
 	Created time.Time       `json:"created"`
 	Updated time.Time       `json:"updated"`
 }
+
+// StatusInterrupted is the status of a run whose lab was stopped before its
+// end (a cancel, SIGTERM): a rerun of its spec resumes it. A run whose lab
+// was killed outright stays "running" with a lapsed lease.
+const StatusInterrupted = "interrupted"
 
 // Trial is one benchmark of one configuration on one workload.
 type Trial struct {

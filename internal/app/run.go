@@ -1,0 +1,44 @@
+package app
+
+import (
+	"context"
+	"io"
+
+	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/store"
+)
+
+// RunOptions are a lab's choices that do not change its run key.
+type RunOptions struct {
+	// Progress receives the lab's events (nil: none).
+	Progress lab.Progress
+	// Fresh starts the run over; Grid also runs the exhaustive grid;
+	// RetryFailed runs every stored failed trial again.
+	Fresh, Grid, RetryFailed bool
+}
+
+// Run runs the spec's lab as `perflab lab` does, on the store st: the
+// dataset preflight, the runner on the spec's runtime, then the lab, whose
+// servers are stopped when it ends. It returns the lab's summary (nil when
+// it could not start) and the run it stored (ID 0 when it stopped before
+// storing one). The CLI and the server both start labs through it.
+func (su *Setup) Run(ctx context.Context, spec *lab.Spec, st *store.Store, ro RunOptions) (*lab.Summary, store.Run, error) {
+	// A missing or truncated dataset stops the lab here, before a run is
+	// stored or a report overwritten.
+	if err := su.Preflight(spec); err != nil {
+		return nil, store.Run{}, err
+	}
+	runner, err := su.Runner(ctx, spec)
+	if err != nil {
+		return nil, store.Run{}, err
+	}
+	if c, ok := runner.(io.Closer); ok {
+		// The lab stops the servers it kept up; this covers a lab that
+		// never got as far as running.
+		defer c.Close()
+	}
+	l := &lab.Lab{Spec: spec, Store: st, Runner: runner, Guide: su.Predict, Fresh: ro.Fresh, Grid: ro.Grid,
+		RetryFailed: ro.RetryFailed, Progress: ro.Progress, GuideKey: su.GuideKey}
+	sum, err := l.Run(ctx)
+	return sum, l.StoredRun(), err
+}

@@ -1,0 +1,420 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/store"
+)
+
+// apiError is every error's body.
+type apiError struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+	Line  int    `json:"line,omitempty"`
+	Path  string `json:"path,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, e apiError) { writeJSON(w, code, e) }
+
+// writeStoreError answers 404 for a missing run or trial, 500 otherwise.
+func writeStoreError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, apiError{Error: err.Error()})
+		return
+	}
+	writeError(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+}
+
+// runID reads the {id} path value; on a bad one it has answered 404.
+func runID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	v := r.PathValue("id")
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		writeError(w, http.StatusNotFound, apiError{Error: "no run " + strconv.Quote(v) + ": run ids are positive integers"})
+		return 0, false
+	}
+	return id, true
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "labs_running": s.labsRunning()})
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(openAPI)
+}
+
+// runInfo is a run as the list shows it.
+type runInfo struct {
+	ID          int64      `json:"id"`
+	Key         string     `json:"key"`
+	Name        string     `json:"name"`
+	Status      string     `json:"status"`
+	Active      bool       `json:"active"`
+	Resumable   bool       `json:"resumable"`
+	Model       string     `json:"model,omitempty"`
+	Runtime     string     `json:"runtime,omitempty"`
+	GPU         string     `json:"gpu,omitempty"`
+	GPUs        int        `json:"gpus,omitempty"`
+	Objective   string     `json:"objective,omitempty"`
+	Unit        string     `json:"unit,omitempty"`
+	Trials      int        `json:"trials"`
+	Failed      int        `json:"failed"`
+	Winner      *string    `json:"winner"`
+	WinnerScore *float64   `json:"winner_score"`
+	BestGain    *float64   `json:"best_gain"`
+	GPUHours    float64    `json:"gpu_hours"`
+	Created     time.Time  `json:"created"`
+	Updated     time.Time  `json:"updated"`
+	Started     *time.Time `json:"started"`
+}
+
+// summaryHead is the part of the lab's summary a run list shows.
+type summaryHead struct {
+	Model     string         `json:"model"`
+	Runtime   string         `json:"runtime"`
+	GPU       string         `json:"gpu"`
+	GPUs      int            `json:"gpus"`
+	Objective string         `json:"objective"`
+	Unit      string         `json:"unit"`
+	Winner    *lab.Candidate `json:"winner"`
+	Gain      float64        `json:"gain"`
+	GPUHours  float64        `json:"gpu_hours"`
+	Stages    []struct {
+		Name       string          `json:"name"`
+		Candidates []lab.Candidate `json:"candidates"`
+	} `json:"stages"`
+}
+
+// specHead is the part of a stored spec a run list shows while the run
+// has no summary yet.
+type specHead struct {
+	Model    string `yaml:"model"`
+	Runtime  string `yaml:"runtime"`
+	Hardware struct {
+		GPU   string `yaml:"gpu"`
+		Count int    `yaml:"count"`
+	} `yaml:"hardware"`
+	Objective struct {
+		Metric string `yaml:"metric"`
+	} `yaml:"objective"`
+}
+
+func (s *Server) info(ri store.RunInfo) (runInfo, *summaryHead) {
+	out := runInfo{ID: ri.ID, Key: ri.Key, Name: ri.Name, Status: ri.Status, Trials: ri.Trials, Failed: ri.Failed,
+		Created: ri.Created, Updated: ri.Updated}
+	if !ri.Started.IsZero() {
+		st := ri.Started
+		out.Started = &st
+	}
+	out.Active = s.activeLab(ri.ID) != nil
+	out.Resumable = !out.Active && ri.Spec != "" &&
+		(ri.Status == store.StatusInterrupted || (ri.Status == "running" && ri.LeaseUntil.Before(time.Now())))
+	var sum *summaryHead
+	if len(ri.Summary) > 0 {
+		var h summaryHead
+		if json.Unmarshal(ri.Summary, &h) == nil {
+			sum = &h
+			out.Model, out.Runtime, out.GPU, out.GPUs, out.Objective, out.Unit, out.GPUHours =
+				h.Model, h.Runtime, h.GPU, h.GPUs, h.Objective, h.Unit, h.GPUHours
+			if h.Winner != nil && ri.Status != store.StatusInterrupted && !out.Active {
+				out.Winner, out.WinnerScore, out.BestGain = &h.Winner.Name, &h.Winner.Score, &h.Gain
+			}
+		}
+	}
+	if out.Model == "" && ri.Spec != "" {
+		var sh specHead
+		if yaml.Unmarshal([]byte(ri.Spec), &sh) == nil {
+			out.Model, out.Runtime, out.GPU, out.GPUs, out.Objective = sh.Model, sh.Runtime, sh.Hardware.GPU, sh.Hardware.Count, sh.Objective.Metric
+		}
+	}
+	return out, sum
+}
+
+// runPage is one page of the run list.
+type runPage struct {
+	Runs       []runInfo `json:"runs"`
+	Total      int       `json:"total"`
+	NextOffset *int      `json:"next_offset,omitempty"`
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, offset := 50, 0
+	for name, dst := range map[string]*int{"limit": &limit, "offset": &offset} {
+		if v := q.Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || (name == "limit" && (n < 1 || n > 500)) {
+				writeError(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf("%s=%s: want an integer (limit 1 to 500, offset 0 or more)", name, v), Field: name})
+				return
+			}
+			*dst = n
+		}
+	}
+	status, model := q.Get("status"), q.Get("model")
+	switch status {
+	case "", "running", "done", "failed", store.StatusInterrupted:
+	default:
+		writeError(w, http.StatusBadRequest, apiError{Error: "status=" + status + ": want running, done, failed or interrupted", Field: "status"})
+		return
+	}
+	resumable := q.Get("resumable")
+	infos, err := s.cfg.Store.RunInfos(r.Context())
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	page := runPage{Runs: []runInfo{}}
+	for _, ri := range infos {
+		if status != "" && ri.Status != status {
+			continue
+		}
+		info, _ := s.info(ri)
+		if model != "" && info.Model != model {
+			continue
+		}
+		if resumable != "" && strconv.FormatBool(info.Resumable) != resumable {
+			continue
+		}
+		page.Total++
+		if page.Total > offset && len(page.Runs) < limit {
+			page.Runs = append(page.Runs, info)
+		}
+	}
+	if next := offset + len(page.Runs); next < page.Total && len(page.Runs) > 0 {
+		page.NextOffset = &next
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// decision is one candidate's fate in a stage.
+type decision struct {
+	Stage    string  `json:"stage"`
+	Name     string  `json:"name"`
+	Decision string  `json:"decision"`
+	Reason   string  `json:"reason,omitempty"`
+	Score    float64 `json:"score"`
+	Gain     float64 `json:"gain"`
+}
+
+// runDetail is one run.
+type runDetail struct {
+	runInfo
+	Spec      string          `json:"spec"`
+	Summary   json.RawMessage `json:"summary"`
+	Decisions []decision      `json:"decisions"`
+	Progress  *wireEvent      `json:"progress"`
+	Error     string          `json:"error,omitempty"`
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	id, ok := runID(w, r)
+	if !ok {
+		return
+	}
+	s.writeRun(w, r, id)
+}
+
+// writeRun answers the run with its decisions and live progress.
+func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, id int64) {
+	ri, err := s.runInfo(r, id)
+	if err != nil {
+		s.mu.Lock()
+		lr := s.labs[id]
+		s.mu.Unlock()
+		if lr != nil && errors.Is(err, store.ErrNotFound) && lr.result() != nil {
+			// Its lab stopped before its first trial, and the empty run
+			// was removed: the error is all there is.
+			writeJSON(w, http.StatusOK, runDetail{runInfo: runInfo{ID: id, Status: "failed"}, Decisions: []decision{}, Error: lr.result().Error()})
+			return
+		}
+		writeStoreError(w, err)
+		return
+	}
+	info, sum := s.info(ri)
+	d := runDetail{runInfo: info, Spec: ri.Spec, Summary: ri.Summary, Decisions: []decision{}}
+	s.mu.Lock()
+	lr := s.labs[id]
+	s.mu.Unlock()
+	if sum != nil && !info.Active {
+		for _, st := range sum.Stages {
+			for _, c := range st.Candidates {
+				d.Decisions = append(d.Decisions, decision{Stage: st.Name, Name: c.Name, Decision: c.Decision, Reason: c.Reason, Score: c.Score, Gain: c.Gain})
+			}
+		}
+	} else if lr != nil {
+		d.Decisions = append(d.Decisions, lr.hub.incumbents()...)
+	}
+	if lr != nil {
+		if info.Active {
+			d.Progress = lr.hub.last()
+		}
+		if err := lr.result(); err != nil {
+			d.Error = err.Error()
+		}
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// runInfo finds one run with its trial counts.
+func (s *Server) runInfo(r *http.Request, id int64) (store.RunInfo, error) {
+	infos, err := s.cfg.Store.RunInfos(r.Context())
+	if err != nil {
+		return store.RunInfo{}, err
+	}
+	for _, ri := range infos {
+		if ri.ID == id {
+			return ri, nil
+		}
+	}
+	return store.RunInfo{}, fmt.Errorf("store: run %d: %w", id, store.ErrNotFound)
+}
+
+// trialInfo is a trial as the list shows it.
+type trialInfo struct {
+	Key              string          `json:"key"`
+	Stage            string          `json:"stage"`
+	Name             string          `json:"name"`
+	Workload         string          `json:"workload"`
+	Repeat           int             `json:"repeat"`
+	Status           string          `json:"status"`
+	FailureClass     string          `json:"failure_class,omitempty"`
+	Reason           string          `json:"reason,omitempty"`
+	Config           json.RawMessage `json:"config,omitempty"`
+	TotalThroughput  float64         `json:"total_throughput,omitempty"`
+	OutputThroughput float64         `json:"output_throughput,omitempty"`
+	MeanTPOTMs       float64         `json:"mean_tpot_ms,omitempty"`
+	MeanTTFTMs       float64         `json:"mean_ttft_ms,omitempty"`
+	Attempt          int             `json:"attempt,omitempty"`
+	Cost             store.Cost      `json:"cost"`
+	Started          time.Time       `json:"started"`
+	Ended            time.Time       `json:"ended"`
+}
+
+// trialDetail is one trial with its command, result, log and metrics.
+type trialDetail struct {
+	trialInfo
+	Command       string             `json:"command"`
+	Result        json.RawMessage    `json:"result,omitempty"`
+	ResultText    string             `json:"result_text,omitempty"`
+	LogTail       string             `json:"log_tail"`
+	EngineMetrics map[string]float64 `json:"engine_metrics"`
+}
+
+func trialOf(t store.Trial) (trialInfo, *metrics.Result) {
+	ti := trialInfo{Key: t.Key, Stage: t.Stage, Name: t.Name, Workload: t.Workload, Repeat: t.Repeat, Status: t.Status,
+		FailureClass: t.FailureClass, Reason: t.Reason, Config: t.Config, Attempt: t.Attempt, Cost: t.Cost, Started: t.Started, Ended: t.Ended}
+	if len(t.Result) == 0 {
+		return ti, nil
+	}
+	res, err := metrics.ParseJSON(t.Result)
+	if err != nil {
+		return ti, nil
+	}
+	ti.TotalThroughput, ti.OutputThroughput, ti.MeanTPOTMs, ti.MeanTTFTMs = res.TotalTokenThroughput, res.OutputThroughput, res.MeanTPOTMs, res.MeanTTFTMs
+	return ti, res
+}
+
+func (s *Server) listTrials(w http.ResponseWriter, r *http.Request) {
+	id, ok := runID(w, r)
+	if !ok {
+		return
+	}
+	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	trials, err := s.cfg.Store.TrialHeads(r.Context(), id)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	out := make([]trialInfo, 0, len(trials))
+	for _, t := range trials {
+		ti, _ := trialOf(t)
+		f, err := s.figuresOf(r, t)
+		if err != nil {
+			writeStoreError(w, err)
+			return
+		}
+		ti.TotalThroughput, ti.OutputThroughput, ti.MeanTPOTMs, ti.MeanTTFTMs = f.total, f.output, f.tpot, f.ttft
+		out = append(out, ti)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"trials": out})
+}
+
+// figures are the few numbers of a trial's result that the list shows.
+type figures struct{ total, output, tpot, ttft float64 }
+
+// figureKey names one stored trial result: a trial saved again (a retry)
+// ends later.
+type figureKey struct {
+	run   int64
+	key   string
+	ended int64
+}
+
+// figuresOf returns the trial's list figures, reading and parsing its
+// result once: a stored result does not change, and parsing every
+// result's per-request arrays on each poll of the list made it slow.
+func (s *Server) figuresOf(r *http.Request, t store.Trial) (figures, error) {
+	k := figureKey{t.RunID, t.Key, t.Ended.UnixMilli()}
+	if f, ok := s.figures.Load(k); ok {
+		return f.(figures), nil
+	}
+	full, err := s.cfg.Store.Trial(r.Context(), t.RunID, t.Key)
+	if err != nil {
+		return figures{}, err
+	}
+	var f figures
+	if ti, _ := trialOf(full); ti.Status != "" {
+		f = figures{ti.TotalThroughput, ti.OutputThroughput, ti.MeanTPOTMs, ti.MeanTTFTMs}
+	}
+	s.figures.Store(k, f)
+	return f, nil
+}
+
+func (s *Server) getTrial(w http.ResponseWriter, r *http.Request) {
+	id, ok := runID(w, r)
+	if !ok {
+		return
+	}
+	t, err := s.cfg.Store.Trial(r.Context(), id, r.PathValue("key"))
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	ti, res := trialOf(t)
+	d := trialDetail{trialInfo: ti, Command: t.Command, Result: t.Result, LogTail: t.LogTail, EngineMetrics: t.EngineMetrics}
+	if d.EngineMetrics == nil {
+		d.EngineMetrics = map[string]float64{}
+	}
+	if res != nil {
+		var b bytes.Buffer
+		if res.WriteText(&b) == nil {
+			d.ResultText = b.String()
+		}
+	}
+	writeJSON(w, http.StatusOK, d)
+}

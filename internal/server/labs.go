@@ -1,0 +1,496 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/perflab/perflab/internal/app"
+	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/store"
+)
+
+// eventEnd is the stream's last event: the lab has stopped.
+const eventEnd lab.EventType = "end"
+
+// wireEvent is one event as the stream sends it.
+type wireEvent struct {
+	ID    int64 `json:"id"`
+	RunID int64 `json:"run_id"`
+	lab.Event
+	Status string `json:"status,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// hub keeps a run's events, numbered from 1, for the life of the server
+// (across cancel and resume), and wakes the streams that follow them. It
+// is a lab.Sink.
+type hub struct {
+	runID int64
+
+	mu     sync.Mutex
+	events []wireEvent
+	wake   chan struct{}
+	ended  bool
+}
+
+var _ lab.Sink = (*hub)(nil)
+
+func newHub(runID int64) *hub { return &hub{runID: runID, wake: make(chan struct{})} }
+
+func (h *hub) add(ev wireEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ev.ID, ev.RunID = int64(len(h.events)+1), h.runID
+	h.events = append(h.events, ev)
+	close(h.wake)
+	h.wake = make(chan struct{})
+}
+
+// Event implements lab.Sink.
+func (h *hub) Event(e lab.Event) { h.add(wireEvent{Event: e}) }
+
+// end records the lab's end; streams close after it.
+func (h *hub) end(status string, err error) {
+	// The end carries the lab's last state (counts, incumbent, GPU-hours),
+	// so a client that sees only it still knows how the lab stood.
+	var ev wireEvent
+	if last := h.last(); last != nil {
+		ev.Event = last.Event
+		ev.Trial, ev.Candidates, ev.Summary = nil, 0, nil
+	}
+	ev.Type, ev.Time, ev.Status, ev.ETASeconds = eventEnd, time.Now(), status, nil
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	h.add(ev)
+	h.mu.Lock()
+	h.ended = true
+	h.mu.Unlock()
+}
+
+// reopen readies the hub for another lab on the run (a resume).
+func (h *hub) reopen() {
+	h.mu.Lock()
+	h.ended = false
+	h.mu.Unlock()
+}
+
+// after returns the events after id, a channel closed at the next one, and
+// whether the lab has ended.
+func (h *hub) after(id int64) ([]wireEvent, <-chan struct{}, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []wireEvent
+	if id < int64(len(h.events)) {
+		out = append(out, h.events[max(id, 0):]...)
+	}
+	return out, h.wake, h.ended
+}
+
+// last is the latest progress event (not end), if any.
+func (h *hub) last() *wireEvent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := len(h.events) - 1; i >= 0; i-- {
+		if h.events[i].Type != eventEnd {
+			e := h.events[i]
+			return &e
+		}
+	}
+	return nil
+}
+
+// incumbents are the best events of the lab so far: the configurations it
+// kept, in order.
+func (h *hub) incumbents() []decision {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []decision
+	for _, e := range h.events {
+		if e.Type == lab.EventBest && e.Incumbent != nil {
+			out = append(out, decision{Stage: e.Stage, Name: e.Incumbent.Name, Decision: "kept", Score: e.Incumbent.Score})
+		}
+	}
+	return out
+}
+
+// labRun is a lab this server started on a run: running, or ended with
+// its error.
+type labRun struct {
+	id     int64
+	hub    *hub
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// result is the error the lab ended with; nil while it runs (err is
+// written before done is closed, and read only after).
+func (lr *labRun) result() error {
+	select {
+	case <-lr.done:
+		return lr.err
+	default:
+		return nil
+	}
+}
+
+func (lr *labRun) active() bool {
+	select {
+	case <-lr.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// activeLab returns the lab running run id here, if any.
+func (s *Server) activeLab(id int64) *labRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lr := s.labs[id]; lr != nil && lr.active() {
+		return lr
+	}
+	return nil
+}
+
+func (s *Server) labsRunning() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, lr := range s.labs {
+		if lr.active() {
+			n++
+		}
+	}
+	return n
+}
+
+// errBusy says that a lab of this server already runs the run.
+var errBusy = errors.New("a lab of this server is already running this run")
+
+// start starts the spec's lab in the background as `perflab lab` would
+// (app.Setup.Run) and returns its run.
+func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh bool) (store.Run, error) {
+	if s.base.Err() != nil {
+		return store.Run{}, errors.New("server: stopping")
+	}
+	// The run exists before the lab does, so its id can be answered now;
+	// the lab's own EnsureRun finds the same one by key.
+	run, err := s.cfg.Store.EnsureRun(ctx, spec.Key(), spec.Name, spec.YAML(), false)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("server: open run: %w", err)
+	}
+	s.mu.Lock()
+	prev := s.labs[run.ID]
+	if prev != nil && prev.active() {
+		s.mu.Unlock()
+		return run, errBusy
+	}
+	h := newHub(run.ID)
+	if prev != nil {
+		h = prev.hub // event ids go on across a resume
+		h.reopen()
+	}
+	lctx, cancel := context.WithCancel(s.base)
+	lr := &labRun{id: run.ID, hub: h, cancel: cancel, done: make(chan struct{})}
+	s.labs[run.ID] = lr
+	s.wg.Add(1)
+	s.mu.Unlock()
+
+	events := lab.NewEvents(h)
+	if s.cfg.Log != nil {
+		events.Add(&lab.LineProgress{W: s.cfg.Log})
+	}
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		_, stored, err := su.Run(lctx, spec, s.cfg.Store, app.RunOptions{Progress: events, Fresh: fresh})
+		status := stored.Status
+		if stored.ID == 0 {
+			status = "failed" // it stopped before storing anything
+		} else if err == nil {
+			err = allFailed(lctx, s.cfg.Store, stored.ID)
+		}
+		lr.err = err
+		h.end(status, err)
+		close(lr.done)
+	}()
+	run.Status = "running"
+	return run, nil
+}
+
+// allFailed is app.AllFailed on the stored trials: a lab none of whose
+// trials ran has failed, as the CLI says.
+func allFailed(ctx context.Context, st *store.Store, runID int64) error {
+	trials, err := st.Trials(context.WithoutCancel(ctx), runID)
+	if err != nil {
+		return err
+	}
+	return app.AllFailed(trials)
+}
+
+// started is the answer to a lab started.
+type started struct {
+	ID     int64  `json:"id"`
+	Name   string `json:"name"`
+	Key    string `json:"key"`
+	Status string `json:"status"`
+	URL    string `json:"url"`
+	Events string `json:"events"`
+}
+
+func startedOf(r store.Run) started {
+	u := "/api/v1/runs/" + strconv.FormatInt(r.ID, 10)
+	return started{ID: r.ID, Name: r.Name, Key: r.Key, Status: r.Status, URL: u, Events: u + "/events"}
+}
+
+// postLab validates a spec as the CLI does and starts its lab.
+func (s *Server) postLab(w http.ResponseWriter, r *http.Request) {
+	ct := r.Header.Get("Content-Type")
+	if ct != "" && !strings.Contains(ct, "yaml") && !strings.Contains(ct, "json") && !strings.HasPrefix(ct, "text/plain") {
+		writeError(w, http.StatusUnsupportedMediaType, apiError{Error: "content type " + ct + ": want application/yaml or application/json"})
+		return
+	}
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	// JSON is YAML: one parser, with lines, for both.
+	spec, err := lab.ParseSpecIn("spec", body, s.cfg.DataRoot)
+	if err != nil {
+		writeSpecError(w, err)
+		return
+	}
+	s.launch(w, r, spec, r.URL.Query().Get("fresh") == "true", http.StatusAccepted)
+}
+
+// launch checks a parsed spec's paths, prepares its lab as the CLI does,
+// and starts it.
+func (s *Server) launch(w http.ResponseWriter, r *http.Request, spec *lab.Spec, fresh bool, code int) {
+	if e, bad := s.outsideRoot(spec); bad {
+		writeError(w, http.StatusBadRequest, e)
+		return
+	}
+	coef, err := app.Apply(spec, s.cfg.Options)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Error: err.Error()})
+		return
+	}
+	su, err := app.NewSetup(r.Context(), spec, coef, s.cfg.Options)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Error: err.Error()})
+		return
+	}
+	if err := su.Preflight(spec); err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Error: err.Error()})
+		return
+	}
+	run, err := s.start(r.Context(), spec, su, fresh)
+	if errors.Is(err, errBusy) {
+		writeError(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %d: %v", run.ID, err)})
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+		return
+	}
+	writeJSON(w, code, startedOf(run))
+}
+
+// outsideRoot finds the first host path the spec names outside the data
+// root (symbolic links followed, so a link cannot lead out).
+func (s *Server) outsideRoot(spec *lab.Spec) (apiError, bool) {
+	for _, hp := range spec.HostPaths() {
+		p := filepath.Clean(hp.Path)
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		rel, err := filepath.Rel(s.cfg.DataRoot, p)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+			return apiError{Error: fmt.Sprintf("spec: %s: %s is outside the data root %s; a spec sent to the server may name only files under it (--data-root)", hp.Field, hp.Path, s.cfg.DataRoot),
+				Field: hp.Field, Path: hp.Path}, true
+		}
+	}
+	return apiError{}, false
+}
+
+// writeSpecError answers 400 with the spec error's line and message.
+func writeSpecError(w http.ResponseWriter, err error) {
+	e := apiError{Error: err.Error()}
+	var se *lab.SpecError
+	if errors.As(err, &se) {
+		e.Line, e.Error = se.Line, se.Msg
+		if se.Line > 0 {
+			e.Error = fmt.Sprintf("spec:%d: %s", se.Line, se.Msg)
+		}
+		e.Field = strings.TrimPrefix(strings.TrimPrefix(se.Field, "$"), ".")
+		if e.Field == "" {
+			e.Field = fieldOf(se.Msg)
+		}
+	}
+	writeError(w, http.StatusBadRequest, e)
+}
+
+// fieldOf takes the field a spec message starts with ("stages[1].knob:
+// ..." or "unknown field \"x\""); "" when it names none.
+func fieldOf(msg string) string {
+	if i := strings.Index(msg, `unknown field "`); i >= 0 {
+		rest := msg[i+len(`unknown field "`):]
+		if j := strings.IndexByte(rest, '"'); j > 0 {
+			return rest[:j]
+		}
+	}
+	head, _, ok := strings.Cut(msg, ":")
+	if ok && head != "" && !strings.ContainsAny(head, " \t") {
+		return head
+	}
+	return ""
+}
+
+// resumeRun resumes a stored run from its spec.
+func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
+	id, ok := runID(w, r)
+	if !ok {
+		return
+	}
+	run, err := s.cfg.Store.Run(r.Context(), id)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	if s.activeLab(id) != nil {
+		writeError(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %d: %v", id, errBusy)})
+		return
+	}
+	if strings.TrimSpace(run.Spec) == "" {
+		writeError(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %d (%s) has no spec to resume from (an import)", id, run.Name)})
+		return
+	}
+	spec, err := lab.ParseSpecIn(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
+	if err != nil {
+		writeSpecError(w, err)
+		return
+	}
+	if e, bad := s.outsideRoot(spec); bad {
+		writeError(w, http.StatusBadRequest, e)
+		return
+	}
+	if _, err := app.Apply(spec, s.cfg.Options); err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Error: err.Error()})
+		return
+	}
+	if spec.Key() != run.Key {
+		writeError(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %d: its stored spec now gives run key %s, not %s (the simulator or perflab changed): submit the spec again to start a new run", id, spec.Key(), run.Key)})
+		return
+	}
+	// Parsed again for the lab: Apply above was to check the key.
+	spec, _ = lab.ParseSpecIn(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
+	s.launch(w, r, spec, false, http.StatusAccepted)
+}
+
+// cancelRun stops a lab this server runs and answers the run once it has
+// stopped: engines stopped, finished trials kept, status interrupted.
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	id, ok := runID(w, r)
+	if !ok {
+		return
+	}
+	lr := s.activeLab(id)
+	if lr == nil {
+		if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
+			writeStoreError(w, err)
+			return
+		}
+		writeError(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %d is not running in this server", id)})
+		return
+	}
+	lr.cancel()
+	select {
+	case <-lr.done:
+	case <-r.Context().Done():
+		return
+	}
+	s.writeRun(w, r, id)
+}
+
+// events streams the run's progress as server-sent events, from after
+// Last-Event-ID, until the lab ends.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	id, ok := runID(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	lr := s.labs[id]
+	s.mu.Unlock()
+	var h *hub
+	if lr != nil {
+		h = lr.hub
+	} else {
+		run, err := s.cfg.Store.Run(r.Context(), id)
+		if err != nil {
+			writeStoreError(w, err)
+			return
+		}
+		// No lab of this server ran it: the stream says how it stands.
+		h = newHub(id)
+		h.end(run.Status, nil)
+	}
+	after := int64(0)
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, apiError{Error: "Last-Event-ID " + v + ": want an event id"})
+			return
+		}
+		after = n
+	}
+	rc := http.NewResponseController(w)
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		evs, wake, ended := h.after(after)
+		for _, ev := range evs {
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return
+			}
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.ID, ev.Type, b); err != nil {
+				return
+			}
+			after = ev.ID
+		}
+		if len(evs) > 0 {
+			if rc.Flush() != nil {
+				return
+			}
+		}
+		if ended {
+			return
+		}
+		select {
+		case <-wake:
+		case <-keepalive.C:
+			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
+}

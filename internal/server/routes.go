@@ -1,0 +1,156 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// route is one API endpoint: its method and path as the OpenAPI document
+// writes them (which are also ServeMux patterns), and its handler. The
+// document and this table are checked against each other by a test.
+type route struct {
+	method, path string
+	h            http.HandlerFunc
+	// open routes need no token (the health check).
+	open bool
+	// stream routes take the token from ?token= too (EventSource cannot
+	// set headers).
+	stream bool
+}
+
+func (r route) pattern() string { return r.method + " " + r.path }
+
+func (s *Server) apiRoutes() []route {
+	return []route{
+		{method: "GET", path: "/healthz", h: s.healthz, open: true},
+		{method: "GET", path: "/metrics", h: s.serveMetrics},
+		{method: "GET", path: "/api/v1/openapi.json", h: s.openapi},
+		{method: "POST", path: "/api/v1/labs", h: s.postLab},
+		{method: "POST", path: "/api/v1/imports", h: s.postImport},
+		{method: "POST", path: "/api/v1/benchmarks", h: s.postBenchmark},
+		{method: "GET", path: "/api/v1/runs", h: s.listRuns},
+		{method: "GET", path: "/api/v1/runs/{id}", h: s.getRun},
+		{method: "DELETE", path: "/api/v1/runs/{id}", h: s.cancelRun},
+		{method: "POST", path: "/api/v1/runs/{id}/resume", h: s.resumeRun},
+		{method: "GET", path: "/api/v1/runs/{id}/trials", h: s.listTrials},
+		{method: "GET", path: "/api/v1/runs/{id}/trials/{key}", h: s.getTrial},
+		{method: "GET", path: "/api/v1/runs/{id}/events", h: s.events, stream: true},
+		{method: "GET", path: "/api/v1/runs/{id}/report.md", h: s.report("md")},
+		{method: "GET", path: "/api/v1/runs/{id}/report.html", h: s.report("html")},
+		{method: "GET", path: "/api/v1/runs/{id}/report.json", h: s.report("json")},
+		{method: "GET", path: "/api/v1/runs/{id}/report.csv", h: s.report("csv")},
+		{method: "GET", path: "/api/v1/runs/{id}/charts/{chart}", h: s.chart},
+	}
+}
+
+// wrap puts the checks every call passes in front of a route's handler:
+// latency measured, host and token checked, cross-site writes refused, the
+// body limited.
+func (s *Server) wrap(rt route) http.Handler {
+	var h http.Handler = rt.h
+	h = s.limitBody(h)
+	h = refuseCrossSite(h)
+	if !rt.open {
+		h = s.requireToken(h, rt.stream)
+	}
+	h = s.guardHost(h)
+	return s.metrics.measure(rt.pattern(), h)
+}
+
+// requireToken answers 401 unless the request carries the token. The
+// comparison is of SHA-256 digests in constant time, so neither the
+// token's bytes nor its length leak through timing.
+func (s *Server) requireToken(next http.Handler, query bool) http.Handler {
+	if s.cfg.Token == "" {
+		return next
+	}
+	want := sha256.Sum256([]byte(s.cfg.Token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok && query {
+			got, ok = r.URL.Query().Get("token"), r.URL.Query().Has("token")
+		}
+		sum := sha256.Sum256([]byte(got))
+		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="perflab"`)
+			writeError(w, http.StatusUnauthorized, apiError{Error: "missing or wrong token (Authorization: Bearer TOKEN)"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// guardHost refuses, on a server without a token, a request whose Host is
+// not a loopback name: a web page on another site could otherwise reach
+// the loopback API through DNS rebinding, with the browser's help.
+func (s *Server) guardHost(next http.Handler) http.Handler {
+	if s.cfg.Token != "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !loopbackHost(strings.Trim(host, "[]")) {
+			writeError(w, http.StatusForbidden, apiError{Error: "host " + r.Host + " is not loopback: this server has no token and answers only on loopback names"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// refuseCrossSite refuses a state-changing request sent by a page of
+// another origin (a form posted to the loopback API from any web site).
+func refuseCrossSite(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if o := r.Header.Get("Origin"); o != "" {
+				u, err := url.Parse(o)
+				if err != nil || u.Host != r.Host {
+					writeError(w, http.StatusForbidden, apiError{Error: "cross-origin " + r.Method + " from " + o + " refused"})
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody caps the request body; a handler reading past it gets an
+// error that readBody turns into 413.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.cfg.MaxBody {
+			writeError(w, http.StatusRequestEntityTooLarge, apiError{Error: tooLarge(s.cfg.MaxBody)})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func tooLarge(n int64) string {
+	return "request body over the limit of " + itoa(n) + " bytes"
+}
+
+// readBody reads the whole (limited) body; on an error it has answered.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, apiError{Error: tooLarge(mbe.Limit)})
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, apiError{Error: "read body: " + err.Error()})
+		return nil, false
+	}
+	return b, true
+}
