@@ -145,6 +145,15 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: "+simulating(pr.Params.Engine, pr.Params.Version, f.version != "", pr.Params.GPU, pr.Params.GPUs)+
 		"; "+p.Model+" from "+modelFrom)
+	// The range: the same run under the leave-one-model-out calibrations,
+	// i.e. how far the prediction moves when the calibration lacks a model.
+	span, err := sim.PredictSpan(p, coef, nil, reqs, sim.Load{RequestRate: f.requestRate, Burstiness: f.burstiness,
+		MaxConcurrency: f.maxConcurrency, Seed: f.seed})
+	if err != nil {
+		return fmt.Errorf("sim predict: range: %w", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: range over %d calibrations (this one and the leave-one-model-out fits): Total TPS %.0f..%.0f tok/s, mean TTFT %.0f..%.0f ms, mean TPOT %.1f..%.1f ms\n",
+		span.Fits, span.Lo.TotalTPS, span.Hi.TotalTPS, span.Lo.MeanTTFTMs, span.Hi.MeanTTFTMs, span.Lo.MeanTPOTMs, span.Hi.MeanTPOTMs)
 	res := pr.Result
 	res.Backend, res.EndpointType = "openai-chat", "openai-chat"
 	if p.Engine != "vllm" {
@@ -155,7 +164,11 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	res.NumPrompts = f.dataset.NumPrompts
 	res.Date = time.Now().Format("20060102-150405")
 	res.Metadata = map[string]string{"simulated": "true", "engine": p.Engine, "engine_version": pr.Params.Version,
-		"gpu": pr.Params.GPU, "kv_capacity_tokens": fmt.Sprint(pr.KVCapacityTokens)}
+		"gpu": pr.Params.GPU, "kv_capacity_tokens": fmt.Sprint(pr.KVCapacityTokens),
+		"range_fits":         fmt.Sprint(span.Fits),
+		"range_total_tps":    fmt.Sprintf("%.1f..%.1f", span.Lo.TotalTPS, span.Hi.TotalTPS),
+		"range_mean_ttft_ms": fmt.Sprintf("%.2f..%.2f", span.Lo.MeanTTFTMs, span.Hi.MeanTTFTMs),
+		"range_mean_tpot_ms": fmt.Sprintf("%.2f..%.2f", span.Lo.MeanTPOTMs, span.Hi.MeanTPOTMs)}
 	out := cmd.OutOrStdout()
 	if f.output == "json" {
 		b, err := json.MarshalIndent(res, "", "  ")

@@ -5,10 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/shareddata"
 )
 
 func execSimPredict(t *testing.T, args ...string) (string, error) {
@@ -97,4 +99,71 @@ func TestSimPredictCLIErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSimPredictQwen235BSeeds runs sim predict with the seeds' own commands
+// for Qwen3-235B-A22B-Instruct-2507 on 8 H100s (TP8, FP8 at TP8 and TP4 with
+// and without expert parallelism, a 16k token budget) on ShareGPT and the
+// reports' four random workloads: each gives a prediction whose range (the
+// leave-one-model-out calibrations) holds it and is finite and positive.
+// Run with PERFLAB_SIM_SEEDS=1.
+func TestSimPredictQwen235BSeeds(t *testing.T) {
+	if os.Getenv("PERFLAB_SIM_SEEDS") == "" {
+		t.Skip("set PERFLAB_SIM_SEEDS=1: 30 predictions of a 235B MoE deployment, each over four calibrations (about 100 CPU-s)")
+	}
+	tok := sharedTokenizer(t)
+	sharegpt := shareddata.Path(t, "data", "sharegpt", "sharegpt_v3_sample_1000.json")
+	const m = "Qwen/Qwen3-235B-A22B-Instruct-2507"
+	commands := map[string][]string{
+		"tp8":         {"vllm", "serve", m, "--tensor-parallel-size", "8"},
+		"fp8-tp8":     {"vllm", "serve", m + "-FP8", "--tensor-parallel-size", "8"},
+		"fp8-tp4":     {"vllm", "serve", m + "-FP8", "--tensor-parallel-size", "4", "--data-parallel-size", "2"},
+		"fp8-tp4-ep":  {"vllm", "serve", m + "-FP8", "--tensor-parallel-size", "4", "--data-parallel-size", "2", "--enable-expert-parallel"},
+		"tp8-ep":      {"vllm", "serve", m, "--tensor-parallel-size", "8", "--enable-expert-parallel"},
+		"tp8-mbt-16k": {"vllm", "serve", m, "--tensor-parallel-size", "8", "--max-num-batched-tokens", "16384"},
+	}
+	workloads := map[string][]string{
+		"sharegpt":   {"--dataset-name", "sharegpt", "--dataset-path", sharegpt, "--num-prompts", "1000"},
+		"random-32k": {"--dataset-name", "random", "--random-input-len", "32000", "--random-output-len", "100", "--num-prompts", "100"},
+		"random-4k":  {"--dataset-name", "random", "--random-input-len", "4000", "--random-output-len", "200", "--num-prompts", "500"},
+		"random-2k":  {"--dataset-name", "random", "--random-input-len", "2000", "--random-output-len", "100", "--num-prompts", "500"},
+		"random-128": {"--dataset-name", "random", "--random-input-len", "128", "--random-output-len", "4", "--num-prompts", "1000"},
+	}
+	for cn, argv := range commands {
+		for wn, w := range workloads {
+			t.Run(cn+"/"+wn, func(t *testing.T) {
+				args := append([]string{"--engine", "vllm", "--gpu", "H100", "--gpus", "8", "--tokenizer", tok, "--seed", "1", "--output", "json"}, w...)
+				out, err := execSimPredict(t, append(append(args, "--"), argv...)...)
+				if err != nil {
+					t.Fatalf("sim predict: %v", err)
+				}
+				r, err := metrics.ParseJSON([]byte(out))
+				if err != nil {
+					t.Fatalf("result: %v", err)
+				}
+				if r.Completed == 0 || r.Failed != 0 {
+					t.Fatalf("completed %d failed %d", r.Completed, r.Failed)
+				}
+				lo, hi, ok := parseRange(r.Metadata["range_total_tps"])
+				if !ok || r.Metadata["range_fits"] != "4" {
+					t.Fatalf("range %q over %q fits, want lo..hi over 4", r.Metadata["range_total_tps"], r.Metadata["range_fits"])
+				}
+				if !(lo > 0 && lo <= r.TotalTokenThroughput*1.0001 && r.TotalTokenThroughput <= hi*1.0001) {
+					t.Errorf("Total TPS %.1f outside its range %.1f..%.1f", r.TotalTokenThroughput, lo, hi)
+				}
+				t.Logf("Total TPS %.0f (range %.0f..%.0f), mean TTFT %.0f ms (%s), mean TPOT %.1f ms (%s)", r.TotalTokenThroughput, lo, hi,
+					r.MeanTTFTMs, r.Metadata["range_mean_ttft_ms"], r.MeanTPOTMs, r.Metadata["range_mean_tpot_ms"])
+			})
+		}
+	}
+}
+
+func parseRange(s string) (lo, hi float64, ok bool) {
+	a, b, found := strings.Cut(s, "..")
+	if !found {
+		return 0, 0, false
+	}
+	lo, err1 := strconv.ParseFloat(a, 64)
+	hi, err2 := strconv.ParseFloat(b, 64)
+	return lo, hi, err1 == nil && err2 == nil && lo <= hi
 }

@@ -61,3 +61,21 @@ func BenchmarkSweep100(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPredictSpanShareGPT14B is the same run with its range: the main
+// calibration and the three leave-one-model-out ones (what sim predict
+// prints), so about four predictions' cost.
+func BenchmarkPredictSpanShareGPT14B(b *testing.B) {
+	reqs, err := Workload{Kind: "sharegpt", NumPrompts: 1000, TotalInput: 217393, TotalOutput: 201648}.Requests()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen3-14B", GPU: "H100"}
+	c0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		if _, err := PredictSpan(p, nil, nil, reqs, Load{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
+}

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"sort"
@@ -102,28 +104,38 @@ type Arch struct {
 	FP8Weights bool `json:"fp8_weights,omitempty"`
 }
 
-var archCatalog = map[string]Arch{
-	"Qwen3-8B": {HiddenSize: 4096, NumLayers: 36, NumHeads: 32, NumKVHeads: 8, HeadDim: 128,
-		IntermediateSize: 12288, VocabSize: 151936, MaxPositionEmbeddings: 40960},
-	"Qwen3-14B": {HiddenSize: 5120, NumLayers: 40, NumHeads: 40, NumKVHeads: 8, HeadDim: 128,
-		IntermediateSize: 17408, VocabSize: 151936, MaxPositionEmbeddings: 40960},
-	"Qwen3-32B": {HiddenSize: 5120, NumLayers: 64, NumHeads: 64, NumKVHeads: 8, HeadDim: 128,
-		IntermediateSize: 25600, VocabSize: 151936, MaxPositionEmbeddings: 40960},
-	"Qwen3-30B-A3B": {HiddenSize: 2048, NumLayers: 48, NumHeads: 32, NumKVHeads: 4, HeadDim: 128,
-		IntermediateSize: 6144, VocabSize: 151936, MaxPositionEmbeddings: 40960,
-		NumExperts: 128, TopK: 8, MoEIntermediateSize: 768},
-	"Qwen3-235B-A22B": {HiddenSize: 4096, NumLayers: 94, NumHeads: 64, NumKVHeads: 4, HeadDim: 128,
-		IntermediateSize: 12288, VocabSize: 151936, MaxPositionEmbeddings: 40960,
-		NumExperts: 128, TopK: 8, MoEIntermediateSize: 1536},
-	"Qwen3.5-9B": {HiddenSize: 4096, NumLayers: 32, NumHeads: 16, NumKVHeads: 4, HeadDim: 256,
-		IntermediateSize: 12288, VocabSize: 248320, MaxPositionEmbeddings: 262144,
-		FullAttentionInterval: 4, LinearKeyHeads: 16, LinearValueHeads: 32, LinearKeyHeadDim: 128,
-		LinearValueHeadDim: 128, LinearConvKernel: 4, ExtraParams: 0.45e9},
-	"Llama-3.1-8B": {HiddenSize: 4096, NumLayers: 32, NumHeads: 32, NumKVHeads: 8, HeadDim: 128,
-		IntermediateSize: 14336, VocabSize: 128256, MaxPositionEmbeddings: 131072},
-	"Llama-3.1-70B": {HiddenSize: 8192, NumLayers: 80, NumHeads: 64, NumKVHeads: 8, HeadDim: 128,
-		IntermediateSize: 28672, VocabSize: 128256, MaxPositionEmbeddings: 131072},
-}
+// modelConfigs holds the config.json (the text decoder's fields, as the Hub
+// publishes them) of each model the simulator knows offline: the catalog is
+// data, read by the same parser as a user's --model-config, so no model has
+// code of its own. One field is the simulator's, not the Hub's:
+// extra_params, the weights outside the decoder (Qwen3.5-9B's vision tower
+// and MTP head, 0.45e9) that occupy memory but run per text token never.
+//
+//go:embed models/*.json
+var modelConfigs embed.FS
+
+// archCatalog is modelConfigs parsed, by model name (the file name).
+var archCatalog = func() map[string]Arch {
+	out := map[string]Arch{}
+	ents, err := fs.ReadDir(modelConfigs, "models")
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		b, err := fs.ReadFile(modelConfigs, "models/"+e.Name())
+		if err != nil {
+			continue
+		}
+		a, err := parseModelConfig(b)
+		if err != nil {
+			// The embedded files are tested (TestCatalogConfigs); a
+			// broken one is left out rather than served wrong.
+			continue
+		}
+		out[strings.TrimSuffix(e.Name(), ".json")] = a
+	}
+	return out
+}()
 
 // ModelNames lists the embedded architectures.
 func ModelNames() []string {

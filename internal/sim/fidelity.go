@@ -182,6 +182,14 @@ func (f *Fidelity) RequiredOrderings() (reproduced, required int) {
 // measured only on the held-out model borrows the coefficients of the same
 // engine's nearest fitted version, as an unmeasured deployment would.
 func LeaveOneModelOut(ref *Reference, start *Coefficients, opt FitOptions) map[string][3]float64 {
+	m, _ := LeaveOneModelOutFits(ref, start, opt)
+	return m
+}
+
+// LeaveOneModelOutFits is LeaveOneModelOut that also returns each fold's
+// calibration (what PredictSpan spreads a prediction over).
+func LeaveOneModelOutFits(ref *Reference, start *Coefficients, opt FitOptions) (map[string][3]float64, *FoldSet) {
+	folds := &FoldSet{Source: "leave-one-model-out fits of ../shared/reference (go test ./internal/sim -run TestLeaveOneModelOut -lomo -update)", Folds: map[string]*Coefficients{}}
 	if start == nil {
 		start = DefaultCoefficients()
 	}
@@ -241,15 +249,27 @@ func LeaveOneModelOut(ref *Reference, start *Coefficients, opt FitOptions) map[s
 		}
 		var rs []CaseResult
 		for _, c := range test {
-			rs = append(rs, PredictCase(c, coef))
+			r := PredictCase(c, coef)
+			rs = append(rs, r)
+			if opt.Log != nil && r.Err == nil {
+				a, b, d := r.Errors()
+				opt.Log("  held out %-34s TPS %+6.1f%% TTFT %+7.1f%% TPOT %+7.1f%%", c.ID, a*100, b*100, d*100)
+			}
 		}
 		a, b, c, _, _ := mapes(rs)
 		out[m] = [3]float64{a, b, c}
+		coef.Source = "fitted without " + m
+		folds.Folds[m] = coef
 		if opt.Log != nil {
 			opt.Log("held out %s: TPS %.1f%% TTFT %.1f%% TPOT %.1f%%", m, a*100, b*100, c*100)
 		}
 	}
-	return out
+	for _, v := range out {
+		folds.Spread.TotalTPS += v[0] / float64(len(out))
+		folds.Spread.MeanTTFTMs += v[1] / float64(len(out))
+		folds.Spread.MeanTPOTMs += v[2] / float64(len(out))
+	}
+	return out, folds
 }
 
 // WriteText prints the case-by-case table and the summary.

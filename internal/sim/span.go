@@ -1,0 +1,192 @@
+package sim
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/safeyaml"
+)
+
+// FoldSet is the calibrations of a leave-one-model-out run: for each
+// reference model, the coefficients fitted without its blocks. Their spread
+// is how much the calibration depends on which models were measured, which
+// is the uncertainty a prediction for an unmeasured model carries.
+type FoldSet struct {
+	// Source says how the folds were made.
+	Source string `json:"source,omitempty"`
+	// Folds maps a held-out model to the calibration fitted without it.
+	Folds map[string]*Coefficients `json:"folds"`
+	// Spread is each figure's mean absolute error on the held-out models
+	// (the mean over the folds of their MAPE, as a fraction): how far a
+	// prediction for an unmeasured model has been off, beyond what the
+	// folds' disagreement shows.
+	Spread Figures `json:"spread"`
+}
+
+//go:embed coefficients_lomo.json
+var embeddedFolds []byte
+
+// DefaultFolds returns the embedded leave-one-model-out calibrations
+// (written by go test ./internal/sim -run TestLeaveOneModelOut -lomo
+// -update); nil when the embedded file is empty or broken, which the tests
+// catch.
+func DefaultFolds() *FoldSet {
+	f, err := ParseFolds(embeddedFolds)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// ParseFolds decodes a fold set, checking each calibration as
+// ParseCoefficients does.
+func ParseFolds(b []byte) (*FoldSet, error) {
+	if err := safeyaml.CheckJSON(b, safeyaml.Defaults); err != nil {
+		return nil, fmt.Errorf("sim: folds: %w", err)
+	}
+	var raw struct {
+		Source string                     `json:"source"`
+		Folds  map[string]json.RawMessage `json:"folds"`
+		Spread Figures                    `json:"spread"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("sim: folds: %w", err)
+	}
+	if len(raw.Folds) == 0 {
+		return nil, fmt.Errorf("sim: folds: none")
+	}
+	for _, v := range []float64{raw.Spread.TotalTPS, raw.Spread.MeanTTFTMs, raw.Spread.MeanTPOTMs} {
+		if !(v >= 0 && v <= 100) {
+			return nil, fmt.Errorf("sim: folds: spread %g outside [0, 100]", v)
+		}
+	}
+	f := &FoldSet{Source: raw.Source, Folds: map[string]*Coefficients{}, Spread: raw.Spread}
+	for m, r := range raw.Folds {
+		c, err := ParseCoefficients(r)
+		if err != nil {
+			return nil, fmt.Errorf("sim: folds: held-out %s: %w", m, err)
+		}
+		f.Folds[m] = c
+	}
+	return f, nil
+}
+
+// JSON encodes the fold set, indented, keys sorted.
+func (f *FoldSet) JSON() []byte {
+	b, _ := json.MarshalIndent(f, "", "  ")
+	return append(b, '\n')
+}
+
+// calibrations lists the folds in a stable order.
+func (f *FoldSet) calibrations() []*Coefficients {
+	if f == nil {
+		return nil
+	}
+	var names []string
+	for m := range f.Folds {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	out := make([]*Coefficients, len(names))
+	for i, m := range names {
+		out[i] = f.Folds[m]
+	}
+	return out
+}
+
+// Figures are the headline figures of one predicted run.
+type Figures struct {
+	TotalTPS   float64 `json:"total_tps"`
+	MeanTTFTMs float64 `json:"mean_ttft_ms"`
+	MeanTPOTMs float64 `json:"mean_tpot_ms"`
+}
+
+// Span is the range of a prediction: the envelope of the figures the main
+// calibration and every leave-one-model-out calibration give, widened on
+// each side by the folds' Spread (lo / (1+spread), hi × (1+spread)): the
+// envelope alone shows only how the calibrations disagree, and on the
+// reference blocks it held 27 of 48 measured throughputs.
+type Span struct {
+	Lo, Hi Figures
+	// Fits is how many calibrations ran (the main one included).
+	Fits int
+}
+
+// Contains reports whether measured figures fall inside the span; a zero
+// measured figure is not checked.
+func (s Span) Contains(m Figures) (tps, ttft, tpot bool) {
+	in := func(v, lo, hi float64) bool { return v == 0 || v >= lo && v <= hi }
+	return in(m.TotalTPS, s.Lo.TotalTPS, s.Hi.TotalTPS), in(m.MeanTTFTMs, s.Lo.MeanTTFTMs, s.Hi.MeanTTFTMs),
+		in(m.MeanTPOTMs, s.Lo.MeanTPOTMs, s.Hi.MeanTPOTMs)
+}
+
+func (s *Span) add(f Figures) {
+	if s.Fits == 0 {
+		s.Lo, s.Hi = f, f
+	} else {
+		s.Lo = Figures{math.Min(s.Lo.TotalTPS, f.TotalTPS), math.Min(s.Lo.MeanTTFTMs, f.MeanTTFTMs), math.Min(s.Lo.MeanTPOTMs, f.MeanTPOTMs)}
+		s.Hi = Figures{math.Max(s.Hi.TotalTPS, f.TotalTPS), math.Max(s.Hi.MeanTTFTMs, f.MeanTTFTMs), math.Max(s.Hi.MeanTPOTMs, f.MeanTPOTMs)}
+	}
+	s.Fits++
+}
+
+// widen applies the folds' spread to an envelope.
+func (s *Span) widen(f *FoldSet) {
+	if f == nil || s.Fits == 0 {
+		return
+	}
+	q := f.Spread
+	s.Lo = Figures{s.Lo.TotalTPS / (1 + q.TotalTPS), s.Lo.MeanTTFTMs / (1 + q.MeanTTFTMs), s.Lo.MeanTPOTMs / (1 + q.MeanTPOTMs)}
+	s.Hi = Figures{s.Hi.TotalTPS * (1 + q.TotalTPS), s.Hi.MeanTTFTMs * (1 + q.MeanTTFTMs), s.Hi.MeanTPOTMs * (1 + q.MeanTPOTMs)}
+}
+
+// PredictSpan predicts the run with main (nil = embedded) and with every
+// fold of folds (nil = embedded) and returns the envelope. A fold whose
+// prediction fails (its memory model may refuse a deployment the main one
+// starts) is skipped; the main one failing is an error.
+func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Request, load Load) (Span, error) {
+	if folds == nil {
+		folds = DefaultFolds()
+	}
+	var s Span
+	for i, c := range append([]*Coefficients{main}, folds.calibrations()...) {
+		pr, err := PredictWith(p, c, reqs, load)
+		if err != nil {
+			if i == 0 {
+				return s, err
+			}
+			continue
+		}
+		r := pr.Result
+		s.add(Figures{r.TotalTokenThroughput, r.MeanTTFTMs, r.MeanTPOTMs})
+	}
+	s.widen(folds)
+	return s, nil
+}
+
+// CaseSpan is PredictSpan for a reference case (its own TPOT definition).
+func CaseSpan(c Case, main *Coefficients, folds *FoldSet) (Span, error) {
+	if folds == nil {
+		folds = DefaultFolds()
+	}
+	var s Span
+	for i, coef := range append([]*Coefficients{main}, folds.calibrations()...) {
+		r := PredictCase(c, coef)
+		if r.Err != nil {
+			if i == 0 {
+				return s, r.Err
+			}
+			continue
+		}
+		s.add(Figures{r.TotalTPS, r.MeanTTFTMs, r.MeanTPOTMs})
+	}
+	s.widen(folds)
+	return s, nil
+}
