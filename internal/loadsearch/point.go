@@ -163,13 +163,21 @@ func FromResult(res *metrics.Result, axis Axis, load float64, warmup int) Point 
 	if n := p.Completed + p.Failed; pf.OfferedRate > 0 && !math.IsInf(pf.OfferedRate, 0) && n > 1 {
 		span = float64(n-1) / pf.OfferedRate * 1000
 	}
+	// Without a cap, the wait between a request's hand-off and its write
+	// (a connection to open, a busy sender) is the client's lateness too;
+	// the summaries cannot be summed request by request, so their maxima
+	// are, which errs towards flagging.
+	late := p.DispatchLagMaxMs
+	if res.MaxConcurrency == 0 {
+		late += p.ClientQueueMaxMs
+	}
 	switch {
-	case p.ClientQueueMaxMs > behindShare*span:
-		p.Flag = fmt.Sprintf("a concurrency cap closed the loop: requests waited up to %.1f ms for a slot", p.ClientQueueMaxMs)
+	case res.MaxConcurrency > 0 && p.ClientQueueMaxMs > behindShare*span:
+		p.Flag = fmt.Sprintf("a concurrency cap of %d closed the loop: requests waited up to %.1f ms for a slot", res.MaxConcurrency, p.ClientQueueMaxMs)
 	case p.OfferedRate > 0 && p.AchievedRate < (1-behindShare)*p.OfferedRate:
 		p.Flag = fmt.Sprintf("client fell behind: achieved %.4g of %.4g req/s offered", p.AchievedRate, p.OfferedRate)
-	case p.DispatchLagMaxMs > behindShare*span:
-		p.Flag = fmt.Sprintf("client fell behind: dispatch lag up to %.1f ms, over 1%% of the %.0f ms schedule", p.DispatchLagMaxMs, span)
+	case late > behindShare*span:
+		p.Flag = fmt.Sprintf("client fell behind: requests left up to %.1f ms late, over 1%% of the %.0f ms schedule", late, span)
 	}
 	return p
 }

@@ -2,6 +2,7 @@ package loadsearch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -270,3 +271,7 @@ func (c *Cache) Measure(ctx context.Context, load float64) (Point, error) {
 	}
 	return e.p, nil
 }
+
+// ErrNotFound is wrapped when no load within the search's range meets the
+// SLO.
+var ErrNotFound = errors.New("no load meets the SLO")

@@ -191,8 +191,9 @@ func TestFromResultFlags(t *testing.T) {
 	}{
 		{"on schedule", func(*metrics.Result) {}, AxisRate, ""},
 		{"achieved 2% short", func(r *metrics.Result) { r.Perflab.AchievedRate = 9.8 }, AxisRate, "achieved"},
-		{"late by 1.2 s", func(r *metrics.Result) { r.Perflab.DispatchLag = lag(1200) }, AxisRate, "dispatch lag"},
-		{"capped", func(r *metrics.Result) { r.Perflab.ClientQueue = lag(5000) }, AxisRate, "concurrency cap"},
+		{"late by 1.2 s", func(r *metrics.Result) { r.Perflab.DispatchLag = lag(1200) }, AxisRate, "left up to 1200.0 ms late"},
+		{"slow sender, no cap", func(r *metrics.Result) { r.Perflab.ClientQueue = lag(1000) }, AxisRate, "left up to 1002.0 ms late"},
+		{"capped", func(r *metrics.Result) { r.Perflab.ClientQueue = lag(5000); r.MaxConcurrency = 8 }, AxisRate, "cap of 8 closed the loop"},
 		{"closed loop waits by design", func(r *metrics.Result) { r.Perflab.ClientQueue = lag(5000); r.Perflab.OfferedRate = math.Inf(1) }, AxisConcurrency, ""},
 		{"no perflab section", func(r *metrics.Result) { r.Perflab = nil }, AxisRate, "no dispatch record"},
 	} {
