@@ -1,13 +1,18 @@
 package lab
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/report"
+	"github.com/perflab/perflab/internal/store"
 )
 
 // loadSpec asks which max_num_seqs sustains the most request rate within a
@@ -166,6 +171,98 @@ func TestLoadObjectiveSpecErrors(t *testing.T) {
 		_, err := ParseSpec("test.yaml", []byte(base+tc.objective+"\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "test.yaml") {
 			t.Errorf("%s: error %v, want one naming the file and %q", tc.objective, err, tc.want)
+		}
+	}
+}
+
+// slowClient flags every point above limit req/s the way a client that
+// falls behind shows in a result: it achieved 90% of the offered rate.
+type slowClient struct {
+	inner Runner
+	limit float64
+}
+
+func (c slowClient) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
+	rec, err := c.inner.Run(ctx, t)
+	if err != nil || t.Workload.Point == nil || t.Workload.Point.Load <= c.limit || rec.Status != "ok" {
+		return rec, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(rec.Result, &m); err != nil {
+		return rec, err
+	}
+	pf := m["perflab"].(map[string]any)
+	pf["achieved_rate"] = 0.9 * pf["offered_rate"].(float64)
+	rec.Result, err = json.Marshal(m)
+	return rec, err
+}
+
+// TestLoadReport runs a max_load_under_slo lab into a real SQLite store
+// with a client that cannot deliver more than 2.5 req/s, and builds the
+// report from the store: the curves charts (PNG, SVG inlined in the HTML)
+// and the tables, where the points above 2.5 req/s are flagged, not scored,
+// and no sustainable load exceeds 2.5 req/s.
+func TestLoadReport(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "lab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	spec := strings.Replace(strings.Replace(loadSpec, "search: {max_trials: 1}", "search: {disable: true}", 1), `values: ["32", "512"]`, `values: ["8", "512"]`, 1)
+	s := mustSpec(t, spec)
+	pr := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	sum, err := (&Lab{Spec: s, Store: st, Runner: slowClient{pr, 2.5}, Guide: pr}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ls := range sum.LoadSearches {
+		if ls.Result.Sustainable > 2.5 {
+			t.Errorf("%s: sustainable %v above what the client delivered", ls.Name, ls.Result.Sustainable)
+		}
+	}
+	runRec, err := st.RunByName(ctx, "load")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := st.Trials(ctx, runRec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := report.Build(runRec, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Load == nil || len(rep.Load.Curves) == 0 || !strings.Contains(rep.Load.Curves[0].Role, "baseline") {
+		t.Fatal("report has no load curve for the baseline")
+	}
+	dir := os.Getenv("PERFLAB_LOAD_REPORT_DIR") // to look at the charts
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if _, err := report.WriteAll(rep, dir, "md", "html"); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Load within the SLO", "![Throughput vs P99 TTFT across loads](load-ttft.png)",
+		"![Throughput vs P99 TPOT across loads](load-tpot.png)", "**flagged, not scored**: client fell behind", "(sustainable)", "| vLLM | baseline"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(html, []byte("<svg")); n < 2 || !bytes.Contains(html, []byte("flagged, not scored")) {
+		t.Errorf("report.html: %d inline charts, flagged points shown: %v", n, bytes.Contains(html, []byte("flagged, not scored")))
+	}
+	for _, f := range []string{"load-ttft.png", "load-tpot.png"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() < 1000 {
+			t.Errorf("chart %s: %v", f, err)
 		}
 	}
 }
