@@ -266,3 +266,23 @@ func TestLoadReport(t *testing.T) {
 		}
 	}
 }
+
+func TestSLOExamplesParse(t *testing.T) {
+	root := repoRoot(t)
+	for _, ex := range []string{"qwen3-14b-h100-slo", "qwen3.5-9b-h100-slo"} {
+		s, err := LoadSpec(filepath.Join(root, "examples", ex+".yaml"))
+		if err != nil {
+			t.Fatalf("%s: %v", ex, err)
+		}
+		opt, err := s.Objective.Load.options()
+		if s.Objective.Metric != ObjectiveMaxLoadUnderSLO || err != nil || s.Tuning.Dataset != "sharegpt" {
+			t.Fatalf("%s: objective %s (%v), tuning %s", ex, s.Objective.Metric, err, s.Tuning.Dataset)
+		}
+		// Every point must count enough requests for the SLO's P99.
+		w := s.Objective.Load.pointWorkload(*s.Tuning, 1)
+		dopt, _ := w.resolve()
+		if n := dopt.NumPrompts - w.Point.Warmup; n < opt.SLO.MinRequests() {
+			t.Errorf("%s: %d measured requests a point, the SLO needs %d", ex, n, opt.SLO.MinRequests())
+		}
+	}
+}
