@@ -197,6 +197,9 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 		pw := lo.pointWorkload(t.Workload, load)
 		ps := t
 		ps.Workload, ps.Key = pw, TrialKey(t.Stage, t.Config, pw, t.Repeat)
+		// The name (not part of the key) says which load the trial was,
+		// in the progress lines and the store.
+		ps.Name = fmt.Sprintf("%s @ %g %s", t.Name, load, lo.axis().Unit())
 		rs, err := l.run2(ctx, []TrialSpec{ps}, budget)
 		if err != nil {
 			return loadsearch.Point{}, err
