@@ -303,6 +303,28 @@ func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w Workload, pr
 	if err != nil {
 		return Observation{}, err
 	}
+	if opt.Axis == loadsearch.AxisRate {
+		// A point at a low rate is the costliest to simulate (every decode
+		// step of a long, sparse run), and the guide ranks hundreds of
+		// configs: its search starts near the answer instead, at half the
+		// request throughput predicted with every request due at once,
+		// which no sustainable rate exceeds by much.
+		b, err := g.inner.GuessResult(ctx, cfg, w, prompts)
+		if err != nil {
+			return Observation{}, err
+		}
+		if o, err := ParseObservation(b); err == nil && o.RequestThroughput > 0 {
+			lo, hi := opt.Min, opt.Max
+			if lo == 0 {
+				lo = opt.Start / 1024
+			}
+			if hi == 0 {
+				hi = 4096
+			}
+			opt.Start = math.Min(math.Max(o.RequestThroughput/2, lo), hi)
+			opt.Min = lo
+		}
+	}
 	raw := map[float64][]byte{}
 	sr, err := loadsearch.Search(ctx, opt, func(ctx context.Context, load float64) (loadsearch.Point, error) {
 		pw := g.lo.pointWorkload(w, load)
