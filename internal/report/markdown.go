@@ -205,7 +205,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	if s := r.Search; s != nil {
 		p("### Search beyond the greedy pass\n\n")
-		p("The staged (greedy) pass reached %.2f tok/s; the simulator-guided joint search ended at %.2f tok/s (%s) after %d trials in all.\n", s.GreedyBest, s.FinalBest, pctOf(rel(s.GreedyBest, s.FinalBest)), s.Trials)
+		p("The staged (greedy) pass reached %.2f %s; the simulator-guided joint search ended at %.2f %s (%s) after %d trials in all.\n", s.GreedyBest, nonEmpty(r.Unit, "tok/s"), s.FinalBest, nonEmpty(r.Unit, "tok/s"), pctOf(rel(s.GreedyBest, s.FinalBest)), s.Trials)
 		if s.GridTrials > 0 {
 			p("An exhaustive grid of %d configurations peaks at %.2f tok/s (%s); the lab's winner is within %.2f%% of it using %.0f%% of the grid's trials.\n",
 				s.GridTrials, s.GridBest, s.GridBestConfig, 100*(s.GridBest-s.FinalBest)/s.GridBest, 100*float64(s.Trials)/float64(s.GridTrials))
