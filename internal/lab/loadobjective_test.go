@@ -11,8 +11,11 @@ import (
 	"testing"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/report"
+	"github.com/perflab/perflab/internal/shareddata"
 	"github.com/perflab/perflab/internal/store"
+	"github.com/perflab/perflab/internal/tokenizer"
 )
 
 // loadSpec asks which max_num_seqs sustains the most request rate within a
@@ -283,6 +286,111 @@ func TestSLOExamplesParse(t *testing.T) {
 		dopt, _ := w.resolve()
 		if n := dopt.NumPrompts - w.Point.Warmup; n < opt.SLO.MinRequests() {
 			t.Errorf("%s: %d measured requests a point, the SLO needs %d", ex, n, opt.SLO.MinRequests())
+		}
+	}
+}
+
+// TestSLOExampleSweep checks a finished run of the 14B SLO example: each
+// plotted config's (baseline, winner, kept) sustainable load against the
+// true threshold a dense sweep (1% steps, the simulator in process, no
+// noise) of the same config finds. It reads the run from the store that
+// PERFLAB_SLO_EXAMPLE_DB names:
+//
+//	perflab lab examples/qwen3-14b-h100-slo.yaml --db /tmp/slo.db
+//	PERFLAB_SLO_EXAMPLE_DB=/tmp/slo.db go test ./internal/lab -run TestSLOExampleSweep -v
+func TestSLOExampleSweep(t *testing.T) {
+	db := os.Getenv("PERFLAB_SLO_EXAMPLE_DB")
+	if db == "" {
+		t.Skip("PERFLAB_SLO_EXAMPLE_DB names no store of a finished 14B SLO example run")
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := LoadSpec(filepath.Join(repoRoot(t), "examples", "qwen3-14b-h100-slo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := st.RunByName(ctx, s.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum Summary
+	if err := json.Unmarshal(run.Summary, &sum); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(shareddata.Path(t, "data", "tokenizers", "qwen3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(DatasetRequests(tok))}
+	opt, _ := s.Objective.Load.options()
+	cands := []*Candidate{sum.Baseline, sum.Winner}
+	for _, st := range sum.Stages {
+		for i := range st.Candidates {
+			if st.Candidates[i].Decision == "kept" {
+				cands = append(cands, &st.Candidates[i])
+			}
+		}
+	}
+	if sum.Joint != nil {
+		for i := range sum.Joint.Tried {
+			if sum.Joint.Tried[i].Decision == "kept" {
+				cands = append(cands, &sum.Joint.Tried[i])
+			}
+		}
+	}
+	points, searches := 0, 0
+	for _, ls := range sum.LoadSearches {
+		points += len(ls.Result.Points)
+		searches++
+	}
+	t.Logf("%d searches, %.2f points each on average (bound log2(%g/%g/%g)+3 = %.2f)", searches, float64(points)/float64(searches),
+		s.Objective.Load.Max, s.Objective.Load.Start, opt.Tolerance, math.Log2(s.Objective.Load.Max/s.Objective.Load.Start/s.Objective.Load.Tolerance)+3)
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if c == nil || seen[c.ConfigHash] {
+			continue
+		}
+		seen[c.ConfigHash] = true
+		var sr *loadsearch.Result
+		for _, ls := range sum.LoadSearches {
+			for _, p := range ls.Result.Points {
+				if p.Ref == c.TrialKey {
+					sr = ls.Result
+				}
+			}
+		}
+		if sr == nil || !sr.Found {
+			t.Errorf("%s: no search with a sustainable load", c.Name)
+			continue
+		}
+		cfg, ok := s.Config(Point(c.Point))
+		if !ok {
+			t.Fatalf("%s: config does not apply", c.Name)
+		}
+		truth := 0.0
+		for load := 0.9 * sr.Sustainable; load < s.Objective.Load.Max; load *= 1.01 {
+			w := s.Objective.Load.pointWorkload(*s.Tuning, load)
+			b, err := r.GuessResult(ctx, cfg, w, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := w.Point.pointOf(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := opt.SLO.Check(p); !ok || !p.Scored() {
+				break
+			}
+			truth = load
+		}
+		rel := math.Abs(sr.Sustainable-truth) / truth
+		t.Logf("%s: sustainable %.3f req/s, dense sweep %.3f (%.1f%% apart), %d points", c.Name, sr.Sustainable, truth, 100*rel, len(sr.Points))
+		if truth == 0 || rel > sr.Tolerance+0.01 {
+			t.Errorf("%s: sustainable %.3f, swept threshold %.3f: more than the tolerance %v + the sweep's 1%% step apart", c.Name, sr.Sustainable, truth, sr.Tolerance)
 		}
 	}
 }
