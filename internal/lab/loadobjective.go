@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/store"
 )
 
 // LoadObjective is the question max_load_under_slo asks of every config:
@@ -224,22 +226,25 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	case errors.Is(err, errConfigFailed):
 		r := *failed
 		r.spec = t
+		l.searched(t, nil, r.trial)
 		return &r, nil
 	case err != nil:
 		return nil, fmt.Errorf("lab: %s: load search: %w", t.Name, err)
 	}
-	l.mu.Lock()
-	if t.Workload.keyName() == l.Spec.Tuning.keyName() && t.Stage != "grid" {
-		// The budget's max_trials counts searched configs: a point is a
-		// part of one.
-		l.tuning[measurementKey(t.Key)] = true
-	}
-	l.searches[measurementKey(t.Key)] = &LoadSearch{Key: t.Key, Name: t.Name, Result: sr}
-	l.mu.Unlock()
 	base := at[sr.Sustainable]
 	if !sr.Found {
 		base = at[sr.Points[0].Load]
 	}
+	// The config's own measurement is the trial at its sustainable load
+	// with the load in its result, which is what the joint search reads
+	// back (l.used) to calibrate the guide and to skip configs it has.
+	tr := base.trial
+	// Its cost is the point's, already counted once.
+	tr.Key, tr.Cost = t.Key, store.Cost{}
+	if tr.Result, err = withSustainable(base.trial.Result, sr.Sustainable); err != nil {
+		return nil, fmt.Errorf("lab: %s: %w", t.Name, err)
+	}
+	l.searched(t, sr, tr)
 	r := *base
 	r.spec = t
 	r.obs.SustainableLoad = sr.Sustainable
@@ -252,6 +257,37 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%% at its sustainable load", 100*r.obs.SuccessRate(), 100*l.Spec.MinSuccessRate), WhyLowSuccess
 	}
 	return &r, nil
+}
+
+// searched records a config's finished search: its measurement (the
+// trial at its sustainable load, or the failure), the search for the
+// summary, and, on the tuning workload, its place in the budget, whose
+// max_trials counts searched configs (a point is a part of one).
+func (l *Lab) searched(t TrialSpec, sr *loadsearch.Result, tr store.Trial) {
+	mk := measurementKey(t.Key)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.Workload.keyName() == l.Spec.Tuning.keyName() && t.Stage != "grid" {
+		l.tuning[mk] = true
+	}
+	l.done[mk] = tr
+	if sr != nil {
+		l.searches[mk] = &LoadSearch{Key: t.Key, Name: t.Name, Result: sr}
+	}
+}
+
+// withSustainable adds sustainable_load to a result JSON.
+func withSustainable(result []byte, load float64) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(result, &m); err != nil {
+		return nil, fmt.Errorf("read result at the sustainable load: %w", err)
+	}
+	b, err := json.Marshal(load)
+	if err != nil {
+		return nil, fmt.Errorf("encode sustainable load: %w", err)
+	}
+	m["sustainable_load"] = b
+	return json.Marshal(m)
 }
 
 // rawGuesser is a guide that can give a prediction's whole result JSON,

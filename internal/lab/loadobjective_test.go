@@ -31,7 +31,7 @@ stages:
   - name: max_num_seqs
     values: ["32", "512"]
 combinations: false
-search: {max_trials: 1}
+search: {max_trials: 3}
 repeats: 1
 objective:
   metric: max_load_under_slo
@@ -51,7 +51,7 @@ func TestMaxLoadUnderSLO(t *testing.T) {
 	full := os.Getenv("PERFLAB_LAB_E2E") != ""
 	spec := loadSpec
 	if !full {
-		spec = strings.Replace(spec, "search: {max_trials: 1}", "search: {disable: true}", 1)
+		spec = strings.Replace(spec, "search: {max_trials: 3}", "search: {disable: true}", 1)
 	}
 	s := mustSpec(t, spec)
 	if s.Objective.Unit() != "req/s within SLO" {
@@ -126,6 +126,17 @@ func TestMaxLoadUnderSLO(t *testing.T) {
 	}
 	if full && (sum.Joint == nil || len(sum.Joint.Tried) == 0) {
 		t.Errorf("the joint search tried nothing under max_load_under_slo: %+v", sum.Joint)
+	}
+	if sum.Joint != nil {
+		// A config searched once is measured: the joint search must not
+		// try it again (it once did, until its budget ran out).
+		tried := map[string]bool{}
+		for _, c := range sum.Joint.Tried {
+			if tried[c.ConfigHash] {
+				t.Errorf("the joint search tried %s twice", c.Name)
+			}
+			tried[c.ConfigHash] = true
+		}
 	}
 	if sum2.TrialsRun != 0 || sum2.Winner.Score != sum.Winner.Score {
 		t.Errorf("rerun ran %d trials (winner %v, was %v)", sum2.TrialsRun, sum2.Winner.Score, sum.Winner.Score)
@@ -212,7 +223,7 @@ func TestLoadReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	spec := strings.Replace(strings.Replace(loadSpec, "search: {max_trials: 1}", "search: {disable: true}", 1), `values: ["32", "512"]`, `values: ["8", "512"]`, 1)
+	spec := strings.Replace(strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1), `values: ["32", "512"]`, `values: ["8", "512"]`, 1)
 	s := mustSpec(t, spec)
 	pr := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
 	sum, err := (&Lab{Spec: s, Store: st, Runner: slowClient{pr, 2.5}, Guide: pr}).Run(ctx)
