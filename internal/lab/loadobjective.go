@@ -70,13 +70,8 @@ func (o *LoadObjective) options() (loadsearch.Options, error) {
 		return loadsearch.Options{}, fmt.Errorf("warmup_prompts %d is negative", o.WarmupPrompts)
 	}
 	opt := loadsearch.Options{SLO: slo, Axis: axis, Start: o.Start, Max: o.Max, Tolerance: o.Tolerance}
-	// Search checks the rest (tolerance, the load range) when it starts;
-	// a spec must fail when it is read.
-	if opt.MaxPoints() == 0 {
-		_, err := loadsearch.Search(context.Background(), opt, nil)
-		return opt, err
-	}
-	return opt, nil
+	// A spec must fail when it is read, not when its first search starts.
+	return opt, opt.Validate()
 }
 
 func (o *LoadObjective) axis() loadsearch.Axis {

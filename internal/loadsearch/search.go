@@ -61,6 +61,12 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// Validate reports the first bad option (tolerance, load range, axis).
+func (o Options) Validate() error {
+	_, err := o.withDefaults()
+	return err
+}
+
 // MaxPoints is the most points a search of o measures: the bracket spans
 // log2(max/min) doublings at most and the bisection log2(1/tolerance)
 // halvings, plus the two ends.
@@ -271,6 +277,11 @@ func (c *Cache) Measure(ctx context.Context, load float64) (Point, error) {
 	}
 	return e.p, nil
 }
+
+var (
+	_ Measure = (*Cache)(nil).Measure
+	_ Measure = (*Bench)(nil).Measure
+)
 
 // ErrNotFound is wrapped when no load within the search's range meets the
 // SLO.
