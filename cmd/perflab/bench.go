@@ -16,6 +16,7 @@ import (
 
 	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/tokenizer"
 )
@@ -65,6 +66,12 @@ type benchFlags struct {
 	output         string
 	includeQueue   bool
 	requestTimeout float64
+
+	slo, search     string
+	searchStart     float64
+	searchMax       float64
+	searchTolerance float64
+	searchWarmup    int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -135,6 +142,12 @@ result block and writes vLLM's --save-result JSON (plus a "perflab" section).
 	fl.StringVar(&f.output, "output", "text", "perflab: text (vLLM's block) or json (the result JSON on stdout)")
 	fl.BoolVar(&f.includeQueue, "include-queue-in-ttft", false, "perflab: count the wait for a --max-concurrency slot in TTFT")
 	fl.Float64Var(&f.requestTimeout, "request-timeout", bench.DefaultTimeout.Seconds(), "perflab: per-request timeout in seconds")
+	fl.StringVar(&f.slo, "slo", "", "perflab: search for the highest load within this SLO, e.g. ttft_p99<=200ms,tpot_p99<=30ms,success>=99% (with --search)")
+	fl.StringVar(&f.search, "search", "", "perflab: the load the --slo search varies: rate (open loop) or concurrency (closed loop)")
+	fl.Float64Var(&f.searchStart, "search-start", 1, "perflab: first load of the --slo search")
+	fl.Float64Var(&f.searchMax, "search-max", 4096, "perflab: highest load the --slo search may try")
+	fl.Float64Var(&f.searchTolerance, "search-tolerance", loadsearch.DefaultTolerance, "perflab: relative precision of the --slo search")
+	fl.IntVar(&f.searchWarmup, "search-warmup", -1, "perflab: leading requests of each --slo point not counted (default: 10% of --num-prompts)")
 	return cmd
 }
 
@@ -377,6 +390,9 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 	if !f.disableTqdm && isTerminal(os.Stderr) {
 		cfg.Progress = os.Stderr
 	}
+	if f.slo != "" || f.search != "" {
+		return runSLOSearch(ctx, f, cfg, stdout, info)
+	}
 	out, runErr := bench.Run(ctx, cfg)
 	if out == nil || out.Result == nil {
 		return runErr
@@ -409,6 +425,48 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 		runErr = allFailed(out.Records)
 	}
 	return runErr
+}
+
+// runSLOSearch is --slo/--search: the load search, the curve and vLLM's
+// block at the sustainable load.
+func runSLOSearch(ctx context.Context, f *benchFlags, cfg bench.Config, stdout, info io.Writer) error {
+	if f.slo == "" || f.search == "" {
+		return errors.New("bench: --slo and --search go together (e.g. --slo ttft_p99<=200ms --search rate)")
+	}
+	slo, err := loadsearch.ParseSLO(f.slo)
+	if err != nil {
+		return fmt.Errorf("bench: --slo: %w", err)
+	}
+	axis, err := loadsearch.ParseAxis(f.search)
+	if err != nil {
+		return fmt.Errorf("bench: --search: %w", err)
+	}
+	warmup := f.searchWarmup
+	if warmup < 0 {
+		warmup = len(cfg.Requests) / 10
+	}
+	if need := slo.MinRequests(); len(cfg.Requests)-warmup < need {
+		return fmt.Errorf("bench: --slo %s needs %d measured requests a point; --num-prompts %d less %d warm-up gives %d",
+			slo, need, len(cfg.Requests), warmup, len(cfg.Requests)-warmup)
+	}
+	cfg.Log, cfg.Progress = nil, nil
+	b := &loadsearch.Bench{Config: cfg, Axis: axis, Warmup: warmup, OnPoint: func(p loadsearch.Point) {
+		fmt.Fprintf(info, "measured %s %.4g: %d requests counted after %d warm-up\n", axis, p.Load, p.Completed, p.Warmup)
+	}}
+	res, err := loadsearch.Search(ctx, loadsearch.Options{SLO: slo, Axis: axis, Start: f.searchStart, Max: f.searchMax,
+		Tolerance: f.searchTolerance}, b.Measure)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	fmt.Fprintln(stdout, res.Summary())
+	if err := loadsearch.WriteCurve(stdout, res); err != nil {
+		return err
+	}
+	if !res.Found {
+		return fmt.Errorf("bench: %w: %s", loadsearch.ErrNotFound, res.Summary())
+	}
+	fmt.Fprintf(stdout, "\nAt the sustainable load (%.4g %s, measured window):\n", res.Sustainable, axis.Unit())
+	return b.Result(res.Sustainable).WriteTextWith(stdout, metrics.TextOptions{Perflab: f.perflabMetrics})
 }
 
 // ErrNoSuccess is wrapped when not one request of a benchmark succeeded.

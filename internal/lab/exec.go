@@ -44,11 +44,17 @@ func (l *Lab) measureMany(ctx context.Context, stage string, pts []Point, w Work
 
 // runSpecs runs trials under the budget.
 func (l *Lab) runSpecs(ctx context.Context, specs []TrialSpec) ([]*result, error) {
+	if l.Spec.Objective.Metric == ObjectiveMaxLoadUnderSLO {
+		return l.searchLoads(ctx, specs, true)
+	}
 	return l.run2(ctx, specs, true)
 }
 
 // runSpecsNoBudget runs trials the budget does not stop (generalization).
 func (l *Lab) runSpecsNoBudget(ctx context.Context, specs []TrialSpec) ([]*result, error) {
+	if l.Spec.Objective.Metric == ObjectiveMaxLoadUnderSLO {
+		return l.searchLoads(ctx, specs, false)
+	}
 	return l.run2(ctx, specs, false)
 }
 

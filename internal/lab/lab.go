@@ -79,6 +79,9 @@ type Lab struct {
 	// attempts holds the attempt count of each stored failure being
 	// retried, by measurement key, so the retry is saved as the next one.
 	attempts map[string]int
+	// searches holds each config's load search under max_load_under_slo,
+	// by measurement key.
+	searches map[string]*LoadSearch
 }
 
 // result is one measured trial as the method sees it.
@@ -160,12 +163,20 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	l.guide = l.Guide
-	if gc, ok := l.Store.(guideCache); ok && l.Guide != nil && l.GuideKey != "" {
+	if l.Guide != nil && s.Objective.Metric == ObjectiveMaxLoadUnderSLO {
+		l.guide = loadGuide(l.Guide, s.Objective.Load)
+	}
+	if gc, ok := l.Store.(guideCache); ok && l.guide != nil && l.GuideKey != "" {
 		slo, _ := json.Marshal(s.Objective.SLO)
-		l.guide = &cachedGuide{inner: l.Guide, cache: gc,
-			prefix: fmt.Sprintf("%s|%s|%d|%s", l.GuideKey, s.Hardware.GPU, s.Hardware.Count, slo)}
+		prefix := fmt.Sprintf("%s|%s|%d|%s", l.GuideKey, s.Hardware.GPU, s.Hardware.Count, slo)
+		if s.Objective.Load != nil {
+			ld, _ := json.Marshal(s.Objective.Load)
+			prefix += "|" + string(ld)
+		}
+		l.guide = &cachedGuide{inner: l.guide, cache: gc, prefix: prefix}
 	}
 	l.attempts = map[string]int{}
+	l.searches = map[string]*LoadSearch{}
 	l.stored = map[string]bool{}
 	stored := 0
 	for _, t := range prev {
@@ -209,6 +220,7 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		err = cause // the lease was lost: say so, not just "canceled"
 	}
 	l.sum.TuningTrials = len(l.tuning)
+	l.sum.Load, l.sum.LoadSearches = s.Objective.Load, l.loadSearches()
 	l.sum.TrialsRun, l.sum.TrialsReused, l.sum.Stopped = l.ran, l.reused, l.stopped
 	l.mu.Lock()
 	for _, t := range l.done {

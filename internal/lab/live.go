@@ -171,6 +171,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 			dur *= k
 			rec.Reason = joinReason(rec.Reason, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", k))
 		}
+		recs, dur = t.Workload.Point.window(recs, dur, &opt)
 		res := metrics.Compute(recs, dur, opt)
 		if b, err = res.MarshalJSON(); err != nil {
 			return rec, fmt.Errorf("lab: encode result: %w", err)

@@ -24,6 +24,9 @@ type Observation struct {
 	P99TPOTMs         float64 `json:"p99_tpot_ms"`
 	// RequestGoodput is vLLM's request_goodput (requests/s meeting the SLO).
 	RequestGoodput float64 `json:"request_goodput"`
+	// SustainableLoad is the load search's answer, set on the result a
+	// max_load_under_slo search scores (it is no key of vLLM's).
+	SustainableLoad float64 `json:"sustainable_load,omitempty"`
 }
 
 // ParseObservation reads an Observation from a result JSON.
@@ -57,6 +60,8 @@ func (obj Objective) Score(o Observation, gpus int) float64 {
 		return o.TotalThroughput / float64(gpus)
 	case ObjectiveGoodput:
 		return o.RequestGoodput
+	case ObjectiveMaxLoadUnderSLO:
+		return o.SustainableLoad
 	}
 	return o.TotalThroughput
 }
@@ -68,6 +73,8 @@ func (obj Objective) Unit() string {
 		return "tok/s/GPU"
 	case ObjectiveGoodput:
 		return "req/s within SLO"
+	case ObjectiveMaxLoadUnderSLO:
+		return obj.Load.unit()
 	}
 	return "tok/s"
 }

@@ -63,7 +63,8 @@ func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardwa
 	if g := sp.SLO.goodput(); len(g) > 0 {
 		opt.Goodput = g
 	}
-	res := metrics.Compute(pred.Records, pred.Duration, opt)
+	recs, dur := w.Point.window(pred.Records, pred.Duration, &opt)
+	res := metrics.Compute(recs, dur, opt)
 	b, err := res.MarshalJSON()
 	if err != nil {
 		return out, fmt.Errorf("lab: encode prediction: %w", err)

@@ -68,6 +68,9 @@ const (
 	ObjectiveTotalThroughput  = "total_throughput"
 	ObjectiveThroughputPerGPU = "throughput_per_gpu"
 	ObjectiveGoodput          = "goodput"
+	// ObjectiveMaxLoadUnderSLO scores a config by the highest load it
+	// sustains within objective.load's SLO (loadobjective.go).
+	ObjectiveMaxLoadUnderSLO = "max_load_under_slo"
 )
 
 // Spec is one lab: what to tune, where, against which workloads, with which
@@ -189,6 +192,8 @@ type Objective struct {
 	// whose P99 breaks one is not eligible. Goodput with only P99 bounds
 	// is normalized to total_throughput under those constraints.
 	SLO SLO `yaml:"slo,omitempty" json:"slo,omitempty"`
+	// Load is the SLO, load axis and tolerance of max_load_under_slo.
+	Load *LoadObjective `yaml:"load,omitempty" json:"load,omitempty"`
 }
 
 // perRequest says whether the SLO has per-request bounds (goodput's).
@@ -227,6 +232,9 @@ type Workload struct {
 	RequestRate Rate `yaml:"request_rate,omitempty" json:"request_rate,omitempty"`
 	// MaxConcurrency caps in-flight requests (0 = none).
 	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty"`
+	// Point is set only on the workloads a load search derives from this
+	// one: the load it measures and its warm-up (loadobjective.go).
+	Point *LoadPoint `yaml:"-" json:"load_point,omitempty"`
 	// Seed is the dataset and schedule seed (vLLM default 0).
 	Seed int64 `yaml:"seed,omitempty" json:"seed,omitempty"`
 }
@@ -517,13 +525,17 @@ func (s *Spec) validate(line func(string) int) error {
 	}
 	switch s.Objective.Metric {
 	case "", ObjectiveTotalThroughput, ObjectiveThroughputPerGPU:
+	case ObjectiveMaxLoadUnderSLO:
+		if err := s.Objective.Load.validate(); err != nil {
+			return bad("$.objective.load", "objective max_load_under_slo: %v", err)
+		}
 	case ObjectiveGoodput:
 		slo := s.Objective.SLO
 		if slo.TPOTMs == 0 && slo.TTFTMs == 0 && slo.E2ELMs == 0 && slo.P99TPOTMs == 0 && slo.P99TTFTMs == 0 {
 			return bad("$.objective", "objective goodput needs an slo (e.g. tpot_ms: 100)")
 		}
 	default:
-		return bad("$.objective.metric", "objective %q: want total_throughput, throughput_per_gpu or goodput", s.Objective.Metric)
+		return bad("$.objective.metric", "objective %q: want total_throughput, throughput_per_gpu, goodput or max_load_under_slo", s.Objective.Metric)
 	}
 	for name, v := range map[string]float64{"tpot_ms": s.Objective.SLO.TPOTMs, "ttft_ms": s.Objective.SLO.TTFTMs,
 		"e2el_ms": s.Objective.SLO.E2ELMs, "p99_tpot_ms": s.Objective.SLO.P99TPOTMs, "p99_ttft_ms": s.Objective.SLO.P99TTFTMs} {

@@ -71,6 +71,10 @@ type Summary struct {
 	// (fresh_start_per_repeat): the noise floor then includes
 	// start-to-start variance; false, repeats ran on one server.
 	FreshStarts bool `json:"fresh_starts,omitempty"`
+	// Load is max_load_under_slo's question and LoadSearches every
+	// config's search (each repeat and workload its own), by key.
+	Load         *LoadObjective `json:"load,omitempty"`
+	LoadSearches []*LoadSearch  `json:"load_searches,omitempty"`
 }
 
 // WorkloadInfo describes one workload for the report.

@@ -64,6 +64,8 @@ type labSummary struct {
 		WinnerGap float64       `json:"winner_gap"`
 		StagedGap float64       `json:"staged_gap"`
 	} `json:"grid"`
+	Load         *sumLoad        `json:"load"`
+	LoadSearches []sumLoadSearch `json:"load_searches"`
 }
 
 type sumCandidate struct {
@@ -231,6 +233,7 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 	for _, g := range sum.Generalization {
 		r.Cases = append(r.Cases, newCase(g.Workload, from(g.Baseline, "generalization"), from(g.Winner, "generalization")))
 	}
+	r.Load = loadReport(&sum)
 	sort.Strings(r.Warnings)
 	r.Warnings = dedupe(r.Warnings)
 	return r, nil

@@ -55,6 +55,8 @@ func WriteCharts(r *Report, dir string) error {
 		{chartTTFTCDF, "ttft-cdf", func(r *Report) (*plot.Plot, error) {
 			return cdfChart(r, "TTFT (ms)", func(c *Candidate) []float64 { return c.TTFTs })
 		}},
+		{chartLoadTTFT, "load-ttft", func(r *Report) (*plot.Plot, error) { return loadChart(r, "ttft") }},
+		{chartLoadTPOT, "load-tpot", func(r *Report) (*plot.Plot, error) { return loadChart(r, "tpot") }},
 	} {
 		p, err := m.build(r)
 		if err != nil {

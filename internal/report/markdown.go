@@ -184,6 +184,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 	}
 
+	writeLoadSection(p, r)
 	p("## Beyond the reference method\n\n")
 	var notKept []Candidate
 	for _, c := range r.Tried {
@@ -204,7 +205,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	if s := r.Search; s != nil {
 		p("### Search beyond the greedy pass\n\n")
-		p("The staged (greedy) pass reached %.2f tok/s; the simulator-guided joint search ended at %.2f tok/s (%s) after %d trials in all.\n", s.GreedyBest, s.FinalBest, pctOf(rel(s.GreedyBest, s.FinalBest)), s.Trials)
+		p("The staged (greedy) pass reached %.2f %s; the simulator-guided joint search ended at %.2f %s (%s) after %d trials in all.\n", s.GreedyBest, nonEmpty(r.Unit, "tok/s"), s.FinalBest, nonEmpty(r.Unit, "tok/s"), pctOf(rel(s.GreedyBest, s.FinalBest)), s.Trials)
 		if s.GridTrials > 0 {
 			p("An exhaustive grid of %d configurations peaks at %.2f tok/s (%s); the lab's winner is within %.2f%% of it using %.0f%% of the grid's trials.\n",
 				s.GridTrials, s.GridBest, s.GridBestConfig, 100*(s.GridBest-s.FinalBest)/s.GridBest, 100*float64(s.Trials)/float64(s.GridTrials))
@@ -222,7 +223,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		p("\n")
 	}
 	for _, c := range r.Charts {
-		if c.Title != chartBaselineVsOptimized {
+		if c.Title != chartBaselineVsOptimized && c.Title != chartLoadTTFT && c.Title != chartLoadTPOT {
 			p("![%s](%s)\n\n", c.Title, c.PNG)
 		}
 	}
@@ -321,6 +322,8 @@ func objectiveNoun(obj string) string {
 		return "goodput"
 	case "throughput_per_gpu":
 		return "throughput per GPU"
+	case "max_load_under_slo":
+		return "the load sustained within the SLO"
 	}
 	return "throughput"
 }
@@ -331,6 +334,8 @@ func objectiveSentence(obj string) string {
 		return "Achieve the highest goodput (requests per second that meet every SLO) under high-concurrency request scenarios: " + obj + "."
 	case obj == "throughput_per_gpu":
 		return "Achieve high throughput per GPU under high-concurrency request scenarios."
+	case obj == "max_load_under_slo":
+		return "Sustain the highest load (request rate or concurrent requests) that still meets the latency SLO: each configuration is scored by its sustainable load (see Load within the SLO)."
 	}
 	return "Achieve high throughput under high-concurrency request scenarios."
 }

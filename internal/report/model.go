@@ -57,6 +57,8 @@ type Report struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Charts holds the chart files written beside the report (relative).
 	Charts []Chart `json:"charts,omitempty"`
+	// Load is max_load_under_slo's curves (nil under other objectives).
+	Load *LoadReport `json:"load,omitempty"`
 }
 
 // EngineVersion is an engine and its version.

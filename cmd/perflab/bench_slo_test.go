@@ -1,0 +1,103 @@
+package main
+
+import (
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/perflab/perflab/internal/sim"
+	"github.com/perflab/perflab/internal/sim/serve"
+)
+
+// simServer serves a simulated vLLM (Qwen3-14B on one H100) in process,
+// timeScale times faster than real time.
+func simServer(t *testing.T, timeScale float64) string {
+	t.Helper()
+	eng, err := sim.New(sim.Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen/Qwen3-14B", GPU: "H100"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Config{Model: eng, Root: "Qwen/Qwen3-14B", MaxModelLen: eng.Params().MaxModelLen, TimeScale: timeScale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	return hs.URL
+}
+
+var sustainableLine = regexp.MustCompile(`sustainable load: ([0-9.e+]+) (req/s|concurrent requests)`)
+
+// TestBenchSLOSearch runs `perflab bench --slo --search` against the
+// simulator over HTTP, on both axes: it finds a load, prints the curve and
+// vLLM's block at that load, and the load it names meets the SLO while the
+// next one measured above it does not.
+func TestBenchSLOSearch(t *testing.T) {
+	tok := sharedTokenizer(t)
+	url := simServer(t, 50)
+	for _, tc := range []struct{ axis, slo string }{
+		{"rate", "ttft_p90<=15ms,success>=99%"},
+		{"concurrency", "tpot_p90<=1ms"},
+	} {
+		t.Run(tc.axis, func(t *testing.T) {
+			stdout, stderr, err := runBenchCmd(t, "--base-url", url, "--model", "Qwen/Qwen3-14B", "--tokenizer", tok,
+				"--dataset-name", "random", "--random-input-len", "256", "--random-output-len", "64", "--num-prompts", "200",
+				"--slo", tc.slo, "--search", tc.axis, "--search-start", "32", "--disable-tqdm")
+			t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			if err != nil {
+				t.Fatalf("bench --slo: %v", err)
+			}
+			m := sustainableLine.FindStringSubmatch(stdout)
+			if m == nil {
+				t.Fatalf("no sustainable load printed")
+			}
+			load, _ := strconv.ParseFloat(m[1], 64)
+			if !(load > 0) {
+				t.Fatalf("sustainable load %v", load)
+			}
+			// Above the sustainable load the search saw a point that broke
+			// the SLO or that the client could not deliver (this machine
+			// is shared: a late client is flagged, not scored).
+			if !strings.Contains(stdout, "<- sustainable") || !strings.Contains(stdout, "breaks:") && !strings.Contains(stdout, "FLAGGED") {
+				t.Errorf("the curve lacks the sustainable point or one above it")
+			}
+			if !strings.Contains(stdout, "============ Serving Benchmark Result") {
+				t.Errorf("no vLLM block at the sustainable load")
+			}
+			if !strings.Contains(stdout, "requests counted after 20 warm-up") {
+				t.Errorf("the points do not say how many requests were counted after the warm-up")
+			}
+		})
+	}
+}
+
+// TestBenchSLOClientBehind asks for 20,000 req/s, more than this client
+// delivers on a 2-core machine against the simulator in the same process:
+// that point is flagged and not scored, and the search goes on below it.
+func TestBenchSLOClientBehind(t *testing.T) {
+	tok := sharedTokenizer(t)
+	url := simServer(t, 1000)
+	stdout, stderr, err := runBenchCmd(t, "--base-url", url, "--model", "Qwen/Qwen3-14B", "--tokenizer", tok,
+		"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "4", "--num-prompts", "600",
+		"--slo", "e2el_p99<=10s", "--search", "rate", "--search-start", "20000", "--search-max", "20000", "--disable-tqdm")
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	var row string
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "20000" {
+			row = l
+		}
+	}
+	if row == "" {
+		t.Fatalf("no row for 20000 req/s (err %v)", err)
+	}
+	if !strings.Contains(row, "FLAGGED (not scored): client fell behind") || strings.Contains(row, "meets") {
+		t.Errorf("the 20000 req/s point was scored:\n%s", row)
+	}
+	if m := sustainableLine.FindStringSubmatch(stdout); m != nil {
+		if load, _ := strconv.ParseFloat(m[1], 64); load >= 20000 {
+			t.Errorf("sustainable load %v: the flagged point counted", load)
+		}
+	}
+}

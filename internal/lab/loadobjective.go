@@ -1,0 +1,392 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/loadsearch"
+	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/store"
+)
+
+// LoadObjective is the question max_load_under_slo asks of every config:
+// the highest load (request rate or concurrency) at which it still meets
+// the SLO, found by loadsearch to the tolerance. Each load measured is a
+// trial of its own, on the tuning workload with that load, so a resumed
+// lab reads it back instead of measuring it again.
+type LoadObjective struct {
+	// SLO is the compact form, e.g. "ttft_p99<=2s,tpot_p99<=50ms,success>=99%".
+	SLO string `yaml:"slo" json:"slo"`
+	// Axis is rate (open loop, the default) or concurrency (closed loop).
+	Axis string `yaml:"axis,omitempty" json:"axis,omitempty"`
+	// Tolerance is the relative precision of the answer (default 0.05).
+	Tolerance float64 `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
+	// Start is the first load measured (default 1); Max the highest the
+	// search may try (default 4096).
+	Start float64 `yaml:"start,omitempty" json:"start,omitempty"`
+	Max   float64 `yaml:"max,omitempty" json:"max,omitempty"`
+	// WarmupPrompts is how many leading requests of each point are not
+	// counted (default: a tenth of the workload's prompts).
+	WarmupPrompts int `yaml:"warmup_prompts,omitempty" json:"warmup_prompts,omitempty"`
+}
+
+// LoadPoint marks a workload a load search derived: the load measured and
+// the warm-up left out of its figures.
+type LoadPoint struct {
+	Axis   string  `json:"axis"`
+	Load   float64 `json:"load"`
+	Warmup int     `json:"warmup"`
+}
+
+// errConfigFailed stops a config's load search when a point failed the way
+// a config fails (crash, OOM): no load can be found for it.
+var errConfigFailed = errors.New("lab: config failed")
+
+func (o *LoadObjective) validate() error {
+	if o == nil {
+		return errors.New("needs load: {slo: ..., axis: rate|concurrency}")
+	}
+	_, err := o.options()
+	return err
+}
+
+// options are the search's options; the SLO and axis parsed.
+func (o *LoadObjective) options() (loadsearch.Options, error) {
+	slo, err := loadsearch.ParseSLO(o.SLO)
+	if err != nil {
+		return loadsearch.Options{}, fmt.Errorf("slo: %w", err)
+	}
+	axis := loadsearch.AxisRate
+	if o.Axis != "" {
+		if axis, err = loadsearch.ParseAxis(o.Axis); err != nil {
+			return loadsearch.Options{}, fmt.Errorf("axis: %w", err)
+		}
+	}
+	if o.WarmupPrompts < 0 {
+		return loadsearch.Options{}, fmt.Errorf("warmup_prompts %d is negative", o.WarmupPrompts)
+	}
+	opt := loadsearch.Options{SLO: slo, Axis: axis, Start: o.Start, Max: o.Max, Tolerance: o.Tolerance}
+	// A spec must fail when it is read, not when its first search starts.
+	return opt, opt.Validate()
+}
+
+func (o *LoadObjective) axis() loadsearch.Axis {
+	if o != nil && o.Axis == string(loadsearch.AxisConcurrency) {
+		return loadsearch.AxisConcurrency
+	}
+	return loadsearch.AxisRate
+}
+
+func (o *LoadObjective) unit() string { return o.axis().Unit() + " within SLO" }
+
+// pointWorkload is the tuning workload at one load: on the rate axis its
+// requests arrive at load req/s (a cap the workload sets stays, and flags
+// the point if it closes the loop); on the concurrency axis they are all
+// due at once, load of them in flight.
+func (o *LoadObjective) pointWorkload(w Workload, load float64) Workload {
+	opt, _ := w.resolve()
+	n := opt.NumPrompts
+	if n == 0 {
+		n = 1000
+	}
+	warm := o.WarmupPrompts
+	if warm == 0 {
+		warm = n / 10
+	}
+	p := w
+	p.Point = &LoadPoint{Axis: string(o.axis()), Load: load, Warmup: warm}
+	if o.axis() == loadsearch.AxisConcurrency {
+		p.RequestRate, p.MaxConcurrency = Rate(math.Inf(1)), int(load)
+	} else {
+		p.RequestRate = Rate(load)
+	}
+	return p
+}
+
+// window leaves a point's warm-up out of its records and asks for every
+// figure an SLO may bound; a workload that is no point is left as it is.
+func (p *LoadPoint) window(recs []metrics.Record, dur float64, opt *metrics.Options) ([]metrics.Record, float64) {
+	if p == nil {
+		return recs, dur
+	}
+	*opt = loadsearch.MetricsOptions(*opt)
+	return loadsearch.Window(recs, dur, p.Warmup)
+}
+
+// pointOf reads a point from a stored result.
+func (p *LoadPoint) pointOf(result []byte) (loadsearch.Point, error) {
+	res, err := metrics.ParseJSON(result)
+	if err != nil {
+		return loadsearch.Point{}, fmt.Errorf("lab: read load point %g: %w", p.Load, err)
+	}
+	return loadsearch.FromResult(res, loadsearch.Axis(p.Axis), p.Load, p.Warmup), nil
+}
+
+// LoadSearch is one config's search as the summary keeps it.
+type LoadSearch struct {
+	// Key is the trial key of the search (its config on the tuning
+	// workload); each point's trial is in Points[i].Ref.
+	Key    string             `json:"key"`
+	Name   string             `json:"name"`
+	Result *loadsearch.Result `json:"result"`
+}
+
+// searchLoads scores each spec by a load search: the specs' searches run
+// side by side, each point through run2 (so through the store, the GPU
+// semaphore and the budget). A spec asked for twice is searched once.
+func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) ([]*result, error) {
+	out := make([]*result, len(specs))
+	errs := make([]error, len(specs))
+	first := map[string]int{}
+	done := make([]chan struct{}, len(specs))
+	for i, t := range specs {
+		done[i] = make(chan struct{})
+		mk := measurementKey(t.Key)
+		if j, ok := first[mk]; ok {
+			go func() {
+				defer close(done[i])
+				<-done[j]
+				if out[j] != nil {
+					r := *out[j]
+					r.spec = t
+					out[i] = &r
+				}
+			}()
+			continue
+		}
+		first[mk] = i
+		go func() {
+			defer close(done[i])
+			out[i], errs[i] = l.searchLoad(ctx, t, budget)
+		}()
+	}
+	for _, d := range done {
+		<-d
+	}
+	var budgetErr error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrBudget):
+			budgetErr = ErrBudget
+		default:
+			return nil, err
+		}
+	}
+	return out, budgetErr
+}
+
+// searchLoad runs one config's search and returns the result that scores
+// it: the trial at its sustainable load, scored by that load.
+func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result, error) {
+	lo := l.Spec.Objective.Load
+	opt, err := lo.options()
+	if err != nil {
+		return nil, fmt.Errorf("lab: objective.load: %w", err)
+	}
+	at := map[float64]*result{}
+	var failed *result
+	measure := func(ctx context.Context, load float64) (loadsearch.Point, error) {
+		pw := lo.pointWorkload(t.Workload, load)
+		ps := t
+		ps.Workload, ps.Key = pw, TrialKey(t.Stage, t.Config, pw, t.Repeat)
+		// The name (not part of the key) says which load the trial was,
+		// in the progress lines and the store.
+		ps.Name = fmt.Sprintf("%s @ %g %s", t.Name, load, lo.axis().Unit())
+		rs, err := l.run2(ctx, []TrialSpec{ps}, budget)
+		if err != nil {
+			return loadsearch.Point{}, err
+		}
+		r := rs[0]
+		if r.failed != "" {
+			failed = r
+			return loadsearch.Point{}, errConfigFailed
+		}
+		p, err := pw.Point.pointOf(r.trial.Result)
+		if err != nil {
+			r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), WhyFailed
+			failed = r
+			return loadsearch.Point{}, errConfigFailed
+		}
+		p.Ref = r.trial.Key
+		at[load] = r
+		return p, nil
+	}
+	sr, err := loadsearch.Search(ctx, opt, measure)
+	switch {
+	case errors.Is(err, errConfigFailed):
+		r := *failed
+		r.spec = t
+		l.searched(t, nil, r.trial)
+		return &r, nil
+	case err != nil:
+		return nil, fmt.Errorf("lab: %s: load search: %w", t.Name, err)
+	}
+	base := at[sr.Sustainable]
+	if !sr.Found {
+		base = at[sr.Points[0].Load]
+	}
+	// The config's own measurement is the trial at its sustainable load
+	// with the load in its result, which is what the joint search reads
+	// back (l.used) to calibrate the guide and to skip configs it has.
+	tr := base.trial
+	// Its cost is the point's, already counted once.
+	tr.Key, tr.Cost = t.Key, store.Cost{}
+	if tr.Result, err = withSustainable(base.trial.Result, sr.Sustainable); err != nil {
+		return nil, fmt.Errorf("lab: %s: %w", t.Name, err)
+	}
+	l.searched(t, sr, tr)
+	r := *base
+	r.spec = t
+	r.obs.SustainableLoad = sr.Sustainable
+	r.score = sr.Sustainable
+	r.why, r.kind = "", ""
+	switch {
+	case !sr.Found:
+		r.why, r.kind = "SLO: "+sr.Summary(), WhySLO
+	case r.obs.SuccessRate() < l.Spec.MinSuccessRate:
+		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%% at its sustainable load", 100*r.obs.SuccessRate(), 100*l.Spec.MinSuccessRate), WhyLowSuccess
+	}
+	return &r, nil
+}
+
+// searched records a config's finished search: its measurement (the
+// trial at its sustainable load, or the failure), the search for the
+// summary, and, on the tuning workload, its place in the budget, whose
+// max_trials counts searched configs (a point is a part of one).
+func (l *Lab) searched(t TrialSpec, sr *loadsearch.Result, tr store.Trial) {
+	mk := measurementKey(t.Key)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.Workload.keyName() == l.Spec.Tuning.keyName() && t.Stage != "grid" {
+		l.tuning[mk] = true
+	}
+	l.done[mk] = tr
+	if sr != nil {
+		l.searches[mk] = &LoadSearch{Key: t.Key, Name: t.Name, Result: sr}
+	}
+}
+
+// withSustainable adds sustainable_load to a result JSON.
+func withSustainable(result []byte, load float64) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(result, &m); err != nil {
+		return nil, fmt.Errorf("read result at the sustainable load: %w", err)
+	}
+	b, err := json.Marshal(load)
+	if err != nil {
+		return nil, fmt.Errorf("encode sustainable load: %w", err)
+	}
+	m["sustainable_load"] = b
+	return json.Marshal(m)
+}
+
+// rawGuesser is a guide that can give a prediction's whole result JSON,
+// which a load point needs (its percentiles, its dispatch record).
+type rawGuesser interface {
+	GuessResult(ctx context.Context, cfg engine.Config, w Workload, prompts int) ([]byte, error)
+}
+
+// GuessResult predicts without noise on the first prompts requests and
+// returns the result JSON.
+func (r *PredictRunner) GuessResult(ctx context.Context, cfg engine.Config, w Workload, prompts int) ([]byte, error) {
+	reqs, err := r.Requests(w)
+	if err != nil {
+		return nil, err
+	}
+	if prompts > 0 && prompts < len(reqs) {
+		reqs = reqs[:prompts]
+	}
+	p, err := r.Predictor.Predict(ctx, cfg, r.Hardware, reqs, w)
+	if err != nil {
+		return nil, err
+	}
+	if p.FailureClass != "" {
+		return nil, fmt.Errorf("%s: %s", p.FailureClass, p.Reason)
+	}
+	return p.Result, nil
+}
+
+// loadGuideT predicts a config's sustainable load: the same search, each
+// point a prediction in process.
+type loadGuideT struct {
+	inner rawGuesser
+	lo    *LoadObjective
+}
+
+// loadGuide wraps a guide for max_load_under_slo; a guide that cannot give
+// whole results is kept as it is (its scores then rank nothing).
+func loadGuide(g Guide, lo *LoadObjective) Guide {
+	if rg, ok := g.(rawGuesser); ok {
+		return loadGuideT{inner: rg, lo: lo}
+	}
+	return g
+}
+
+// Guess implements Guide: the observation at the predicted sustainable
+// load, with SustainableLoad set (0 when no load meets the SLO).
+func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Observation, error) {
+	opt, err := g.lo.options()
+	if err != nil {
+		return Observation{}, err
+	}
+	if opt.Axis == loadsearch.AxisRate {
+		// A point at a low rate is the costliest to simulate (every decode
+		// step of a long, sparse run), and the guide ranks hundreds of
+		// configs: its search starts near the answer instead, at half the
+		// request throughput predicted with every request due at once,
+		// which no sustainable rate exceeds by much.
+		b, err := g.inner.GuessResult(ctx, cfg, w, prompts)
+		if err != nil {
+			return Observation{}, err
+		}
+		if o, err := ParseObservation(b); err == nil && o.RequestThroughput > 0 {
+			lo, hi := opt.Min, opt.Max
+			if lo == 0 {
+				lo = opt.Start / 1024
+			}
+			if hi == 0 {
+				hi = 4096
+			}
+			opt.Start = math.Min(math.Max(o.RequestThroughput/2, lo), hi)
+			opt.Min = lo
+		}
+	}
+	raw := map[float64][]byte{}
+	sr, err := loadsearch.Search(ctx, opt, func(ctx context.Context, load float64) (loadsearch.Point, error) {
+		pw := g.lo.pointWorkload(w, load)
+		b, err := g.inner.GuessResult(ctx, cfg, pw, prompts)
+		if err != nil {
+			return loadsearch.Point{}, err
+		}
+		raw[load] = b
+		return pw.Point.pointOf(b)
+	})
+	if err != nil {
+		return Observation{}, err
+	}
+	if !sr.Found {
+		return Observation{}, nil
+	}
+	o, err := ParseObservation(raw[sr.Sustainable])
+	o.SustainableLoad = sr.Sustainable
+	return o, err
+}
+
+var _ Guide = loadGuideT{}
+var _ rawGuesser = (*PredictRunner)(nil)
+
+// loadSearches lists the searches run or read back, by key.
+func (l *Lab) loadSearches() []*LoadSearch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]*LoadSearch, 0, len(l.searches))
+	for _, k := range sortedKeys(l.searches) {
+		out = append(out, l.searches[k])
+	}
+	return out
+}

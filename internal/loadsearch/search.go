@@ -1,0 +1,288 @@
+package loadsearch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"sync"
+)
+
+// DefaultTolerance is the relative width the bisection stops at.
+const DefaultTolerance = 0.05
+
+// Options configure a search.
+type Options struct {
+	SLO  SLO
+	Axis Axis
+	// Start is the first load measured (default 1). Min and Max bound the
+	// loads the search may measure (defaults: Start/1024 for the rate,
+	// 1 for concurrency; Max 4096).
+	Start, Min, Max float64
+	// Tolerance is the relative bracket width at which the bisection
+	// stops (default DefaultTolerance): the load found is within it of the
+	// true threshold, when latency grows with load.
+	Tolerance float64
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Axis == "" {
+		o.Axis = AxisRate
+	}
+	if _, err := ParseAxis(string(o.Axis)); err != nil {
+		return o, err
+	}
+	if o.Tolerance == 0 {
+		o.Tolerance = DefaultTolerance
+	}
+	if !(o.Tolerance > 0 && o.Tolerance < 1) {
+		return o, fmt.Errorf("loadsearch: tolerance %v: want a fraction within (0, 1)", o.Tolerance)
+	}
+	if o.Start == 0 {
+		o.Start = 1
+	}
+	if o.Min == 0 {
+		o.Min = o.Start / 1024
+		if o.Axis == AxisConcurrency {
+			o.Min = 1
+		}
+	}
+	if o.Max == 0 {
+		o.Max = 4096
+	}
+	if o.Axis == AxisConcurrency {
+		o.Start, o.Min, o.Max = math.Round(o.Start), math.Max(1, math.Ceil(o.Min)), math.Floor(o.Max)
+	}
+	if !(o.Min > 0 && o.Min <= o.Start && o.Start <= o.Max) || math.IsInf(o.Max, 0) {
+		return o, fmt.Errorf("loadsearch: loads: want 0 < min (%v) <= start (%v) <= max (%v)", o.Min, o.Start, o.Max)
+	}
+	return o, nil
+}
+
+// Validate reports the first bad option (tolerance, load range, axis).
+func (o Options) Validate() error {
+	_, err := o.withDefaults()
+	return err
+}
+
+// MaxPoints is the most points a search of o measures: the bracket spans
+// log2(max/min) doublings at most and the bisection log2(1/tolerance)
+// halvings, plus the two ends.
+func (o Options) MaxPoints() int {
+	o, err := o.withDefaults()
+	if err != nil {
+		return 0
+	}
+	return int(math.Ceil(math.Log2(o.Max/o.Min)+math.Log2(1/o.Tolerance))) + 3
+}
+
+// Measure measures one load. An error stops the search (the lab is
+// canceled, the server is gone); a point the client could not deliver is
+// not an error but a flagged Point.
+type Measure func(ctx context.Context, load float64) (Point, error)
+
+// Result is a finished search.
+type Result struct {
+	Axis Axis `json:"axis"`
+	SLO  SLO  `json:"slo"`
+	// Sustainable is the highest measured load that met the SLO (0 when
+	// none did); Found says whether one did.
+	Sustainable float64 `json:"sustainable"`
+	Found       bool    `json:"found"`
+	// Ceiling is the lowest load known not to be sustainable (failed the
+	// SLO or could not be measured), 0 when none was.
+	Ceiling float64 `json:"ceiling,omitempty"`
+	// Points are every measured point, by load.
+	Points []Point `json:"points"`
+	// Limit says why the search stopped short of a bracketed answer
+	// ("" when the bracket closed to the tolerance).
+	Limit     string  `json:"limit,omitempty"`
+	Tolerance float64 `json:"tolerance"`
+	// MinRequests is how many completed requests a point's window needed.
+	MinRequests int `json:"min_requests"`
+}
+
+// At returns the point measured at load.
+func (r *Result) At(load float64) (Point, bool) {
+	for _, p := range r.Points {
+		if p.Load == load {
+			return p, true
+		}
+	}
+	return Point{}, false
+}
+
+// Search finds the highest load within the SLO: from Start it doubles while
+// the SLO holds (halves while it does not) until a bracket [lo, hi) holds
+// the threshold, then bisects until hi-lo is at most Tolerance·lo. A point
+// the client could not deliver, or with too few requests for the SLO's
+// percentile, is not scored: it bounds the search from above as the load
+// the client cannot measure, and the Result's Limit says so. No load is
+// measured twice.
+func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Axis: o.Axis, SLO: o.SLO, Tolerance: o.Tolerance, MinRequests: o.SLO.MinRequests()}
+	seen := map[float64]int{}
+	// probe measures a load once and says whether it met the SLO; a
+	// flagged point counts as not met (not scored).
+	probe := func(load float64) (ok, flagged bool, err error) {
+		if i, have := seen[load]; have {
+			p := res.Points[i]
+			return p.Meets, !p.Scored(), nil
+		}
+		p, err := measure(ctx, load)
+		if err != nil {
+			return false, false, fmt.Errorf("loadsearch: measure %s %s: %w", strconv.FormatFloat(load, 'g', 6, 64), o.Axis.Unit(), err)
+		}
+		p.Load = load
+		if p.Flag == "" && p.SuccessRate >= o.SLO.MinSuccess && p.Completed < res.MinRequests {
+			p.Flag = fmt.Sprintf("too few requests: %d completed in the measured window, the SLO's percentile needs %d", p.Completed, res.MinRequests)
+		}
+		if p.Scored() {
+			p.Meets, p.Why = o.SLO.Check(p)
+		} else {
+			p.Meets, p.Why = false, "not scored: "+p.Flag
+		}
+		seen[load] = len(res.Points)
+		res.Points = append(res.Points, p)
+		return p.Meets, !p.Scored(), nil
+	}
+	round := func(x float64) float64 {
+		if o.Axis == AxisConcurrency {
+			return math.Floor(x)
+		}
+		return x
+	}
+	lo, hi := 0.0, 0.0
+	hiFlagged := false
+	load := o.Start
+	ok, fl, err := probe(load)
+	if err != nil {
+		return res, err
+	}
+	if ok {
+		lo = load
+		for hi == 0 {
+			if lo >= o.Max {
+				res.Limit = fmt.Sprintf("the highest load allowed (%v %s) meets the SLO", o.Max, o.Axis.Unit())
+				break
+			}
+			next := math.Min(lo*2, o.Max)
+			ok, fl, err = probe(next)
+			if err != nil {
+				return res, err
+			}
+			if ok {
+				lo = next
+			} else {
+				hi, hiFlagged = next, fl
+			}
+		}
+	} else {
+		hi, hiFlagged = load, fl
+		for lo == 0 {
+			next := round(hi / 2)
+			if next < o.Min || next >= hi {
+				res.Limit = fmt.Sprintf("even the lowest load allowed (%v %s) breaks the SLO", o.Min, o.Axis.Unit())
+				break
+			}
+			ok, fl, err = probe(next)
+			if err != nil {
+				return res, err
+			}
+			if ok {
+				lo = next
+			} else {
+				hi, hiFlagged = next, fl
+			}
+		}
+	}
+	for lo > 0 && hi > 0 && hi-lo > o.Tolerance*lo {
+		mid := round((lo + hi) / 2)
+		if mid <= lo || mid >= hi {
+			break // concurrency: adjacent integers
+		}
+		ok, fl, err = probe(mid)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi, hiFlagged = mid, fl
+		}
+	}
+	res.Sustainable, res.Found, res.Ceiling = lo, lo > 0, hi
+	if hiFlagged && res.Limit == "" {
+		p, _ := res.At(hi)
+		res.Limit = fmt.Sprintf("the load above %v %s could not be measured: %s", lo, o.Axis.Unit(), p.Flag)
+	}
+	sort.Slice(res.Points, func(i, j int) bool { return res.Points[i].Load < res.Points[j].Load })
+	return res, nil
+}
+
+// Cache memoizes a Measure by load, so loads shared by several searches
+// (a rerun, the same config asked for twice) are measured once. It is safe
+// for concurrent use; concurrent calls for one load measure it once.
+type Cache struct {
+	mu      sync.Mutex
+	measure Measure
+	points  map[float64]*cacheEntry
+	// Misses counts the measurements actually taken.
+	Misses int
+}
+
+type cacheEntry struct {
+	done chan struct{}
+	p    Point
+	err  error
+}
+
+// NewCache wraps measure.
+func NewCache(measure Measure) *Cache {
+	return &Cache{measure: measure, points: map[float64]*cacheEntry{}}
+}
+
+// Measure is the memoized Measure; an error is not cached.
+func (c *Cache) Measure(ctx context.Context, load float64) (Point, error) {
+	c.mu.Lock()
+	e, ok := c.points[load]
+	if !ok {
+		e = &cacheEntry{done: make(chan struct{})}
+		c.points[load] = e
+		c.Misses++
+		c.mu.Unlock()
+		e.p, e.err = c.measure(ctx, load)
+		close(e.done)
+		if e.err != nil {
+			c.mu.Lock()
+			delete(c.points, load)
+			c.mu.Unlock()
+		}
+		return e.p, e.err
+	}
+	c.mu.Unlock()
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return Point{}, ctx.Err()
+	}
+	if e.err != nil {
+		return c.Measure(ctx, load)
+	}
+	return e.p, nil
+}
+
+var (
+	_ Measure = (*Cache)(nil).Measure
+	_ Measure = (*Bench)(nil).Measure
+)
+
+// ErrNotFound is wrapped when no load within the search's range meets the
+// SLO.
+var ErrNotFound = errors.New("no load meets the SLO")
