@@ -439,7 +439,13 @@ func (s *Store) Trial(ctx context.Context, runID int64, key string) (Trial, erro
 
 // Trials lists the trials of a run in the order they were saved.
 func (s *Store) Trials(ctx context.Context, runID int64) ([]Trial, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+trialCols+` FROM trials WHERE run_id = ? ORDER BY id`), runID)
+	return s.listTrials(ctx, runID, trialCols)
+}
+
+// listTrials reads a run's trials, in the order they were saved, with the
+// columns cols (trialCols, or trialHeadCols).
+func (s *Store) listTrials(ctx context.Context, runID int64, cols string) ([]Trial, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+cols+` FROM trials WHERE run_id = ? ORDER BY id`), runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: list trials of run %d: %w", runID, err)
 	}
@@ -465,20 +471,7 @@ const trialHeadCols = `id, run_id, key, stage, name, workload, repeat_no, config
 // result, engine metrics and log tail: a list that polls them (the
 // server's) reads a few kilobytes, not every result's per-request arrays.
 func (s *Store) TrialHeads(ctx context.Context, runID int64) ([]Trial, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+trialHeadCols+` FROM trials WHERE run_id = ? ORDER BY id`), runID)
-	if err != nil {
-		return nil, fmt.Errorf("store: list trials of run %d: %w", runID, err)
-	}
-	defer rows.Close()
-	var out []Trial
-	for rows.Next() {
-		t, err := scanTrial(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list trials of run %d: %w", runID, err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return s.listTrials(ctx, runID, trialHeadCols)
 }
 
 func boolInt(b bool) int {
