@@ -54,7 +54,8 @@ type Coef struct {
 }
 
 // Coefficients is the calibration: Coef per "GPU/engine/version", with
-// fallbacks "GPU/engine", "engine" and "*".
+// fallbacks "GPU/engine", "engine", the same engine's nearest version, the
+// GPU's pool ("H100": what the engines measured on it share) and "*".
 type Coefficients struct {
 	// Source says where the figures came from.
 	Source string `json:"source,omitempty"`
@@ -175,9 +176,13 @@ func (c *Coefficients) Lookup(gpu, engine, version string) (Coef, string) {
 			}
 		}
 		// Same engine, nearest version on this GPU (the newest one not
-		// above the asked version, else the oldest above it), then on any
-		// GPU; only then the generic prior.
+		// above the asked version, else the oldest above it), then the
+		// GPU's pool of the engines measured on it, then the same engine
+		// on any GPU; only then the generic prior.
 		for _, anyGPU := range []bool{false, true} {
+			if e, ok := c.Entries[gpu]; ok && anyGPU && gpu != "" {
+				return e, gpu
+			}
 			var keys []string
 			for k := range c.Entries {
 				parts := strings.SplitN(k, "/", 3)

@@ -13,6 +13,7 @@ func TestLookupFallback(t *testing.T) {
 		"H100/vllm/0.11.0":        {GEMMEff: 0.3},
 		"H200/sglang/0.5.5":       {GEMMEff: 0.4},
 		"H100/sglang/0.5.5.post1": {GEMMEff: 0.5},
+		"H200":                    {GEMMEff: 0.6},
 	}}
 	tests := []struct {
 		gpu, engine, version, want string
@@ -25,6 +26,8 @@ func TestLookupFallback(t *testing.T) {
 		{"A100", "vllm", "0.11.0", "H100/vllm/0.11.0"},   // same engine, other GPU
 		{"H200", "sglang", "0.5.9", "H200/sglang/0.5.5"}, // same GPU first
 		{"H100", "trtllm", "1.2.0rc1", "*"},
+		{"H200", "trtllm", "1.2.0rc1", "H200"}, // the GPU's pool
+		{"H200", "vllm", "0.11.0", "H200"},     // the GPU's pool before another GPU's vLLM
 	}
 	for _, tt := range tests {
 		t.Run(tt.gpu+"/"+tt.engine+"/"+tt.version, func(t *testing.T) {

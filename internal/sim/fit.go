@@ -22,10 +22,23 @@ type FitOptions struct {
 	Prior float64
 	// Log receives progress lines when set.
 	Log func(format string, args ...any)
+	// PoolMin is the fewest scored cases a GPU/engine/version needs to be
+	// fitted on its own (0 = 3; negative = every group on its own). A
+	// thinner group is fitted after the others, from their pooled values
+	// and pulled toward them with weight PoolPrior, because a single
+	// block cannot pin a dozen coefficients: left free, it lands on
+	// whatever fits that block (an API server that takes 77 ms a request).
+	PoolMin int
+	// PoolPrior is the weight pulling a thin group toward the pool (log
+	// scale); 0 = 0.5.
+	PoolPrior float64
 
 	// fixedTPS holds, for orderings across groups, the predicted and
 	// measured throughput of cases outside the group being fitted.
 	fixedTPS map[string][2]float64
+	// center, when set, is what the prior pulls toward instead of the
+	// starting values.
+	center *Coef
 }
 
 // coefParam names one fitted scalar of a Coef.
@@ -126,38 +139,89 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 		}
 		return keys[i] < keys[j]
 	})
-	// Groups are independent: fit them in parallel, one goroutine each,
-	// big groups first; a thin group starts from its engine's prior.
-	type res struct {
-		k string
-		c Coef
+	poolMin := opt.PoolMin
+	if poolMin == 0 {
+		poolMin = 3
 	}
-	ch := make(chan res, len(keys))
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	if opt.PoolPrior == 0 {
+		opt.PoolPrior = 0.5
+	}
+	var full, thin []string
 	for _, k := range keys {
+		if poolMin > 0 && len(groups[k]) < poolMin {
+			thin = append(thin, k)
+		} else {
+			full = append(full, k)
+		}
+	}
+	if len(full) == 0 {
+		full, thin = keys, nil
+	}
+	// Each group's options: a thin one is pulled toward its GPU's pool.
+	optOf := map[string]FitOptions{}
+	fitAll := func(ks []string, initOf func(k string) Coef) {
+		type res struct {
+			k string
+			c Coef
+		}
+		ch := make(chan res, len(ks))
+		sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+		for _, k := range ks {
+			go func(k string, init Coef) {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				c := fitGroup(groups[k], init, optOf[k])
+				if opt.Log != nil {
+					opt.Log("fitted %s on %d cases: %+v", k, len(groups[k]), c)
+				}
+				ch <- res{k, c}
+			}(k, initOf(k))
+		}
+		for range ks {
+			r := <-ch
+			out.Entries[r.k] = r.c
+		}
+	}
+	// Groups are independent: fit them in parallel, one goroutine each,
+	// big groups first, each from its own start or its engine's prior.
+	for _, k := range full {
+		optOf[k] = opt
+	}
+	fitAll(full, func(k string) Coef {
+		if e, ok := start.Entries[k]; ok {
+			return cloneCoef(e)
+		}
 		gpu, engine, _ := strings.Cut(k, "/")
 		engine, _, _ = strings.Cut(engine, "/")
-		var init Coef
-		if e, ok := start.Entries[k]; ok {
-			init = cloneCoef(e)
-		} else {
-			e, _ := start.Lookup(gpu, engine, "")
-			init = cloneCoef(e)
+		e, _ := start.Lookup(gpu, engine, "")
+		return cloneCoef(e)
+	})
+	// The pool: per GPU, what the well-measured groups agree on. It
+	// starts and anchors the thin groups, and is what an engine never
+	// measured on that GPU gets.
+	pools := poolByGPU(groups, full, out.Entries, start)
+	for gpu, p := range pools {
+		out.Entries[gpu] = p
+	}
+	for _, k := range thin {
+		o := opt
+		gpu, _, _ := strings.Cut(k, "/")
+		if p, ok := pools[gpu]; ok {
+			c := cloneCoef(p)
+			o.center, o.Prior = &c, opt.PoolPrior
 		}
-		go func(k string, init Coef) {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			c := fitGroup(groups[k], init, opt)
-			if opt.Log != nil {
-				opt.Log("fitted %s on %d cases: %+v", k, len(groups[k]), c)
-			}
-			ch <- res{k, c}
-		}(k, init)
+		optOf[k] = o
 	}
-	for range keys {
-		r := <-ch
-		out.Entries[r.k] = r.c
-	}
+	fitAll(thin, func(k string) Coef {
+		gpu, _, _ := strings.Cut(k, "/")
+		init := cloneCoef(pools[gpu])
+		if e, ok := start.Entries[k]; ok {
+			// Keep a backend's speeds a start may know; the rest is
+			// the pool's.
+			init.Backend, init.BackendDecode = cloneMap(e.Backend), cloneMap(e.BackendDecode)
+		}
+		return init
+	})
 	// Orderings across groups (engine choice: two engines, two groups)
 	// cannot enter a group's loss directly. Refit each group that holds
 	// one side of a reversed ordering, holding the other side at its
@@ -193,7 +257,7 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 		if !redo[k] {
 			continue
 		}
-		o := opt
+		o := optOf[k]
 		o.fixedTPS = fixed
 		c, _ := fitGroupFrom(groups[k], out.Entries[k], o)
 		if opt.Log != nil {
@@ -265,6 +329,15 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) (Coef, float64) {
 	for i, p := range params {
 		x0[i] = math.Log(p.get(&init))
 	}
+	// The prior's center: the start, or the pool a thin group leans on.
+	xc := append([]float64(nil), x0...)
+	if opt.center != nil {
+		for i, p := range params {
+			if v := p.get(opt.center); v > 0 {
+				xc[i] = math.Log(v)
+			}
+		}
+	}
 	coefAt := func(x []float64) Coef {
 		c := cloneCoef(init)
 		for i, p := range params {
@@ -335,7 +408,7 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) (Coef, float64) {
 			}
 		}
 		for i := range x {
-			r = append(r, prior*(x[i]-x0[i]))
+			r = append(r, prior*(x[i]-xc[i]))
 		}
 		val := func(sd side) float64 {
 			if sd.idx < 0 {
@@ -426,6 +499,54 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) (Coef, float64) {
 		out.BackendDecode = nil
 	}
 	return out, best
+}
+
+// poolByGPU is, per GPU, the geometric mean over the well-measured groups
+// (keys) of each coefficient those groups fitted; a coefficient no group
+// fitted keeps the start's generic value. Each engine version counts once,
+// however many blocks it has, so that the engine measured most does not
+// become every engine.
+func poolByGPU(groups map[string][]Case, keys []string, fitted map[string]Coef, start *Coefficients) map[string]Coef {
+	type acc struct {
+		sum float64
+		n   int
+	}
+	sums := map[string]map[string]*acc{}
+	for _, k := range keys {
+		gpu, _, _ := strings.Cut(k, "/")
+		if sums[gpu] == nil {
+			sums[gpu] = map[string]*acc{}
+		}
+		c := fitted[k]
+		for _, p := range groupParams(groups[k]) {
+			if strings.Contains(p.name, ":") {
+				continue // a backend's speed is its own, not a pool's
+			}
+			a := sums[gpu][p.name]
+			if a == nil {
+				a = &acc{}
+				sums[gpu][p.name] = a
+			}
+			a.sum += math.Log(p.get(&c))
+			a.n++
+		}
+	}
+	out := map[string]Coef{}
+	for gpu, byName := range sums {
+		base, ok := start.Entries["*"]
+		if !ok {
+			base = defaultCoef
+		}
+		c := cloneCoef(base)
+		c.Backend, c.BackendDecode = nil, nil
+		for _, p := range fitParams {
+			if a := byName[p.name]; a != nil {
+				p.set(&c, math.Exp(a.sum/float64(a.n)))
+			}
+		}
+		out[gpu] = c
+	}
+	return out
 }
 
 // groupParams lists the coefficients a group of cases can inform: FP8

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,7 +26,7 @@ func TestFitReference(t *testing.T) {
 	// From the generic prior, not from the embedded file, so the file is
 	// reproducible by this command.
 	prior := &Coefficients{Entries: map[string]Coef{"*": defaultCoef}}
-	c, err := Fit(ref.Cases, prior, FitOptions{Rounds: fitRounds(), Orderings: ref.Orderings, Log: t.Logf})
+	c, err := Fit(ref.Cases, prior, FitOptions{Rounds: fitRounds(), Orderings: ref.Orderings, Log: t.Logf, PoolPrior: envFloat("SIM_POOL_PRIOR")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +35,13 @@ func TestFitReference(t *testing.T) {
 	if err := os.WriteFile("coefficients.json", c.JSON(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// envFloat reads a float from the environment (0 when unset): knobs for
+// trying a fit's options from the command line.
+func envFloat(name string) float64 {
+	v, _ := strconv.ParseFloat(os.Getenv(name), 64)
+	return v
 }
 
 // fitRounds reads SIM_FIT_ROUNDS (0 = Fit's default).
@@ -59,7 +67,7 @@ func TestLeaveOneModelOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	res, folds := LeaveOneModelOutFits(ref, &Coefficients{Entries: map[string]Coef{"*": defaultCoef}}, FitOptions{Orderings: ref.Orderings, Log: t.Logf})
+	res, folds := LeaveOneModelOutFits(ref, &Coefficients{Entries: map[string]Coef{"*": defaultCoef}}, FitOptions{Orderings: ref.Orderings, Log: t.Logf, PoolPrior: envFloat("SIM_POOL_PRIOR")})
 	t.Logf("leave-one-model-out took %v", time.Since(t0))
 	if len(res) != 3 || len(folds.Folds) != 3 {
 		t.Fatalf("held out %d models (%d folds), want 3", len(res), len(folds.Folds))
@@ -69,5 +77,39 @@ func TestLeaveOneModelOut(t *testing.T) {
 		if err := os.WriteFile("coefficients_lomo.json", folds.JSON(), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestPoolByGPU: the pool is, per GPU, the geometric mean of what each
+// well-measured group fitted, one vote per engine version; a coefficient no
+// group could inform (FP8 without an FP8 model) keeps the generic prior,
+// and a backend's speed never enters it.
+func TestPoolByGPU(t *testing.T) {
+	bf16 := Case{ID: "a", Params: Params{Engine: EngineVLLM, Version: "0.11.0", Model: "Qwen3-14B", GPU: "H100"}}
+	groups := map[string][]Case{
+		"H100/vllm/0.11.0":  {bf16, bf16, bf16, bf16},
+		"H100/sglang/0.5.9": {{ID: "b", Params: Params{Engine: EngineSGLang, Version: "0.5.9", Model: "Qwen3-14B", GPU: "H100"}}},
+		"H200/vllm/0.11.0":  {{ID: "c", Params: Params{Engine: EngineVLLM, Version: "0.11.0", Model: "Qwen3-14B", GPU: "H200"}}},
+	}
+	fitted := map[string]Coef{
+		"H100/vllm/0.11.0":  {GEMMEff: 0.2, FP8Eff: 0.9, FrontendMs: 1, Backend: map[string]float64{"x": 3}},
+		"H100/sglang/0.5.9": {GEMMEff: 0.8, FP8Eff: 0.9, FrontendMs: 4},
+		"H200/vllm/0.11.0":  {GEMMEff: 0.5, FrontendMs: 2},
+	}
+	start := &Coefficients{Entries: map[string]Coef{"*": defaultCoef}}
+	pools := poolByGPU(groups, []string{"H100/vllm/0.11.0", "H100/sglang/0.5.9", "H200/vllm/0.11.0"}, fitted, start)
+	h := pools["H100"]
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if !near(h.GEMMEff, 0.4) || !near(h.FrontendMs, 2) {
+		t.Errorf("H100 pool gemm %g frontend %g, want 0.4 and 2 (geometric means, one vote per version)", h.GEMMEff, h.FrontendMs)
+	}
+	if h.FP8Eff != defaultCoef.FP8Eff {
+		t.Errorf("H100 pool fp8 %g: no group ran an FP8 model, want the prior %g", h.FP8Eff, defaultCoef.FP8Eff)
+	}
+	if h.Backend != nil {
+		t.Errorf("H100 pool carries backend speeds %v", h.Backend)
+	}
+	if g := pools["H200"].GEMMEff; !near(g, 0.5) {
+		t.Errorf("H200 pool gemm %g, want 0.5 (its own GPU's groups only)", g)
 	}
 }
