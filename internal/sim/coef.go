@@ -39,6 +39,11 @@ type Coef struct {
 	// The frontend is one FIFO server shared by admissions and outputs, so
 	// under a burst of arrivals the first tokens wait behind the admissions.
 	OutputUs float64 `json:"output_us,omitempty"`
+	// CoreAddMs is the scheduler thread's cost of taking one new request
+	// off its input queue, paid between steps and not overlapped with
+	// them: the engine drains its whole queue before each step, so a
+	// burst is taken in full before the first step that holds it.
+	CoreAddMs float64 `json:"core_add_ms,omitempty"`
 	// ScanEff is the share of the dense BF16 peak that the chunked scan of
 	// the linear-attention (Gated DeltaNet) layers reaches, per 64-token
 	// chunk. Zero means the prior (defaultScanEff).
@@ -134,7 +139,7 @@ func (e Coef) check() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"step_ms", e.StepMs}, {"seq_us", e.SeqUs}, {"frontend_ms", e.FrontendMs}, {"output_us", e.OutputUs}, {"eager_ms", e.EagerMs}} {
+	}{{"step_ms", e.StepMs}, {"seq_us", e.SeqUs}, {"frontend_ms", e.FrontendMs}, {"output_us", e.OutputUs}, {"core_add_ms", e.CoreAddMs}, {"eager_ms", e.EagerMs}} {
 		if !(f.v >= 0 && f.v <= 1e5) {
 			return fmt.Errorf("%s %g: overheads must be in [0, 100000]", f.name, f.v)
 		}

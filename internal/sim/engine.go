@@ -116,6 +116,8 @@ type Engine struct {
 
 	now      float64
 	feFree   float64
+	coreFree float64 // when the scheduler thread has taken its queued requests
+	inbox    []*seq  // handed over by the API server, not yet taken by the scheduler thread
 	waiting  []*seq
 	running  []*seq
 	inflight *step
@@ -531,7 +533,43 @@ func (e *Engine) submit(r Req, user int) {
 	e.feFree = math.Max(e.feFree, t) + fe
 	s.ready = e.feFree
 	e.waiting = append(e.waiting, s)
+	if e.c.CoreAddMs > 0 {
+		e.inbox = append(e.inbox, s)
+	}
 	e.stats.Waiting = len(e.waiting)
+}
+
+// takeInbox is when the scheduler thread can schedule a step it would
+// start at t: it first takes every request the API server has handed
+// over, one at a time (CoreAddMs each), and goes on taking those that
+// arrive meanwhile until its queue is empty. vLLM's EngineCoreProc does
+// this in _process_input_queue before every step, SGLang's scheduler in
+// recv_requests/process_input_requests, TensorRT-LLM's executor when it
+// fetches new requests; a request is schedulable once taken. Under a
+// burst faster than CoreAddMs the engine steps on nothing until the
+// whole burst is in.
+func (e *Engine) takeInbox(t float64) float64 {
+	if e.c.CoreAddMs <= 0 {
+		return t
+	}
+	cost := e.c.CoreAddMs / 1000
+	t = math.Max(t, e.coreFree)
+	n := 0
+	for n < len(e.inbox) && e.inbox[n].ready <= t {
+		s := e.inbox[n]
+		n++
+		if s.done {
+			continue // cancelled while queued
+		}
+		t += cost
+		s.ready = t
+	}
+	if n > 0 {
+		clear(e.inbox[:n])
+		e.inbox = e.inbox[n:]
+	}
+	e.coreFree = t
+	return t
 }
 
 // NextEventTime is when the engine next has something to report or do:
@@ -541,14 +579,14 @@ func (e *Engine) NextEventTime() (float64, bool) {
 		return e.inflight.end, true
 	}
 	if len(e.running) > 0 {
-		return e.now, true
+		return math.Max(e.now, e.coreFree), true
 	}
 	if len(e.waiting) > 0 {
 		r := math.Inf(1)
 		for _, s := range e.waiting {
 			r = math.Min(r, s.ready)
 		}
-		return math.Max(r, e.now), true
+		return math.Max(math.Max(r, e.now), e.coreFree), true
 	}
 	if len(e.pending) > 0 {
 		return e.now, true
@@ -582,6 +620,10 @@ func (e *Engine) advance(to float64) {
 				start = math.Max(start, r)
 			}
 			if start > to {
+				e.now = math.Max(e.now, to)
+				return
+			}
+			if start = e.takeInbox(start); start > to {
 				e.now = math.Max(e.now, to)
 				return
 			}

@@ -90,6 +90,8 @@ func (e *Engine) crash(t float64, err error) {
 	}
 	clear(e.running)
 	clear(e.waiting)
+	clear(e.inbox)
+	e.inbox = e.inbox[:0]
 	e.running, e.waiting = e.running[:0], e.waiting[:0]
 	e.inflight = nil
 	e.stats.Running, e.stats.Waiting = 0, 0

@@ -81,6 +81,7 @@ var fitParams = []coefParam{
 	scalarParam("seq_us", func(c *Coef) *float64 { return &c.SeqUs }, 0.5, 2000),
 	scalarParam("frontend_ms", func(c *Coef) *float64 { return &c.FrontendMs }, 0.01, 100),
 	scalarParam("output_us", func(c *Coef) *float64 { return &c.OutputUs }, 0.5, 5000),
+	scalarParam("core_add_ms", func(c *Coef) *float64 { return &c.CoreAddMs }, 0.01, 100),
 	scalarParam("eager_ms", func(c *Coef) *float64 { return &c.EagerMs }, 0.1, 100),
 	scalarParam("scan_eff", func(c *Coef) *float64 { return &c.ScanEff }, 0.005, 1.0),
 }

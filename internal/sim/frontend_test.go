@@ -1,6 +1,10 @@
 package sim
 
-import "testing"
+import (
+	"math"
+	"strconv"
+	"testing"
+)
 
 // TestFrontendQueue checks the API-server model: admissions and outputs
 // share one FIFO server, so costly outputs delay a burst's first tokens, a
@@ -77,5 +81,75 @@ func TestPreemptedBlocksReused(t *testing.T) {
 	t.Logf("prefill tokens: cache %d, no cache %d, preemptions %d", on.Stats.PromptTokens, noCache.Stats.PromptTokens, on.Stats.Preemptions)
 	if ideal := int64(6 * 32003); on.Stats.PromptTokens > ideal*13/10 {
 		t.Errorf("prefilled %d tokens for %d of prompts: thrashing", on.Stats.PromptTokens, ideal)
+	}
+}
+
+// TestSchedulerIntake checks the scheduler thread's intake cost: it takes
+// every queued request before it schedules a step, so a burst faster than
+// the intake cost reaches the GPU only once it is all in (no first token
+// before 200 intakes), while requests spaced wider than the cost are taken
+// as they come and are not held back.
+func TestSchedulerIntake(t *testing.T) {
+	p := Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen3-8B", GPU: "H100"}
+	coef := func(addMs float64) *Coefficients {
+		c := defaultCoef
+		c.FrontendMs, c.CoreAddMs = 0.01, addMs
+		return &Coefficients{Entries: map[string]Coef{"*": c}}
+	}
+	const n, addMs = 200, 10.0
+	burst := func(addMs float64) float64 {
+		e, err := New(p, coef(addMs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			e.Submit(Req{ID: strconv.Itoa(i), PromptLen: 128, OutputLen: 4})
+		}
+		first := math.Inf(1)
+		for {
+			te, ok := e.NextEventTime()
+			if !ok {
+				break
+			}
+			for _, ev := range e.Advance(te) {
+				if ev.Err != nil {
+					t.Fatalf("request %s: %v", ev.ReqID, ev.Err)
+				}
+				if ev.Tokens > 0 {
+					first = math.Min(first, ev.Time)
+				}
+			}
+		}
+		return first
+	}
+	if first, all := burst(addMs), n*addMs/1000; first < all {
+		t.Errorf("burst of %d at %g ms an intake: first token at %.3f s, before the last intake at %.3f s", n, addMs, first, all)
+	}
+	if first := burst(0); first > 0.5 {
+		t.Errorf("burst of %d without an intake cost: first token at %.3f s", n, first)
+	}
+
+	// One request every 50 ms: each is taken at once, so no request's
+	// first token waits for the ones behind it.
+	e, err := New(p, coef(addMs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := map[string]float64{}
+	worst := 0.0
+	for i := range n {
+		at := float64(i) * 0.05
+		for _, ev := range e.Advance(at) {
+			if ev.Tokens > 0 && sent[ev.ReqID] >= 0 {
+				worst = math.Max(worst, ev.Time-sent[ev.ReqID])
+				sent[ev.ReqID] = -1
+			}
+		}
+		id := strconv.Itoa(i)
+		sent[id] = at
+		e.Submit(Req{ID: id, Arrival: at, PromptLen: 128, OutputLen: 4})
+	}
+	if worst > 0.2 {
+		t.Errorf("requests 50 ms apart at %g ms an intake: a first token %.3f s after its arrival", addMs, worst)
 	}
 }
