@@ -564,6 +564,29 @@ func (l *Lab) baselineFollowUps(ctx context.Context, base *result) error {
 	return nil
 }
 
+// incumbentFollowUps measures a joint search's new incumbent on the
+// generalization workloads while its server is up (decide has just run its
+// repeats on it). The joint search is the last to change the winner, and on
+// one GPU the candidates it tries next take the incumbent's place, so
+// measured at the end, as generalize would, the winner starts a second time
+// (the 14B example: 19 starts for 18 configs). The joint search calls it
+// only when no untested config is predicted to beat the new incumbent (the
+// search goes on on the exploration bonus alone): these trials are wasted
+// if a later candidate wins after all, and four generalization benchmarks
+// cost more than one start (eagerly for every new incumbent, the 14B plan
+// took 1.76 GPU-hours against 1.66). generalize finds them stored.
+func (l *Lab) incumbentFollowUps(ctx context.Context, inc *result) error {
+	if !inc.eligible() || len(l.Spec.Generalization) == 0 {
+		return nil
+	}
+	var gens []TrialSpec
+	for _, w := range l.Spec.Generalization {
+		gens = append(gens, l.trialSpec("generalization", inc.spec.Point, inc.spec.Config, w, 0))
+	}
+	_, err := l.runSpecsNoBudget(ctx, gens)
+	return err
+}
+
 // stage runs one stage against the incumbent and returns the new incumbent.
 func (l *Lab) stage(ctx context.Context, st Stage, inc *result, incScore float64) (*result, float64, error) {
 	s := l.Spec

@@ -203,3 +203,37 @@ func TestServerReuse(t *testing.T) {
 		})
 	}
 }
+
+// TestLikelyBeaten: a joint search's new incumbent is measured on the
+// generalization workloads at once only when no untested config outside
+// the batch just measured is predicted, without the exploration bonus, to
+// beat it; a config that beats it only on the bonus does not count.
+func TestLikelyBeaten(t *testing.T) {
+	a, b, c := Point{"engine": "vllm"}, Point{"engine": "sglang"}, Point{"engine": "trtllm"}
+	cands := []rankedPoint{
+		{p: a, pred: 120, opt: 120},
+		{p: b, pred: 90, opt: 130}, // ahead on the bonus only
+		{p: c, pred: 80, opt: 80},
+	}
+	tests := []struct {
+		name  string
+		batch []Point
+		bar   float64
+		want  bool
+	}{
+		{"a predicted above the bar", []Point{c}, 110, true},
+		{"a was the batch just measured", []Point{a}, 110, false},
+		{"b predicted above a lower bar", []Point{a}, 85, true},
+		{"b ahead only on the bonus", nil, 125, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := likelyBeaten(cands, tt.batch, tt.bar); got != tt.want {
+				t.Errorf("likelyBeaten = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if likelyBeaten(nil, nil, 0) {
+		t.Error("no untested config left, yet likely beaten")
+	}
+}

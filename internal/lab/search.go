@@ -305,13 +305,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 				seen[f] = true
 			}
 		}
-		type ranked struct {
-			p      Point
-			pred   float64 // calibrated prediction
-			opt    float64 // with the bonus for unmeasured values
-			unseen []string
-		}
-		var cands []ranked
+		var cands []rankedPoint
 		for _, p := range pts {
 			cfg, _ := s.Config(p)
 			g, ok := guess[ConfigHash(cfg)]
@@ -329,7 +323,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 				}
 			}
 			pred := g * cal.factor(fs)
-			cands = append(cands, ranked{p, pred, pred * math.Pow(explorationBonus, float64(len(unseen))), unseen})
+			cands = append(cands, rankedPoint{p, pred, pred * math.Pow(explorationBonus, float64(len(unseen))), unseen})
 		}
 		sort.SliceStable(cands, func(i, j int) bool { return cands[i].opt > cands[j].opt })
 		thr := math.Max(l.sum.NoiseFloor, s.MinGain)
@@ -387,10 +381,41 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		if err != nil {
 			return inc, incScore, err
 		}
+		if newInc != inc && !likelyBeaten(cands, batch, newScore*(1+thr)) {
+			if err := l.incumbentFollowUps(ctx, newInc); err != nil {
+				return newInc, newScore, err
+			}
+		}
 		inc, incScore = newInc, newScore
 	}
 	js.Improved = inc != staged
 	return inc, incScore, nil
+}
+
+// rankedPoint is an untested config of the joint space, as the search
+// ranks it.
+type rankedPoint struct {
+	p      Point
+	pred   float64 // calibrated prediction
+	opt    float64 // with the bonus for unmeasured values
+	unseen []string
+}
+
+// likelyBeaten says whether an untested config outside the batch just
+// measured is predicted, without the exploration bonus, to beat bar. When
+// none is, the search goes on only on the bonus's optimism, and the new
+// incumbent is most likely the winner.
+func likelyBeaten(cands []rankedPoint, batch []Point, bar float64) bool {
+	measured := map[string]bool{}
+	for _, p := range batch {
+		measured[p.String()] = true
+	}
+	for _, c := range cands {
+		if !measured[c.p.String()] && c.pred > bar {
+			return true
+		}
+	}
+	return false
 }
 
 // guessAll predicts every point with the guide (in parallel, once per
