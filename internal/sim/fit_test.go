@@ -113,3 +113,29 @@ func TestPoolByGPU(t *testing.T) {
 		t.Errorf("H200 pool gemm %g, want 0.5 (its own GPU's groups only)", g)
 	}
 }
+
+// TestFillFromPool: a group gets its GPU's pooled value for a kernel
+// efficiency its own cases could not inform (FP8 on an engine measured only
+// in BF16), keeps what it fitted, and keeps its software costs whatever
+// they are.
+func TestFillFromPool(t *testing.T) {
+	bf16 := Case{ID: "a", Params: Params{Engine: EngineVLLM, Version: "0.11.0", Model: "Qwen3-14B", GPU: "H100"}}
+	fp8 := Case{ID: "b", Params: Params{Engine: EngineSGLang, Version: "0.5.5.post1", Model: "Qwen3-14B-FP8", GPU: "H100"}}
+	groups := map[string][]Case{"H100/vllm/0.11.0": {bf16}, "H100/sglang/0.5.5.post1": {fp8}}
+	entries := map[string]Coef{
+		"H100/vllm/0.11.0":        {GEMMEff: 0.3, FP8Eff: 0.45, FrontendMs: 1, CoreAddMs: 9},
+		"H100/sglang/0.5.5.post1": {GEMMEff: 0.4, FP8Eff: 0.25, FrontendMs: 2},
+	}
+	pools := map[string]Coef{"H100": {GEMMEff: 0.5, FP8Eff: 0.2, FrontendMs: 7, CoreAddMs: 1, ScanEff: 0.09}}
+	fillFromPool(groups, entries, pools)
+	v, s := entries["H100/vllm/0.11.0"], entries["H100/sglang/0.5.5.post1"]
+	if v.FP8Eff != 0.2 || v.ScanEff != 0.09 {
+		t.Errorf("vLLM (no FP8, no hybrid model): fp8 %g scan %g, want the pool's 0.2 and 0.09", v.FP8Eff, v.ScanEff)
+	}
+	if v.GEMMEff != 0.3 || v.FrontendMs != 1 || v.CoreAddMs != 9 {
+		t.Errorf("vLLM's own fit changed: %+v", v)
+	}
+	if s.FP8Eff != 0.25 {
+		t.Errorf("SGLang ran FP8: fp8 %g, want its own 0.25", s.FP8Eff)
+	}
+}
