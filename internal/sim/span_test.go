@@ -8,17 +8,17 @@ import (
 )
 
 // Coverage of the embedded range on the reference blocks, asserted as
-// regression bounds a little under what it reaches (2026-11-25, see
-// docs/sim-fidelity.md): the span (main calibration and the three
-// leave-one-model-out ones, widened by their mean held-out error) held 47 of
+// regression bounds a little under what it reaches (2026-11-25, second
+// round, see docs/sim-fidelity.md): the span (main calibration and the three
+// leave-one-model-out ones, widened by their mean held-out error) holds 48 of
 // 48 measured throughputs, 48 of 48 TTFTs and 46 of 46 TPOTs; a block's own
-// held-out fold alone, widened the same way, held 16 of 48 throughputs (the
+// held-out fold alone, widened the same way, holds 26 of 48 throughputs (the
 // held-out errors are systematic per model, not scattered).
 const (
 	boundSpanTPS  = 0.95
 	boundSpanTTFT = 0.95
 	boundSpanTPOT = 0.95
-	boundHeldTPS  = 0.30
+	boundHeldTPS  = 0.50
 )
 
 // TestSpanCoversMeasured predicts every scored reference block over the
