@@ -26,6 +26,12 @@ type FoldSet struct {
 	// prediction for an unmeasured model has been off, beyond what the
 	// folds' disagreement shows.
 	Spread Figures `json:"spread"`
+	// SpreadByEngine is, per engine, the 90th percentile of its held-out
+	// blocks' errors over every fold: a prediction is as uncertain as its
+	// engine has been off on models it had not seen (TensorRT-LLM and
+	// SGLang less than vLLM, whose 0.17.1 was measured on one model). It
+	// takes the place of Spread for that engine.
+	SpreadByEngine map[string]Figures `json:"spread_by_engine,omitempty"`
 }
 
 //go:embed coefficients_lomo.json
@@ -50,9 +56,10 @@ func ParseFolds(b []byte) (*FoldSet, error) {
 		return nil, fmt.Errorf("sim: folds: %w", err)
 	}
 	var raw struct {
-		Source string                     `json:"source"`
-		Folds  map[string]json.RawMessage `json:"folds"`
-		Spread Figures                    `json:"spread"`
+		Source         string                     `json:"source"`
+		Folds          map[string]json.RawMessage `json:"folds"`
+		Spread         Figures                    `json:"spread"`
+		SpreadByEngine map[string]Figures         `json:"spread_by_engine"`
 	}
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
@@ -62,12 +69,21 @@ func ParseFolds(b []byte) (*FoldSet, error) {
 	if len(raw.Folds) == 0 {
 		return nil, fmt.Errorf("sim: folds: none")
 	}
-	for _, v := range []float64{raw.Spread.TotalTPS, raw.Spread.MeanTTFTMs, raw.Spread.MeanTPOTMs} {
-		if !(v >= 0 && v <= 100) {
-			return nil, fmt.Errorf("sim: folds: spread %g outside [0, 100]", v)
+	spreads := map[string]Figures{"": raw.Spread}
+	for e, q := range raw.SpreadByEngine {
+		spreads[e] = q
+	}
+	for e, q := range spreads {
+		for _, v := range []float64{q.TotalTPS, q.MeanTTFTMs, q.MeanTPOTMs} {
+			if !(v >= 0 && v <= 100) {
+				if e == "" {
+					return nil, fmt.Errorf("sim: folds: spread %g outside [0, 100]", v)
+				}
+				return nil, fmt.Errorf("sim: folds: %s's spread %g outside [0, 100]", e, v)
+			}
 		}
 	}
-	f := &FoldSet{Source: raw.Source, Folds: map[string]*Coefficients{}, Spread: raw.Spread}
+	f := &FoldSet{Source: raw.Source, Folds: map[string]*Coefficients{}, Spread: raw.Spread, SpreadByEngine: raw.SpreadByEngine}
 	for m, r := range raw.Folds {
 		c, err := ParseCoefficients(r)
 		if err != nil {
@@ -76,6 +92,15 @@ func ParseFolds(b []byte) (*FoldSet, error) {
 		f.Folds[m] = c
 	}
 	return f, nil
+}
+
+// spread is the engine's held-out error, or the mean over all engines for
+// one no fold held out.
+func (f *FoldSet) spread(engine string) Figures {
+	if q, ok := f.SpreadByEngine[engine]; ok {
+		return q
+	}
+	return f.Spread
 }
 
 // JSON encodes the fold set, indented, keys sorted.
@@ -110,7 +135,8 @@ type Figures struct {
 
 // Span is the range of a prediction: the envelope of the figures the main
 // calibration and every leave-one-model-out calibration give, widened on
-// each side by the folds' Spread (lo / (1+spread), hi × (1+spread)): the
+// each side by the folds' spread for its engine (lo / (1+spread), hi ×
+// (1+spread)): the
 // envelope alone shows only how the calibrations disagree, and on the
 // reference blocks it held 27 of 48 measured throughputs.
 type Span struct {
@@ -138,11 +164,11 @@ func (s *Span) add(f Figures) {
 }
 
 // widen applies the folds' spread to an envelope.
-func (s *Span) widen(f *FoldSet) {
+func (s *Span) widen(f *FoldSet, engine string) {
 	if f == nil || s.Fits == 0 {
 		return
 	}
-	q := f.Spread
+	q := f.spread(engine)
 	s.Lo = Figures{s.Lo.TotalTPS / (1 + q.TotalTPS), s.Lo.MeanTTFTMs / (1 + q.MeanTTFTMs), s.Lo.MeanTPOTMs / (1 + q.MeanTPOTMs)}
 	s.Hi = Figures{s.Hi.TotalTPS * (1 + q.TotalTPS), s.Hi.MeanTTFTMs * (1 + q.MeanTTFTMs), s.Hi.MeanTPOTMs * (1 + q.MeanTPOTMs)}
 }
@@ -167,7 +193,7 @@ func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Re
 		r := pr.Result
 		s.add(Figures{r.TotalTokenThroughput, r.MeanTTFTMs, r.MeanTPOTMs})
 	}
-	s.widen(folds)
+	s.widen(folds, p.Engine)
 	return s, nil
 }
 
@@ -187,6 +213,6 @@ func CaseSpan(c Case, main *Coefficients, folds *FoldSet) (Span, error) {
 		}
 		s.add(Figures{r.TotalTPS, r.MeanTTFTMs, r.MeanTPOTMs})
 	}
-	s.widen(folds)
+	s.widen(folds, c.Params.Engine)
 	return s, nil
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,15 +11,16 @@ import (
 // Coverage of the embedded range on the reference blocks, asserted as
 // regression bounds a little under what it reaches (2026-11-25, second
 // round, see docs/sim-fidelity.md): the span (main calibration and the three
-// leave-one-model-out ones, widened by their mean held-out error) holds 48 of
-// 48 measured throughputs, 48 of 48 TTFTs and 46 of 46 TPOTs; a block's own
-// held-out fold alone, widened the same way, holds 26 of 48 throughputs (the
-// held-out errors are systematic per model, not scattered).
+// leave-one-model-out ones, widened by the 90th percentile of their engine's
+// held-out errors) holds 48 of 48 measured throughputs, 47 of 48 TTFTs and
+// 46 of 46 TPOTs; a block's own held-out fold alone, widened the same way,
+// holds 40 of 48 throughputs (26 with one width for every engine, the mean
+// held-out error: too narrow for vLLM, too wide elsewhere).
 const (
 	boundSpanTPS  = 0.95
 	boundSpanTTFT = 0.95
 	boundSpanTPOT = 0.95
-	boundHeldTPS  = 0.50
+	boundHeldTPS  = 0.75
 )
 
 // TestSpanCoversMeasured predicts every scored reference block over the
@@ -83,7 +85,7 @@ func TestSpanCoversMeasured(t *testing.T) {
 		}
 		var s Span
 		s.add(Figures{r.TotalTPS, r.MeanTTFTMs, r.MeanTPOTMs})
-		s.widen(folds)
+		s.widen(folds, c.Params.Engine)
 		a, d, e := s.Contains(Figures{c.Measured.TotalTPS, c.Measured.MeanTTFTMs, c.Measured.MeanTPOTMs})
 		hTPS += b2i(a)
 		hTTFT += b2i(d)
@@ -130,10 +132,16 @@ func FuzzParseFolds(f *testing.F) {
 	f.Add([]byte(`{"folds":{"Qwen3-14B":{"entries":{"*":{"gemm_eff":0.5,"fp8_eff":0.4,"mem_eff":0.7,"attn_eff":0.4,"step_ms":2,"seq_us":20,"frontend_ms":1,"eager_ms":8}}}}}`))
 	f.Add([]byte(`{"folds":{"x":{"entries":{"*":{"gemm_eff":7}}}}}`))
 	f.Add([]byte(`{"folds":{}}`))
+	f.Add([]byte(`{"folds":{"x":{"entries":{}}},"spread_by_engine":{"vllm":{"total_tps":-1}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fs, err := ParseFolds(b)
 		if err != nil {
 			return
+		}
+		for e, q := range fs.SpreadByEngine {
+			if !(q.TotalTPS >= 0 && q.MeanTTFTMs >= 0 && q.MeanTPOTMs >= 0) {
+				t.Fatalf("engine %q's spread %+v passed parsing", e, q)
+			}
 		}
 		for m, c := range fs.Folds {
 			if c == nil {
@@ -146,4 +154,62 @@ func FuzzParseFolds(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSpanWidensByEngine: a span is widened by its engine's held-out error
+// where the folds have one, by the mean over engines otherwise; a spread
+// outside [0, 100] is refused, naming its engine.
+func TestSpanWidensByEngine(t *testing.T) {
+	f := &FoldSet{Spread: Figures{0.5, 1, 1}, SpreadByEngine: map[string]Figures{"trtllm": {0.1, 0.2, 0.3}}}
+	for _, tc := range []struct {
+		engine string
+		hi, lo float64
+	}{{"trtllm", 110, 100 / 1.1}, {"vllm", 150, 100 / 1.5}} {
+		s := Span{}
+		s.add(Figures{100, 100, 100})
+		s.widen(f, tc.engine)
+		if math.Abs(s.Hi.TotalTPS-tc.hi) > 1e-9 || math.Abs(s.Lo.TotalTPS-tc.lo) > 1e-9 {
+			t.Errorf("%s: TPS %.3f..%.3f, want %.3f..%.3f", tc.engine, s.Lo.TotalTPS, s.Hi.TotalTPS, tc.lo, tc.hi)
+		}
+	}
+	_, err := ParseFolds([]byte(`{"folds":{"x":{"entries":{}}},"spread":{"total_tps":0.2},"spread_by_engine":{"sglang":{"total_tps":-0.1}}}`))
+	if err == nil || !strings.Contains(err.Error(), "sglang") {
+		t.Errorf("negative sglang spread: err %v, want one naming sglang", err)
+	}
+}
+
+// TestErrorQuantile: the nearest-rank quantile of absolute errors, per
+// figure; an excluded case does not count, a failed prediction counts as
+// 100%, and a case without a scored TPOT leaves the TPOT figure alone.
+func TestErrorQuantile(t *testing.T) {
+	mk := func(pred float64, opts ...func(*CaseResult)) CaseResult {
+		r := CaseResult{Case: Case{Measured: Measured{TotalTPS: 100, MeanTTFTMs: 100, MeanTPOTMs: 100}}, TotalTPS: pred, MeanTTFTMs: pred, MeanTPOTMs: pred}
+		for _, o := range opts {
+			o(&r)
+		}
+		return r
+	}
+	var rs []CaseResult
+	for _, p := range []float64{101, 98, 105, 90, 120, 80, 103, 110, 96, 130} { // |errors| 1..30%
+		rs = append(rs, mk(p))
+	}
+	q, ok := errorQuantile(rs, 0.9)
+	if !ok || math.Abs(q.TotalTPS-0.2) > 1e-9 {
+		t.Fatalf("90th percentile of 1,2,3,4,5,10,10,20,20,30%%: %v (ok %v), want 20%%", q.TotalTPS, ok)
+	}
+	rs = append(rs, mk(1000, func(r *CaseResult) { r.Case.Exclude = "incomplete run" }))
+	if q2, _ := errorQuantile(rs, 0.9); q2 != q {
+		t.Errorf("an excluded case moved the quantile: %+v, was %+v", q2, q)
+	}
+	rs = append(rs, mk(100, func(r *CaseResult) { r.Err = ErrOOM }), mk(100, func(r *CaseResult) { r.Err = ErrOOM }))
+	if q3, _ := errorQuantile(rs, 0.9); q3.TotalTPS != 1 {
+		t.Errorf("two failed predictions in 12: 90th percentile %v, want 100%%", q3.TotalTPS)
+	}
+	noTPOT := []CaseResult{mk(150, func(r *CaseResult) { r.Case.NoTPOT = "not comparable" })}
+	if q4, _ := errorQuantile(noTPOT, 0.9); q4.TotalTPS != 0.5 || q4.MeanTPOTMs != 0 {
+		t.Errorf("TPOT not scored: %+v, want TPS 50%% and TPOT 0", q4)
+	}
+	if _, ok := errorQuantile(nil, 0.9); ok {
+		t.Error("no results, yet a quantile")
+	}
 }
