@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -42,6 +43,11 @@ type TrialEvent struct {
 	// Reused is true for a trial taken from the store (a resumed run).
 	Reused   bool    `json:"reused,omitempty"`
 	GPUHours float64 `json:"gpu_hours,omitempty"`
+	// SLO is a load point's verdict under max_load_under_slo ("within",
+	// "over: ttft p99 2310.0 ms > 2000 ms", "not scored: client fell
+	// behind ..."): a point has no score of its own, its config's score is
+	// the sustainable load the search ends on.
+	SLO string `json:"slo,omitempty"`
 }
 
 // Event is one step of a lab's progress with the lab's state after it. The
@@ -138,7 +144,9 @@ type Events struct {
 	unit    string
 	best    *Score
 	top     *Score
-	gpuH    float64
+	// slo judges load points, under max_load_under_slo.
+	slo  *loadsearch.SLO
+	gpuH float64
 }
 
 var (
@@ -192,6 +200,12 @@ func (e *Events) Start(s *Spec, planned, stored int) {
 	defer e.mu.Unlock()
 	e.start, e.aside, e.planned, e.n, e.ran = time.Now(), 0, planned, 0, 0
 	e.stage, e.best, e.top, e.gpuH, e.unit = "", nil, nil, 0, s.Objective.Unit()
+	e.slo = nil
+	if s.Objective.Metric == ObjectiveMaxLoadUnderSLO {
+		if o, err := s.Objective.Load.options(); err == nil {
+			e.slo = &o.SLO
+		}
+	}
 	e.emit(Event{Type: EventStart, Name: s.Name, Model: s.Model, Runtime: s.Runtime, Objective: s.Objective.Metric,
 		GPU: s.Hardware.GPU, GPUs: s.Hardware.Count, Engines: s.engineVersions(), Stored: stored})
 }
@@ -223,13 +237,33 @@ func (e *Events) Trial(t TrialSpec, rec store.Trial, score float64, reused bool)
 	e.gpuH += gh
 	te := &TrialEvent{Key: rec.Key, Name: t.Name, Stage: t.Stage, Workload: t.Workload.Name, Repeat: t.Repeat,
 		Status: rec.Status, FailureClass: rec.FailureClass, Reused: reused, GPUHours: gh}
-	if rec.Status == "ok" {
+	switch {
+	case rec.Status != "ok":
+	case t.Workload.Point != nil && e.slo != nil:
+		te.SLO = pointVerdict(t.Workload.Point, rec.Result, *e.slo)
+	default:
 		te.Score = score
 		if e.top == nil || score > e.top.Score {
 			e.top = &Score{Name: t.Name, Score: score, Unit: e.unit}
 		}
 	}
 	e.emit(Event{Type: EventTrialEnded, Trial: te})
+}
+
+// pointVerdict says how a load point's result stands against the SLO, as
+// the search will judge it.
+func pointVerdict(lp *LoadPoint, result []byte, slo loadsearch.SLO) string {
+	p, err := lp.pointOf(result)
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	if !p.Scored() {
+		return "not scored: " + p.Flag
+	}
+	if ok, why := slo.Check(p); !ok {
+		return "over: " + why
+	}
+	return "within"
 }
 
 // Best implements Progress.

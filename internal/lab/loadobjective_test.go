@@ -226,9 +226,36 @@ func TestLoadReport(t *testing.T) {
 	spec := strings.Replace(strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1), `values: ["32", "512"]`, `values: ["8", "512"]`, 1)
 	s := mustSpec(t, spec)
 	pr := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
-	sum, err := (&Lab{Spec: s, Store: st, Runner: slowClient{pr, 2.5}, Guide: pr}).Run(ctx)
+	var lines bytes.Buffer
+	sum, err := (&Lab{Spec: s, Store: st, Runner: slowClient{pr, 2.5}, Guide: pr, Progress: NewEvents(&LineProgress{W: &lines})}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A load point has no score of its own: its progress line gives its
+	// verdict against the SLO, never "0.0", and it is never the "top
+	// measured" configuration.
+	verdicts := map[string]int{}
+	for _, ln := range strings.Split(lines.String(), "\n") {
+		if !strings.Contains(ln, " req/s (") {
+			continue
+		}
+		switch {
+		case strings.Contains(ln, "): SLO within;"):
+			verdicts["within"]++
+		case strings.Contains(ln, "): SLO over: "):
+			verdicts["over"]++
+		case strings.Contains(ln, "): SLO not scored: client fell behind"):
+			verdicts["not scored"]++
+		default:
+			t.Errorf("load point line without its verdict: %s", ln)
+		}
+		if strings.Contains(ln, "top measured") && strings.Contains(ln[strings.Index(ln, "top measured"):], " @ ") {
+			t.Errorf("a load point is the top measured: %s", ln)
+		}
+	}
+	t.Logf("load point verdicts %v", verdicts)
+	if verdicts["within"] == 0 || verdicts["not scored"] == 0 {
+		t.Errorf("load point verdicts %v: want points within the SLO and points the slow client left unscored", verdicts)
 	}
 	for _, ls := range sum.LoadSearches {
 		if ls.Result.Sustainable > 2.5 {

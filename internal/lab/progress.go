@@ -49,8 +49,11 @@ func (p *LineProgress) Event(e Event) {
 			how = "stored"
 		}
 		res := fmt.Sprintf("%.1f", t.Score)
-		if t.Status != "ok" {
+		switch {
+		case t.Status != "ok":
 			res = "FAILED " + t.FailureClass
+		case t.SLO != "":
+			res = "SLO " + t.SLO
 		}
 		fmt.Fprintf(p.W, "  [%d/≤%d] %s %s (%s, repeat %d): %s; %s; ETA %s\n",
 			e.Done, e.Planned, how, t.Name, t.Workload, t.Repeat, res, standing(e), e.etaText())
