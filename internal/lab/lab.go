@@ -545,13 +545,11 @@ func (l *Lab) baselineFollowUps(ctx context.Context, base *result) error {
 		return nil // a failed baseline is not tried again for nothing
 	}
 	s := l.Spec
-	var reps, gens []TrialSpec
+	var reps []TrialSpec
 	for rep := 1; rep < s.Repeats; rep++ {
 		reps = append(reps, l.trialSpec("baseline", base.spec.Point, base.spec.Config, *s.Tuning, rep))
 	}
-	for _, w := range s.Generalization {
-		gens = append(gens, l.trialSpec("generalization", base.spec.Point, base.spec.Config, w, 0))
-	}
+	gens := l.generalizationSpecs(base.spec.Point, base.spec.Config)
 	if n := len(reps) + len(gens); n > 0 && l.Progress != nil {
 		l.Progress.Stage("baseline repeats and generalization", n)
 	}
@@ -579,12 +577,19 @@ func (l *Lab) incumbentFollowUps(ctx context.Context, inc *result) error {
 	if !inc.eligible() || len(l.Spec.Generalization) == 0 {
 		return nil
 	}
-	var gens []TrialSpec
-	for _, w := range l.Spec.Generalization {
-		gens = append(gens, l.trialSpec("generalization", inc.spec.Point, inc.spec.Config, w, 0))
-	}
-	_, err := l.runSpecsNoBudget(ctx, gens)
+	_, err := l.runSpecsNoBudget(ctx, l.generalizationSpecs(inc.spec.Point, inc.spec.Config))
 	return err
+}
+
+// generalizationSpecs are a config's trials on every generalization
+// workload: the same keys whichever step asks for them first, so generalize
+// finds stored what the follow-ups measured.
+func (l *Lab) generalizationSpecs(p Point, cfg engine.Config) []TrialSpec {
+	var specs []TrialSpec
+	for _, w := range l.Spec.Generalization {
+		specs = append(specs, l.trialSpec("generalization", p, cfg, w, 0))
+	}
+	return specs
 }
 
 // stage runs one stage against the incumbent and returns the new incumbent.
@@ -1022,9 +1027,7 @@ func (l *Lab) generalize(ctx context.Context, basePt Point, win *result) error {
 	var specs []TrialSpec
 	for _, p := range []Point{basePt, winPt} {
 		cfg, _ := l.Spec.Config(p)
-		for _, w := range l.Spec.Generalization {
-			specs = append(specs, l.trialSpec("generalization", p, cfg, w, 0))
-		}
+		specs = append(specs, l.generalizationSpecs(p, cfg)...)
 	}
 	res, err := l.runSpecsNoBudget(ctx, specs)
 	if err != nil {

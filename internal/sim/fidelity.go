@@ -133,44 +133,24 @@ func Evaluate(ref *Reference, coef *Coefficients) *Fidelity {
 }
 
 func mapes(rs []CaseResult) (tps, ttft, tpot float64, n, nt int) {
-	for _, r := range rs {
-		if r.Case.Exclude != "" {
-			continue
+	a, b, c := absErrors(rs)
+	mean := func(v []float64) float64 {
+		if len(v) == 0 {
+			return 0
 		}
-		if r.Err != nil {
-			tps, ttft, tpot = tps+1, ttft+1, tpot+1
-			n++
-			nt++
-			continue
+		sum := 0.0
+		for _, x := range v {
+			sum += x
 		}
-		a, b, c := r.Errors()
-		tps += math.Abs(a)
-		ttft += math.Abs(b)
-		n++
-		if r.Case.NoTPOT == "" {
-			tpot += math.Abs(c)
-			nt++
-		}
+		return sum / float64(len(v))
 	}
-	if n > 0 {
-		tps /= float64(n)
-		ttft /= float64(n)
-	}
-	if nt > 0 {
-		tpot /= float64(nt)
-	}
-	return
+	return mean(a), mean(b), mean(c), len(a), len(c)
 }
 
-// spreadQuantile is the share of held-out errors an engine's range is
-// widened to hold.
-const spreadQuantile = 0.9
-
-// errorQuantile is, per figure, the q-quantile (nearest rank) of the
-// absolute errors of the scored results; a failed prediction counts as
-// 100%. ok is false when no result is scored.
-func errorQuantile(rs []CaseResult, q float64) (Figures, bool) {
-	var tps, ttft, tpot []float64
+// absErrors lists the absolute relative errors of the scored results, per
+// figure: an excluded case does not count, a failed prediction counts as
+// 100%, and TPOT only where the case scores it.
+func absErrors(rs []CaseResult) (tps, ttft, tpot []float64) {
 	for _, r := range rs {
 		if r.Case.Exclude != "" {
 			continue
@@ -185,6 +165,18 @@ func errorQuantile(rs []CaseResult, q float64) (Figures, bool) {
 			tpot = append(tpot, math.Abs(c))
 		}
 	}
+	return tps, ttft, tpot
+}
+
+// spreadQuantile is the share of held-out errors an engine's range is
+// widened to hold.
+const spreadQuantile = 0.9
+
+// errorQuantile is, per figure, the q-quantile (nearest rank) of the
+// absolute errors of the scored results; a failed prediction counts as
+// 100%. ok is false when no result is scored.
+func errorQuantile(rs []CaseResult, q float64) (Figures, bool) {
+	tps, ttft, tpot := absErrors(rs)
 	if len(tps) == 0 {
 		return Figures{}, false
 	}
