@@ -83,7 +83,8 @@ type Event struct {
 	// nil before the first trial ran or once the plan is reached.
 	ETASeconds *float64 `json:"eta_seconds"`
 	// Incumbent is the configuration kept so far (what the next stages
-	// build on); Top the highest score measured, when another one.
+	// build on); Top the highest score measured on the tuning workload,
+	// when another one.
 	Incumbent *Score  `json:"incumbent,omitempty"`
 	Top       *Score  `json:"top,omitempty"`
 	Unit      string  `json:"unit,omitempty"`
@@ -144,6 +145,8 @@ type Events struct {
 	unit    string
 	best    *Score
 	top     *Score
+	// tuning names the tuning workload: only its trials compete for top.
+	tuning string
 	// slo judges load points, under max_load_under_slo.
 	slo  *loadsearch.SLO
 	gpuH float64
@@ -200,7 +203,10 @@ func (e *Events) Start(s *Spec, planned, stored int) {
 	defer e.mu.Unlock()
 	e.start, e.aside, e.planned, e.n, e.ran = time.Now(), 0, planned, 0, 0
 	e.stage, e.best, e.top, e.gpuH, e.unit = "", nil, nil, 0, s.Objective.Unit()
-	e.slo = nil
+	e.slo, e.tuning = nil, ""
+	if s.Tuning != nil {
+		e.tuning = s.Tuning.pathKeyName()
+	}
 	if s.Objective.Metric == ObjectiveMaxLoadUnderSLO {
 		if o, err := s.Objective.Load.options(); err == nil {
 			e.slo = &o.SLO
@@ -243,6 +249,11 @@ func (e *Events) Trial(t TrialSpec, rec store.Trial, score float64, reused bool)
 		te.SLO = pointVerdict(t.Workload.Point, rec.Result, *e.slo)
 	default:
 		te.Score = score
+		// A generalization workload's score is on another scale (a short
+		// prompt runs at twice ShareGPT's tok/s): it is no candidate's.
+		if t.Workload.pathKeyName() != e.tuning {
+			break
+		}
 		if e.top == nil || score > e.top.Score {
 			e.top = &Score{Name: t.Name, Score: score, Unit: e.unit}
 		}
