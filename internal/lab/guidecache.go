@@ -67,4 +67,11 @@ func (g *cachedGuide) Guess(ctx context.Context, cfg engine.Config, w Workload, 
 	return o, err
 }
 
-var _ Guide = (*cachedGuide)(nil)
+// Upside implements Ranged: a range is the calibration's, not the
+// prediction's, so it is asked of the inner guide every time.
+func (g *cachedGuide) Upside(cfg engine.Config) (float64, bool) { return upside(g.inner, cfg) }
+
+var (
+	_ Guide  = (*cachedGuide)(nil)
+	_ Ranged = (*cachedGuide)(nil)
+)

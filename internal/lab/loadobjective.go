@@ -327,6 +327,10 @@ func loadGuide(g Guide, lo *LoadObjective) Guide {
 	return g
 }
 
+// Upside implements Ranged with the inner guide's throughput range: a
+// sustainable load scales with the throughput a config reaches.
+func (g loadGuideT) Upside(cfg engine.Config) (float64, bool) { return upside(g.inner, cfg) }
+
 // Guess implements Guide: the observation at the predicted sustainable
 // load, with SustainableLoad set (0 when no load meets the SLO).
 func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Observation, error) {
@@ -377,7 +381,10 @@ func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w Workload, pr
 	return o, err
 }
 
-var _ Guide = loadGuideT{}
+var (
+	_ Guide  = loadGuideT{}
+	_ Ranged = loadGuideT{}
+)
 var _ rawGuesser = (*PredictRunner)(nil)
 
 // loadSearches lists the searches run or read back, by key.

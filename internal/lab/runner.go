@@ -72,6 +72,25 @@ type Guide interface {
 	Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Observation, error)
 }
 
+// Ranged is a guide (or a predictor behind one) whose predictions carry a
+// measured range: the one sim predict reports.
+type Ranged interface {
+	// Upside is how far above the guide's prediction for cfg its measured
+	// throughput may lie, as a fraction: the top of the range, which held
+	// 9 in 10 of that engine's errors on models its calibration had not
+	// seen. ok is false where the calibration has no measured range (one
+	// fitted to other measurements, or an analytic stand-in).
+	Upside(cfg engine.Config) (frac float64, ok bool)
+}
+
+// upside asks g for its range when it has one.
+func upside(g any, cfg engine.Config) (float64, bool) {
+	if r, ok := g.(Ranged); ok {
+		return r.Upside(cfg)
+	}
+	return 0, false
+}
+
 // Predictor is the in-process simulator face the sim-predict runtime and the
 // guide use: engine.Render → simargs.Parse → sim.Predict. It returns the
 // result JSON (vLLM save-result keys), the serving command for the record
@@ -182,6 +201,11 @@ func (r *PredictRunner) Guess(ctx context.Context, cfg engine.Config, w Workload
 	}
 	return ParseObservation(p.Result)
 }
+
+// Upside implements Ranged: the predictor's range, when it has one.
+func (r *PredictRunner) Upside(cfg engine.Config) (float64, bool) { return upside(r.Predictor, cfg) }
+
+var _ Ranged = (*PredictRunner)(nil)
 
 // noiseFactor is a deterministic lognormal draw with mean 1 for one
 // measurement key.

@@ -266,6 +266,18 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 	if err != nil {
 		return inc, incScore, err
 	}
+	// The guide's range for each config it predicted (by engine, so a
+	// cheap lookup), and the ranges the ranking used, for the stop reason.
+	ups := map[string]float64{}
+	for _, p := range pts {
+		cfg, _ := s.Config(p)
+		if _, ok := guess[ConfigHash(cfg)]; !ok {
+			continue
+		}
+		if u, ok := upside(l.guide, cfg); ok {
+			ups[ConfigHash(cfg)] = u
+		}
+	}
 	tried := 0
 	for {
 		// Fit the calibration on every tuning measurement that has a guess.
@@ -294,11 +306,18 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		// The calibration corrects only what it has seen measured: a knob
 		// value no trial has under an engine (vLLM with FP8 when the stages
 		// ran FP8 on another engine) keeps the guide's error, however
-		// wrong. So configs are ranked optimistically, each unmeasured
-		// value raising the prediction by explorationBonus, and the search
-		// stops only when even that optimistic figure cannot beat the
-		// incumbent: with a good guide this costs a few trials, with a
-		// wrong one it is what finds the optimum (TestGridWrongGuide).
+		// wrong. So configs are ranked optimistically and the search stops
+		// only when even that optimistic figure cannot beat the incumbent:
+		// with a good guide this costs a few trials, with a wrong one it is
+		// what finds the optimum (TestGridWrongGuide). Each unmeasured
+		// value is credited with the top of the guide's range for the
+		// config's engine where the guide has a measured one (sim
+		// predict's, for the embedded calibration): its effect is as
+		// uncertain as that engine's predictions have been on models they
+		// never saw, and the credits multiply as the calibration's factors
+		// do, so a config that tries several unmeasured values at once,
+		// which teaches the calibration most, ranks first. A guide without
+		// a range gets explorationBonus for each.
 		seen := map[string]bool{}
 		for _, o := range obs {
 			for _, f := range o.feats {
@@ -306,6 +325,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 			}
 		}
 		var cands []rankedPoint
+		ranged := map[string]float64{}
 		for _, p := range pts {
 			cfg, _ := s.Config(p)
 			g, ok := guess[ConfigHash(cfg)]
@@ -323,7 +343,14 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 				}
 			}
 			pred := g * cal.factor(fs)
-			cands = append(cands, rankedPoint{p, pred, pred * math.Pow(explorationBonus, float64(len(unseen))), unseen})
+			per := explorationBonus
+			if u, ok := ups[ConfigHash(cfg)]; ok {
+				per = 1 + u
+				if len(unseen) > 0 {
+					ranged[cfg.Engine] = u
+				}
+			}
+			cands = append(cands, rankedPoint{p, pred, pred * math.Pow(per, float64(len(unseen))), unseen})
 		}
 		sort.SliceStable(cands, func(i, j int) bool { return cands[i].opt > cands[j].opt })
 		thr := math.Max(l.sum.NoiseFloor, s.MinGain)
@@ -333,8 +360,8 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 			break
 		}
 		if cands[0].opt <= bar {
-			js.StopReason = fmt.Sprintf("no untested config is predicted to beat the incumbent by more than the noise floor, even crediting each unmeasured knob value with +%.0f%% (best %.1f vs %.1f %s)",
-				100*(explorationBonus-1), cands[0].opt, bar, s.Objective.Unit())
+			js.StopReason = fmt.Sprintf("no untested config is predicted to beat the incumbent by more than the noise floor%s (best %.1f vs %.1f %s)",
+				optimism(ranged, len(ups) > 0), cands[0].opt, bar, s.Objective.Unit())
 			break
 		}
 		if tried >= s.Search.MaxTrials {
@@ -390,6 +417,24 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 	}
 	js.Improved = inc != staged
 	return inc, incScore, nil
+}
+
+// optimism says how the ranking credited configs with unmeasured knob
+// values: at the top of the guide's range, by engine, or with the fixed
+// bonus.
+func optimism(ranged map[string]float64, hasRange bool) string {
+	if len(ranged) == 0 && hasRange {
+		return "; every knob value of the untested configs is measured under its engine, so their calibrated predictions stand without credit"
+	}
+	if len(ranged) == 0 {
+		return fmt.Sprintf(", even crediting each unmeasured knob value with +%.0f%%", 100*(explorationBonus-1))
+	}
+	var parts []string
+	for e, u := range ranged {
+		parts = append(parts, fmt.Sprintf("%s +%.0f%%", e, 100*u))
+	}
+	sort.Strings(parts)
+	return ", even crediting each unmeasured knob value with the top of the guide's range for its engine (" + strings.Join(parts, ", ") + ")"
 }
 
 // rankedPoint is an untested config of the joint space, as the search

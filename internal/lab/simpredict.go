@@ -73,6 +73,26 @@ func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardwa
 	return out, nil
 }
 
+// Upside implements Ranged: the throughput spread of the config's engine on
+// held-out models, for the embedded calibration only.
+func (sp SimPredictor) Upside(cfg engine.Config) (float64, bool) {
+	folds := sim.FoldsFor(sp.Coefficients)
+	if folds == nil {
+		return 0, false
+	}
+	cmd, err := engine.Render(cfg)
+	if err != nil {
+		return 0, false
+	}
+	p, err := simargs.ParseFiles(cfg.Engine, cfg.Version, cmd.Argv, cmd.Env, cmd.Files)
+	if err != nil {
+		return 0, false
+	}
+	return folds.SpreadFor(p.Engine).TotalTPS, true
+}
+
+var _ Ranged = SimPredictor{}
+
 // simGPU maps a hardware name to the simulator's catalog name
 // ("H100-SXM-80GB" → "H100").
 func simGPU(name string) string {

@@ -94,13 +94,24 @@ func ParseFolds(b []byte) (*FoldSet, error) {
 	return f, nil
 }
 
-// spread is the engine's held-out error, or the mean over all engines for
-// one no fold held out.
-func (f *FoldSet) spread(engine string) Figures {
+// SpreadFor is the engine's held-out error (a fraction per figure), or the
+// mean over all engines for one no fold held out.
+func (f *FoldSet) SpreadFor(engine string) Figures {
 	if q, ok := f.SpreadByEngine[engine]; ok {
 		return q
 	}
 	return f.Spread
+}
+
+// FoldsFor returns the embedded fold set when c is the embedded calibration
+// (nil counts as it), and nil for any other: the folds' spread was measured
+// for the calibration they were fitted beside, and says nothing of the error
+// of coefficients fitted to other measurements or written by hand.
+func FoldsFor(c *Coefficients) *FoldSet {
+	if c != nil && Fingerprint(c) != Fingerprint(nil) {
+		return nil
+	}
+	return DefaultFolds()
 }
 
 // JSON encodes the fold set, indented, keys sorted.
@@ -168,7 +179,7 @@ func (s *Span) widen(f *FoldSet, engine string) {
 	if f == nil || s.Fits == 0 {
 		return
 	}
-	q := f.spread(engine)
+	q := f.SpreadFor(engine)
 	s.Lo = Figures{s.Lo.TotalTPS / (1 + q.TotalTPS), s.Lo.MeanTTFTMs / (1 + q.MeanTTFTMs), s.Lo.MeanTPOTMs / (1 + q.MeanTPOTMs)}
 	s.Hi = Figures{s.Hi.TotalTPS * (1 + q.TotalTPS), s.Hi.MeanTTFTMs * (1 + q.MeanTTFTMs), s.Hi.MeanTPOTMs * (1 + q.MeanTPOTMs)}
 }
