@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -31,18 +32,36 @@ type Imported struct {
 // "Serving Benchmark Result" blocks (any version's layout, Markdown around
 // them allowed), or a GPUStack/guidellm benchmark JSON.
 func ImportFile(path string) ([]Imported, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("report: import %s: %w", path, err)
 	}
+	defer f.Close()
+	tooBig := fmt.Errorf("report: import %s: over %d MiB, far beyond any benchmark result or log of them", path, maxImportBytes>>20)
+	// A regular file is judged by its size before a byte is read; a pipe
+	// is read up to the limit.
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > maxImportBytes {
+		return nil, tooBig
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("report: import %s: %w", path, err)
+	}
+	if len(data) > maxImportBytes {
+		return nil, tooBig
+	}
 	return ImportBytes(data, path)
 }
+
+// maxImportBytes bounds what an import reads: a result is kilobytes and a
+// log of a few thousand printed blocks a few megabytes.
+const maxImportBytes = 256 << 20
 
 // ImportBytes is ImportFile on data already read; name labels errors.
 func ImportBytes(data []byte, name string) ([]Imported, error) {
 	trim := bytes.TrimSpace(data)
 	if len(trim) > 0 && (trim[0] == '{' || trim[0] == '[') {
-		if err := safeyaml.CheckJSON(data, safeyaml.Limits{MaxBytes: 256 << 20}); err != nil {
+		if err := safeyaml.CheckJSON(data, safeyaml.Limits{MaxBytes: maxImportBytes}); err != nil {
 			return nil, fmt.Errorf("report: import %s: %w", name, err)
 		}
 	}

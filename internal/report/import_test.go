@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,6 +93,18 @@ func TestImportErrors(t *testing.T) {
 	}
 	if _, err := ImportFile(filepath.Join(t.TempDir(), "missing.json")); err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Fatalf("missing file: %v", err)
+	}
+	// A 300 MiB file (sparse: no disk used) is refused by its size, before
+	// it is read into memory.
+	huge := filepath.Join(t.TempDir(), "huge.json")
+	if err := os.WriteFile(huge, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, 300<<20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ImportFile(huge); err == nil || !strings.Contains(err.Error(), "huge.json") || !strings.Contains(err.Error(), "256 MiB") {
+		t.Fatalf("300 MiB file: %v", err)
 	}
 }
 
