@@ -63,7 +63,7 @@ func init() {
 	f.StringVar(&labOpts.db, "db", defaultDB, "store: sqlite:PATH, a path, or postgres://...")
 	f.StringVar(&labOpts.out, "out", "", "report directory (default out/<spec name>)")
 	f.BoolVar(&labOpts.fresh, "fresh", false, "start the run over (delete its stored trials)")
-	f.BoolVar(&labOpts.keepWorkDir, "keep-workdir", false, "keep each engine server's working directory (log, rendered files) after it stops")
+	f.BoolVar(&labOpts.keepWorkDir, "keep-workdir", false, "keep each engine server's working directory (log, rendered files) after it stops, under OUT/engines")
 	f.BoolVar(&labOpts.retryFailed, "retry-failed", false, "run every stored failed trial again (a resume retries only crashes and hangs, once)")
 	f.BoolVar(&labOpts.dryRun, "dry-run", false, "print the plan and its ETA, run nothing")
 	f.BoolVar(&labOpts.grid, "grid", false, "also run the exhaustive grid over the same space and compare")
@@ -99,6 +99,10 @@ func runLab(cmd *cobra.Command, args []string) error {
 		out = filepath.Join("out", spec.Name)
 	}
 	stderr := cmd.ErrOrStderr()
+	if labOpts.keepWorkDir && spec.RuntimeKind().Servers() && !labOpts.dryRun {
+		opts.WorkRoot = filepath.Join(out, "engines")
+		fmt.Fprintf(stderr, "engine working directories (log, rendered files) are kept under %s\n", opts.WorkRoot)
+	}
 	su, err := app.NewSetup(ctx, spec, coef, opts)
 	if err != nil {
 		return err

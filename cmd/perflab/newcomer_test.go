@@ -245,9 +245,19 @@ repeats: 1
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, e := n.must(5*time.Minute, "lab", p, "--db", n.db, "--out", filepath.Join(n.home, "tiny"))
+		_, e := n.must(5*time.Minute, "lab", p, "--db", n.db, "--out", filepath.Join(n.home, "tiny"), "--keep-workdir")
 		if strings.Contains(e, "FAILED") {
 			t.Errorf("a trial failed on the sim runtime:\n%s", e)
+		}
+		// --keep-workdir says where the servers' directories are, and each
+		// start's log is there after the lab has stopped its servers.
+		kept := filepath.Join(n.home, "tiny", "engines")
+		if !strings.Contains(e, "kept under "+kept) {
+			t.Errorf("--keep-workdir did not print %s:\n%s", kept, e)
+		}
+		logs, _ := filepath.Glob(filepath.Join(kept, "*", "engine.log"))
+		if len(logs) == 0 {
+			t.Errorf("no engine.log kept under %s", kept)
 		}
 	})
 

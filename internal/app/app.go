@@ -42,8 +42,10 @@ type Options struct {
 	// Analytic predicts with the lab's closed-form stand-in model instead
 	// of the simulator (tests).
 	Analytic bool
-	// KeepWorkDir keeps each engine server's working directory.
+	// KeepWorkDir keeps each engine server's working directory, under
+	// WorkRoot when it is set (else in the runtime's temporary ones).
 	KeepWorkDir bool
+	WorkRoot    string
 	// Images overrides the spec's container images, engine → image
 	// (ParseImages reads the command line's --image).
 	Images map[string]string
@@ -250,7 +252,7 @@ func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error)
 		return nil, fmt.Errorf("lab: hardware.count %d: %w", spec.Hardware.Count, err)
 	}
 	return &lab.LiveRunner{Runtime: rt, Requests: su.Requests, TimeScale: timeScale, SLO: spec.Objective.SLO, GPUs: gpus,
-		FreshStart: spec.FreshStartPerRepeat, KeepWorkDir: su.opts.KeepWorkDir}, nil
+		FreshStart: spec.FreshStartPerRepeat, KeepWorkDir: su.opts.KeepWorkDir, WorkRoot: absPath(su.opts.WorkRoot)}, nil
 }
 
 // Preflight reads every dataset file the workloads name, to its end,

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/perflab/perflab/internal/bench"
@@ -54,6 +56,12 @@ type LiveRunner struct {
 	// KeepWorkDir keeps each server's working directory (its log, its
 	// rendered files) after it stops; by default it is removed.
 	KeepWorkDir bool
+	// WorkRoot, with KeepWorkDir, is where the kept directories go, one
+	// per server start named after its config, so a user finds them by
+	// the path the CLI printed; empty leaves them in the runtime's
+	// temporary directories.
+	WorkRoot string
+	starts   atomic.Int64
 
 	pool pool
 }
@@ -264,8 +272,12 @@ func (r *LiveRunner) startOnce(ctx context.Context, t TrialSpec, cmd engine.Comm
 	}
 	started := time.Now()
 	rec.Cost.EngineStart = true
+	workDir := ""
+	if r.KeepWorkDir && r.WorkRoot != "" {
+		workDir = filepath.Join(r.WorkRoot, fmt.Sprintf("%03d-%s", r.starts.Add(1), srv.key[:min(12, len(srv.key))]))
+	}
 	h, err := r.Runtime.Start(ctx, engine.Launch{Config: t.Config, Command: r.startEnv(cmd, t.Config), GPUs: srv.gpus,
-		ReadyTimeout: rt, KeepWorkDir: r.KeepWorkDir, Labels: map[string]string{engine.LabelTrial: t.Key}})
+		ReadyTimeout: rt, WorkDir: workDir, KeepWorkDir: r.KeepWorkDir, Labels: map[string]string{engine.LabelTrial: t.Key}})
 	if err != nil {
 		if srv.gpus != nil {
 			r.GPUs.Release(srv.gpus)
