@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perflab/perflab/internal/browsertest"
 )
 
 // TestHTMLInChromium opens the self-contained HTML report in headless
@@ -19,7 +21,7 @@ import (
 // the inlined charts drawing coloured bars), not merely a file that exists.
 // .ci/run installs Debian's chromium; under CI=true its absence fails.
 func TestHTMLInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := browsertest.Chromium(t)
 	run, trials := fixture(t)
 	r, err := Build(run, trials)
 	if err != nil {
@@ -65,21 +67,6 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 }
 
-// chromium finds the browser; under CI=true its absence is a failure.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found under CI=true: .ci/run must install it")
-	}
-	t.Skip("chromium not installed")
-	return ""
-}
-
 // headless are the flags a test's Chromium runs with: no sandbox (root),
 // and none of the background connections this machine refuses.
 func headless(dir string) []string {
@@ -111,7 +98,7 @@ func count(img image.Image) (dark, blue int) {
 // appended to a copy of the page writes the widths into the DOM, which
 // Chromium dumps.
 func TestHTMLNoSidewaysScroll(t *testing.T) {
-	bin := chromium(t)
+	bin := browsertest.Chromium(t)
 	run, trials := fixture(t)
 	r, err := Build(run, trials)
 	if err != nil {

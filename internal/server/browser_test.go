@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/perflab/perflab/internal/browsertest"
 	"github.com/perflab/perflab/internal/server"
 	"github.com/perflab/perflab/internal/server/web"
 	"github.com/perflab/perflab/internal/shareddata"
@@ -86,7 +86,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two labs in a browser (about a minute)")
 	}
-	bin := chromium(t)
+	bin := browsertest.Chromium(t)
 	ts, _ := startServer(t, "")
 	b := newBrowser(t, bin, ts.URL)
 	// PERFLAB_SCREENSHOTS=DIR keeps every step's screenshot for a look.
@@ -276,7 +276,7 @@ func TestDashboardTokenInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a lab in a browser")
 	}
-	bin := chromium(t)
+	bin := browsertest.Chromium(t)
 	const token = "s3cret-token-for-the-test"
 	ts, _ := startServer(t, token)
 	b := newBrowser(t, bin, ts.URL)
@@ -312,7 +312,7 @@ func TestDashboardCancelResumeInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a lab in a browser")
 	}
-	bin := chromium(t)
+	bin := browsertest.Chromium(t)
 	ts, _ := startServer(t, "")
 	b := newBrowser(t, bin, ts.URL)
 	b.shots = t.TempDir()
@@ -359,7 +359,7 @@ func TestDashboardCancelResumeInChromium(t *testing.T) {
 // not Cancel, and settles instead of reloading itself on the stream's
 // immediate end.
 func TestDashboardStaleRunInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := browsertest.Chromium(t)
 	ts, st := startServer(t, "")
 	run, err := st.EnsureRun(context.Background(), "stale-run-key", "stale-lab", browserSpec("stale-lab", "H100-SXM-80GB", 1, 10), false)
 	if err != nil {
@@ -602,19 +602,4 @@ func getJSON(t *testing.T, url string, v any) {
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
-}
-
-// chromium finds the browser; under CI=true its absence is a failure.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found under CI=true: .ci/run must install it")
-	}
-	t.Skip("chromium not installed")
-	return ""
 }
