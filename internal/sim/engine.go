@@ -970,6 +970,15 @@ func (e *Engine) scheduleSGLang(start float64) []work {
 			e.newRatio = 0.7
 			if vi < i {
 				i--
+				// The victim's decode is already in this batch: it
+				// leaves with it, or it would finish from the waiting
+				// queue and be admitted again, done, forever.
+				for k, w := range items {
+					if w.s == v {
+						items = append(items[:k], items[k+1:]...)
+						break
+					}
+				}
 			}
 		}
 		if s.blocks < e.blocksFor(s.computed+n) {

@@ -412,3 +412,44 @@ func TestResetPrefixCache(t *testing.T) {
 		t.Errorf("after the reset the prefix was still cached: %.4f vs cold %.4f", again, cold)
 	}
 }
+
+// TestSGLangRetractInBatch: SGLang's decode batch retracts the request with
+// the fewest decoded tokens, which may sit earlier in the batch than the one
+// that found the pool full. Its decode must leave the batch with it: left
+// in, a request on its last token finished from the waiting queue, came
+// back done and was re-prefilled every step without end (the 14B FP8
+// random 2k block with SGLang's 0.834 memory fraction).
+func TestSGLangRetractInBatch(t *testing.T) {
+	e, err := New(Params{Engine: EngineSGLang, Version: "0.5.5.post1", Model: "Qwen3-32B", GPU: "H100"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two requests on their last token; the pool has room for one more.
+	mk := func(id string, gen int) *seq {
+		s := &seq{id: id, prompt: 100, output: 10, generated: gen, prefillDone: true}
+		s.target, s.computed = s.prompt, s.prompt+gen
+		e.grow(s, s.computed)
+		e.running = append(e.running, s)
+		return s
+	}
+	a, b := mk("a", 8), mk("b", 9)
+	e.freeBlocks = 1
+	st := e.schedule(0)
+	if st == nil {
+		t.Fatal("no step")
+	}
+	// a decodes (it takes the free slot), then b finds the pool full and
+	// retracts a, the fewest decoded, already in the batch.
+	if len(e.waiting) != 1 || e.waiting[0] != a || len(e.running) != 1 || e.running[0] != b {
+		t.Fatalf("running %d, waiting %d: want b running and a retracted", len(e.running), len(e.waiting))
+	}
+	for _, w := range st.items {
+		if w.s == a {
+			t.Fatal("the retracted request still decodes in the batch")
+		}
+	}
+	e.finish(st)
+	if a.done || !b.done {
+		t.Errorf("after the step: a done %v (retracted, must not be), b done %v", a.done, b.done)
+	}
+}

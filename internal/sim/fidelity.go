@@ -14,13 +14,31 @@ type CaseResult struct {
 	// Predicted figures in the case's own definitions (guidellm's TPOT for
 	// guidellm cases).
 	TotalTPS, MeanTTFTMs, MeanTPOTMs float64
-	Err                              error
+	// MedianITLMs is the median gap between streamed chunks over every
+	// request (vllm bench's Median ITL); 0 for guidellm cases.
+	MedianITLMs float64
+	// stepFloorMs is the shortest a decode step can be: the weights
+	// streamed once at the GPU's peak HBM bandwidth.
+	stepFloorMs float64
+	Err         error
 }
 
 // Errors returns the relative errors (pred/meas - 1) of TPS, TTFT and TPOT.
 func (r CaseResult) Errors() (tps, ttft, tpot float64) {
 	m := r.Case.Measured
 	return rel(r.TotalTPS, m.TotalTPS), rel(r.MeanTTFTMs, m.MeanTTFTMs), rel(r.MeanTPOTMs, m.MeanTPOTMs)
+}
+
+// StepError is the relative error of the median ITL, and whether the case
+// pins a decode step with it: a measured median below the time the weights
+// take to stream once at peak bandwidth is the API server delivering a
+// lagging stream in bursts (TensorRT-LLM's 0.12 ms on the 14B), not a step.
+func (r CaseResult) StepError() (float64, bool) {
+	m := r.Case.Measured.MedianITLMs
+	if m <= 0 || m < r.stepFloorMs || r.MedianITLMs <= 0 {
+		return 0, false
+	}
+	return rel(r.MedianITLMs, m), true
 }
 
 func rel(p, m float64) float64 {
@@ -43,7 +61,10 @@ func PredictCase(c Case, coef *Coefficients) CaseResult {
 		res.Err = err
 		return res
 	}
-	pr, err := e.run(reqs, Load{RequestRate: c.Workload.RequestRate, MaxConcurrency: c.Workload.MaxConcurrency}, true)
+	res.stepFloorMs = e.weightBytes / (e.hw.HBMGBps * 1e9) * 1000
+	// Gaps are kept only where the case has a median ITL to compare.
+	lite := c.Workload.Client == "guidellm" || c.Measured.MedianITLMs <= 0
+	pr, err := e.run(reqs, Load{RequestRate: c.Workload.RequestRate, MaxConcurrency: c.Workload.MaxConcurrency}, lite)
 	if err != nil {
 		res.Err = err
 		return res
@@ -51,11 +72,13 @@ func PredictCase(c Case, coef *Coefficients) CaseResult {
 	var in, out float64
 	var ttft, tpot, gtpot float64
 	var ok, nt int
+	var gaps []float64
 	for _, r := range pr.Records {
 		if !r.Success {
 			continue
 		}
 		ok++
+		gaps = append(gaps, r.ITL...)
 		in += float64(r.PromptLen)
 		out += float64(r.OutputLen)
 		ttft += r.TTFT
@@ -72,6 +95,10 @@ func PredictCase(c Case, coef *Coefficients) CaseResult {
 		return res
 	}
 	res.TotalTPS = (in + out) / pr.Duration
+	if len(gaps) > 0 {
+		sort.Float64s(gaps)
+		res.MedianITLMs = gaps[len(gaps)/2] * 1000
+	}
 	res.MeanTTFTMs = ttft / float64(ok) * 1000
 	if c.Workload.Client == "guidellm" {
 		res.MeanTPOTMs = gtpot / float64(ok) * 1000

@@ -108,7 +108,7 @@ func caseKey(c Case) (string, error) {
 // Fit fits coefficients per GPU/engine/version to the cases (each with
 // Measured filled), starting from start (nil = embedded). Each group is fitted
 // by coordinate descent on the squared log errors of total throughput
-// (weight 4), mean TTFT and mean TPOT (weight 1 each), with a weak prior
+// (weight 4), mean TTFT, mean TPOT and median ITL (weight 1 each), with a weak prior
 // pulling toward the starting values so sparsely measured groups stay sane.
 func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, error) {
 	if start == nil {
@@ -300,7 +300,8 @@ func cloneMap(m map[string]float64) map[string]float64 {
 
 // fitGroup fits one GPU/engine/version by Levenberg-Marquardt on the log
 // coefficients: residuals are the log errors of total throughput (weight
-// 2, i.e. 4 in the squared loss), mean TTFT and mean TPOT, a weak prior
+// 2, i.e. 4 in the squared loss), mean TTFT, mean TPOT and median ITL
+// (where CaseResult.StepError says it is a decode step), a weak prior
 // toward the starting values, and a hinge on every published ordering
 // (gap > 3%) whose two cases are both in the group, so that the decisions
 // come out right and not only the averages. A Jacobian costs one
@@ -408,7 +409,7 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) (Coef, float64) {
 		for i, cs := range cases {
 			res := PredictCase(cs, coefs)
 			if res.Err != nil {
-				r = append(r, 3/n, 3/n, 3/n)
+				r = append(r, 3/n, 3/n, 3/n, 3/n)
 				continue
 			}
 			tps[i] = res.TotalTPS
@@ -416,6 +417,16 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) (Coef, float64) {
 			r = append(r, 2*math.Log1p(a)/n, math.Log1p(b)/n)
 			if cs.NoTPOT == "" {
 				r = append(r, math.Log1p(d)/n)
+			} else {
+				r = append(r, 0)
+			}
+			// The median gap is the decode step itself, the one figure
+			// that pins how fast a step streams weights and KV cache
+			// where throughput and mean TPOT are set by prefill (the
+			// 14B's blocks: fitted without it, its decode steps came
+			// out 15-30% too fast, and so did the 32B's held out).
+			if s, ok := res.StepError(); ok {
+				r = append(r, math.Log1p(s)/n)
 			} else {
 				r = append(r, 0)
 			}

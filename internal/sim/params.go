@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -301,11 +302,11 @@ func (p Params) WithDefaults() (Params, error) {
 		if p.PerformanceMode != "" {
 			return p, fmt.Errorf("%w: SGLang has no performance mode", ErrBadParams)
 		}
-		if p.MemFraction == 0 {
-			p.MemFraction = sglangMemFraction(hw, p.TP)
-		}
 		if p.MaxNumBatchedTokens == 0 {
 			p.MaxNumBatchedTokens = sglangChunkedPrefillSize(hw)
+		}
+		if p.MemFraction == 0 {
+			p.MemFraction = sglangMemFraction(hw, p.TP, p.MaxNumBatchedTokens, p.SpecMethod)
 		}
 		if p.ChunkedPrefill == nil {
 			p.ChunkedPrefill = boolPtr(p.MaxNumBatchedTokens > 0)
@@ -373,22 +374,42 @@ func sglangChunkedPrefillSize(hw GPU) int {
 	}
 }
 
-// sglangMemFraction approximates SGLang's default --mem-fraction-static: the
-// total minus a reserve for activations and CUDA graphs that grows with the
-// chunked-prefill size and graph batch size, smaller per GPU at higher TP.
-func sglangMemFraction(hw GPU, tp int) float64 {
-	reserveGiB := 9.0 + 2.0*float64(sglangChunkedPrefillSize(hw))/8192
-	if tp >= 4 {
-		reserveGiB += 2
+// sglangMemFraction is SGLang's default --mem-fraction-static
+// (server_args._handle_gpu_memory_settings, since sglang#10975): the GPU's
+// memory less a reserve in MiB of 512 for metadata, 1.5 per token of the
+// chunked-prefill size (16384 without chunking) for the prefill's
+// activations, 2 per CUDA-graph batch size, 1024 per 8 GPUs of TP, at least
+// 10 GiB on a GPU over 60 GiB, and 2 GiB more for a speculative draft. On
+// an H100 that is 13.1 GiB (0.835), not a round 10: 5.1 GiB of KV cache for
+// the 32B BF16 rather than 7.2.
+func sglangMemFraction(hw GPU, tp, chunk int, spec string) float64 {
+	gpuMiB := hw.MemGiB * 1024
+	graphBS := 256.0
+	if tp >= 4 || hw.MemGiB >= 160 {
+		graphBS = 512
 	}
-	f := (hw.MemGiB - reserveGiB) / hw.MemGiB
-	if f > 0.9 {
-		f = 0.9
+	if hw.MemGiB < 60 {
+		graphBS = 160
 	}
-	if f < 0.5 {
-		f = 0.5
+	act := chunk
+	if act <= 0 {
+		act = 16384
 	}
-	return float64(int(f*1000)) / 1000
+	reserve := 512 + 1.5*float64(max(act, 2048)) + 2*graphBS + float64(tp)/8*1024
+	if gpuMiB > 60*1024 {
+		reserve = math.Max(reserve, 10*1024)
+	}
+	switch strings.ToLower(spec) {
+	case "", "ngram":
+	case "standalone":
+		reserve += 6 * 1024
+	default:
+		reserve += 2 * 1024
+	}
+	f := math.Round((gpuMiB-reserve)/gpuMiB*1000) / 1000
+	// Not SGLang's: a GPU too small for its reserve gets half, so the
+	// engine reports the OOM on the weights instead of a bad fraction.
+	return math.Max(f, 0.5)
 }
 
 func defaultAcceptance(method string) float64 {

@@ -20,7 +20,7 @@ func TestWithDefaults(t *testing.T) {
 		{"vllm a100 small defaults", Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen3-8B", GPU: "A100"}, 256, 2048, true, true, 0.9, 40960, "", "FLASH_ATTN"},
 		{"vllm 0.17 hybrid no prefix cache", Params{Engine: "vllm", Version: "0.17.1", Model: "Qwen/Qwen3.5-9B", GPU: "H100", MaxModelLen: 32768}, 1024, 8192, true, false, 0.9, 32768, "", "FLASHINFER"},
 		{"vllm throughput mode doubles unset budget and max-num-seqs", Params{Engine: "vllm", Version: "0.17.1", Model: "Qwen3.5-9B", GPU: "H100", PerformanceMode: "throughput"}, 2048, 16384, true, false, 0.9, 262144, "", "FLASHINFER"},
-		{"sglang fp8 name", Params{Engine: "sglang", Version: "0.5.5.post1", Model: "Qwen/Qwen3-14B-FP8", GPU: "H100"}, 0, 8192, true, true, sglangMemFraction(gpuCatalog[0], 1), 40960, "fp8", "fa3"},
+		{"sglang fp8 name", Params{Engine: "sglang", Version: "0.5.5.post1", Model: "Qwen/Qwen3-14B-FP8", GPU: "H100"}, 0, 8192, true, true, sglangMemFraction(gpuCatalog[0], 1, 8192, ""), 40960, "fp8", "fa3"},
 		{"trtllm", Params{Engine: "trtllm", Model: "Qwen3-32B", GPU: "H100"}, 2048, 8192, false, true, 0.9, 40960, "", "TRTLLM"},
 	}
 	for _, tt := range tests {
@@ -92,5 +92,44 @@ func TestVLLMNoChunkedPrefillNeedsBudget(t *testing.T) {
 	p.MaxModelLen = 16384
 	if _, err := p.WithDefaults(); err != nil {
 		t.Fatalf("budget equal to the context: %v", err)
+	}
+}
+
+// SGLang's default --mem-fraction-static reserves MiB for the prefill's
+// activations, CUDA graphs, TP and a draft model (server_args.
+// _handle_gpu_memory_settings); worked by hand for an H100 of 79.2 GiB
+// (81,101 MiB).
+func TestSGLangMemFraction(t *testing.T) {
+	h100, _ := LookupGPU("H100")
+	for _, tt := range []struct {
+		name  string
+		tp    int
+		chunk int
+		spec  string
+		want  float64
+	}{
+		// 512 + 1.5×8192 + 2×256 + 1024/8 = 13,440 MiB.
+		{"tp1 default chunk", 1, 8192, "", 0.834},
+		// 512 + 1.5×8192 + 2×512 + 1024 = 14,848 MiB.
+		{"tp8", 8, 8192, "", 0.817},
+		// 512 + 1.5×2048 + 512 + 128 = 4,224, raised to the 10 GiB floor.
+		{"small chunk", 1, 2048, "", 0.874},
+		// No chunking: the 16,384-token prefill, 512 + 24,576 + 512 + 128.
+		{"unchunked", 1, -1, "", 0.683},
+		// A draft model: 2 GiB more.
+		{"eagle", 1, 8192, "EAGLE3", 0.809},
+		{"ngram", 1, 8192, "ngram", 0.834},
+	} {
+		if got := sglangMemFraction(h100, tt.tp, tt.chunk, tt.spec); got != tt.want {
+			t.Errorf("%s: %.3f, want %.3f", tt.name, got, tt.want)
+		}
+	}
+	// The default follows a chunked-prefill size given on the command line.
+	p, err := Params{Engine: EngineSGLang, Version: "0.5.5.post1", Model: "Qwen3-32B", GPU: "H100", MaxNumBatchedTokens: 16384}.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sglangMemFraction(h100, 1, 16384, ""); p.MemFraction != want || want >= 0.834 {
+		t.Errorf("chunk 16384: fraction %.3f, want %.3f below the default chunk's 0.834", p.MemFraction, want)
 	}
 }

@@ -37,15 +37,18 @@ type Workload struct {
 
 // Measured holds the figures a reference block printed.
 type Measured struct {
-	Completed   int     `json:"completed"`
-	Duration    float64 `json:"duration_s"`
-	TotalTPS    float64 `json:"total_tps"`
-	OutputTPS   float64 `json:"output_tps"`
-	MeanTTFTMs  float64 `json:"mean_ttft_ms"`
-	MedianTTFT  float64 `json:"median_ttft_ms"`
-	MeanTPOTMs  float64 `json:"mean_tpot_ms"`
-	MedianTPOT  float64 `json:"median_tpot_ms"`
-	MeanITLMs   float64 `json:"mean_itl_ms"`
+	Completed  int     `json:"completed"`
+	Duration   float64 `json:"duration_s"`
+	TotalTPS   float64 `json:"total_tps"`
+	OutputTPS  float64 `json:"output_tps"`
+	MeanTTFTMs float64 `json:"mean_ttft_ms"`
+	MedianTTFT float64 `json:"median_ttft_ms"`
+	MeanTPOTMs float64 `json:"mean_tpot_ms"`
+	MedianTPOT float64 `json:"median_tpot_ms"`
+	MeanITLMs  float64 `json:"mean_itl_ms"`
+	// MedianITLMs is the median gap between streamed chunks: in a block
+	// whose steps are mostly decode-only, one decode step.
+	MedianITLMs float64 `json:"median_itl_ms,omitempty"`
 	TotalInput  int     `json:"total_input"`
 	TotalOutput int     `json:"total_output"`
 }

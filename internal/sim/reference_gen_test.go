@@ -190,13 +190,15 @@ func extractReference(dir string) (*Reference, error) {
 				}
 				f[k] = v
 			}
+			// vllm bench prints it; guidellm's blocks do not.
+			medITL, _ := figure(blk, "Median ITL (ms)")
 			mt := ms[i]
 			w := mt.w
 			w.TotalInput, w.TotalOutput = int(f[9]), int(f[10])
 			ref.Cases = append(ref.Cases, Case{ID: mt.id, Report: report, Block: i + 1, Label: mt.label, Params: mt.p, Workload: w,
 				Exclude: mt.exclude, NoTPOT: mt.noTPOT, Note: mt.note,
 				Measured: Measured{Completed: int(f[0]), Duration: f[1], TotalTPS: f[2], OutputTPS: f[3], MeanTTFTMs: f[4], MedianTTFT: f[5],
-					MeanTPOTMs: f[6], MedianTPOT: f[7], MeanITLMs: f[8], TotalInput: int(f[9]), TotalOutput: int(f[10])}})
+					MeanTPOTMs: f[6], MedianTPOT: f[7], MeanITLMs: f[8], MedianITLMs: medITL, TotalInput: int(f[9]), TotalOutput: int(f[10])}})
 		}
 	}
 	// The published decisions (each a ">" the report states or tabulates).
