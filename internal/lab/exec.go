@@ -1,10 +1,12 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +58,46 @@ func (l *Lab) runSpecsNoBudget(ctx context.Context, specs []TrialSpec) ([]*resul
 		return l.searchLoads(ctx, specs, false)
 	}
 	return l.run2(ctx, specs, false)
+}
+
+// likelyWinnerLast orders the trials to run (not the results, nor which
+// ones the budget allowed) by the guide's predicted score on the tuning
+// workload, lowest first. The candidate of a batch that beats the incumbent
+// gets its repeats next, and on a GPU that holds one server at a time only
+// the last one measured is still up: run last, the likely winner serves its
+// repeats without a second start. Trials of the same config keep their
+// order; one the guide cannot predict runs first; a batch off the tuning
+// workload keeps the spec's order.
+func (l *Lab) likelyWinnerLast(ctx context.Context, specs []TrialSpec, todo []int) []int {
+	if l.guide == nil || len(todo) < 2 {
+		return todo
+	}
+	tuning := l.Spec.Tuning.keyName()
+	score := map[string]float64{}
+	for _, i := range todo {
+		t := specs[i]
+		if t.Workload.keyName() != tuning {
+			return todo // a generalization batch: one config, its order is the spec's
+		}
+		h := ConfigHash(t.Config)
+		if _, ok := score[h]; ok {
+			continue
+		}
+		score[h] = math.Inf(-1)
+		if o, err := l.guide.Guess(ctx, t.Config, *l.Spec.Tuning, l.Spec.Search.GuidePrompts); err == nil {
+			if sc := l.Spec.Objective.Score(o, GPUs(t.Config)); sc > 0 && !math.IsInf(sc, 0) {
+				score[h] = sc
+			}
+		}
+	}
+	if len(score) < 2 {
+		return todo
+	}
+	out := slices.Clone(todo)
+	slices.SortStableFunc(out, func(a, b int) int {
+		return cmp.Compare(score[ConfigHash(specs[a].Config)], score[ConfigHash(specs[b].Config)])
+	})
+	return out
 }
 
 // run2 runs trials in parallel where the GPUs allow, reusing every finished
@@ -117,6 +159,9 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 		if allowed < len(todo) {
 			todo, truncated = todo[:allowed], true
 		}
+	}
+	if l.Spec.RuntimeKind().Servers() {
+		todo = l.likelyWinnerLast(ctx, specs, todo)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(specs))

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -96,5 +97,51 @@ func TestSimPredictorUpside(t *testing.T) {
 	}
 	if _, ok := upside(AnalyticPredictor{}, cfg("vllm")); ok {
 		t.Error("the analytic stand-in has a range")
+	}
+}
+
+// engineGuide predicts a fixed throughput per engine.
+type engineGuide map[string]float64
+
+func (g engineGuide) Guess(_ context.Context, cfg engine.Config, _ Workload, _ int) (Observation, error) {
+	v, ok := g[cfg.Engine]
+	if !ok {
+		return Observation{}, errors.New("no prediction")
+	}
+	return Observation{Completed: 1, NumPrompts: 1, TotalThroughput: v}, nil
+}
+
+// TestLikelyWinnerLast (the 14B example's plan started SGLang twice: the
+// engine stage measured SGLang, then TensorRT-LLM on the one GPU, and
+// SGLang's repeats found its server gone): on a runtime with servers a
+// batch runs its candidates in the guide's predicted order, lowest first,
+// so the likely winner is the one still up for its repeats. A config the
+// guide cannot predict runs first; a generalization batch keeps its order.
+func TestLikelyWinnerLast(t *testing.T) {
+	s := mustSpec(t, smallSpec+"runtime: process\n")
+	l := &Lab{Spec: s, guide: engineGuide{"vllm": 100, "sglang": 300, "trtllm": 200}}
+	var specs []TrialSpec
+	for _, e := range []string{"sglang", "vllm", "tgi-unknown", "trtllm"} {
+		p := Point{KnobEngine: e}
+		cfg, ok := s.Config(p)
+		if !ok {
+			cfg = engine.Config{Engine: e, Model: s.Model}
+		}
+		specs = append(specs, l.trialSpec("engine", p, cfg, *s.Tuning, 0))
+	}
+	got := l.likelyWinnerLast(context.Background(), specs, []int{0, 1, 2, 3})
+	var names []string
+	for _, i := range got {
+		names = append(names, specs[i].Config.Engine)
+	}
+	if want := "tgi-unknown,vllm,trtllm,sglang"; strings.Join(names, ",") != want {
+		t.Errorf("run order %s, want %s", strings.Join(names, ","), want)
+	}
+	gen := specs[:2]
+	for i := range gen {
+		gen[i].Workload = s.Generalization[0]
+	}
+	if got := l.likelyWinnerLast(context.Background(), gen, []int{0, 1}); got[0] != 0 || got[1] != 1 {
+		t.Errorf("a generalization batch was reordered: %v", got)
 	}
 }
