@@ -236,7 +236,7 @@ func versionLess(a, b string) bool {
 // ModelRevision numbers the simulator's step model. Bump it when a change
 // moves predictions without a refit (a refit changes the coefficients, which
 // Fingerprint hashes anyway).
-const ModelRevision = 3
+const ModelRevision = 4
 
 // Fingerprint identifies the simulator that predictions come from: the
 // model revision and a hash of the calibration (nil: the embedded one). A
