@@ -161,17 +161,19 @@ func Evaluate(ref *Reference, coef *Coefficients) *Fidelity {
 
 func mapes(rs []CaseResult) (tps, ttft, tpot float64, n, nt int) {
 	a, b, c := absErrors(rs)
-	mean := func(v []float64) float64 {
-		if len(v) == 0 {
-			return 0
-		}
-		sum := 0.0
-		for _, x := range v {
-			sum += x
-		}
-		return sum / float64(len(v))
+	return meanOf(a), meanOf(b), meanOf(c), len(a), len(c)
+}
+
+// meanOf is the arithmetic mean, 0 for none.
+func meanOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
 	}
-	return mean(a), mean(b), mean(c), len(a), len(c)
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(len(v))
 }
 
 // absErrors lists the absolute relative errors of the scored results, per

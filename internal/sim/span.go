@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/safeyaml"
@@ -107,12 +108,20 @@ func (f *FoldSet) SpreadFor(engine string) Figures {
 // (nil counts as it), and nil for any other: the folds' spread was measured
 // for the calibration they were fitted beside, and says nothing of the error
 // of coefficients fitted to other measurements or written by hand.
+//
+// The lab asks it once per config of a search space, so the embedded set
+// is parsed and fingerprinted once; the set returned is shared, for reading.
 func FoldsFor(c *Coefficients) *FoldSet {
-	if c != nil && Fingerprint(c) != Fingerprint(nil) {
+	if c != nil && Fingerprint(c) != embeddedFingerprint() {
 		return nil
 	}
-	return DefaultFolds()
+	return sharedFolds()
 }
+
+var (
+	sharedFolds         = sync.OnceValue(DefaultFolds)
+	embeddedFingerprint = sync.OnceValue(func() string { return Fingerprint(nil) })
+)
 
 // JSON encodes the fold set, indented, keys sorted.
 func (f *FoldSet) JSON() []byte {
