@@ -66,6 +66,9 @@ type Coefficients struct {
 	Source string `json:"source,omitempty"`
 	// Entries maps a key to its coefficients.
 	Entries map[string]Coef `json:"entries"`
+	// Held names, per key, the coefficients the fit kept at their prior
+	// because that group's blocks did not pin them (FitOptions.MinInfluence).
+	Held map[string][]string `json:"held,omitempty"`
 }
 
 //go:embed coefficients.json

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,6 +40,16 @@ type FitOptions struct {
 	// center, when set, is what the prior pulls toward instead of the
 	// starting values.
 	center *Coef
+	// held names the coefficients kept at the prior's center instead of
+	// fitted (see MinInfluence).
+	held map[string]bool
+	// MinInfluence is the least share of a coefficient's fitted value
+	// that a well-measured group's own blocks must decide, rather than
+	// the prior, for it to stay fitted (0 = 0.05; negative = keep all).
+	// Below it, the coefficient is held at the prior's center and the
+	// group refitted without it: a figure the data do not pin is a
+	// stated prior, not a fitted parameter.
+	MinInfluence float64
 }
 
 // coefParam names one fitted scalar of a Coef.
@@ -173,24 +184,34 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 	fitAll := func(ks []string, initOf func(k string) Coef) {
 		type res struct {
 			k string
-			c Coef
+			f groupFit
 		}
 		ch := make(chan res, len(ks))
 		sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 		for _, k := range ks {
-			go func(k string, init Coef) {
+			go func(k string, init Coef, o FitOptions) {
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				c := fitGroup(groups[k], init, optOf[k])
+				f := fitGroup(groups[k], init, o)
 				if opt.Log != nil {
-					opt.Log("fitted %s on %d cases: %+v", k, len(groups[k]), c)
+					opt.Log("fitted %s on %d cases: %+v", k, len(groups[k]), f.c)
+					opt.Log("  influence: %s", formatInfluence(f.influence, f.held))
 				}
-				ch <- res{k, c}
-			}(k, initOf(k))
+				ch <- res{k, f}
+			}(k, initOf(k), optOf[k])
 		}
 		for range ks {
 			r := <-ch
-			out.Entries[r.k] = r.c
+			out.Entries[r.k] = r.f.c
+			if len(r.f.held) > 0 {
+				o := optOf[r.k]
+				o.held = r.f.held
+				optOf[r.k] = o
+				if out.Held == nil {
+					out.Held = map[string][]string{}
+				}
+				out.Held[r.k] = sortedKeys(r.f.held)
+			}
 		}
 	}
 	// Groups are independent: fit them in parallel, one goroutine each,
@@ -211,7 +232,7 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 	// starts and anchors the thin groups, fills the kernel efficiencies a
 	// group's own blocks could not inform, and is what an engine never
 	// measured on that GPU gets.
-	pools := poolByGPU(groups, full, out.Entries, start)
+	pools := poolByGPU(groups, full, out.Entries, out.Held, start)
 	for gpu, p := range pools {
 		out.Entries[gpu] = p
 	}
@@ -271,13 +292,13 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 		}
 		o := optOf[k]
 		o.fixedTPS = fixed
-		c, _ := fitGroupFrom(groups[k], out.Entries[k], o)
+		c := fitGroupFrom(groups[k], out.Entries[k], o).c
 		if opt.Log != nil {
 			opt.Log("refitted %s for orderings across groups: %+v", k, c)
 		}
 		out.Entries[k] = c
 	}
-	fillFromPool(groups, out.Entries, pools)
+	fillFromPool(groups, out.Entries, out.Held, pools)
 	return out, nil
 }
 
@@ -306,38 +327,133 @@ func cloneMap(m map[string]float64) map[string]float64 {
 // (gap > 3%) whose two cases are both in the group, so that the decisions
 // come out right and not only the averages. A Jacobian costs one
 // prediction of the group per coefficient; a fit converges in about ten.
-func fitGroup(cases []Case, init Coef, opt FitOptions) Coef {
+func fitGroup(cases []Case, init Coef, opt FitOptions) groupFit {
 	// Two starts: the given coefficients, and one where the API server is
 	// the bottleneck (costly admissions and outputs, light steps). The
 	// frontend terms have no gradient where they are not binding, so a
 	// single start below their true values never finds them.
 	alt := cloneCoef(init)
 	alt.FrontendMs, alt.OutputUs, alt.StepMs, alt.MemEff = 8, 150, 2, 0.8
-	a, la := fitGroupFrom(cases, init, opt)
-	b, lb := fitGroupFrom(cases, alt, opt)
+	a := fitGroupFrom(cases, init, opt)
+	b := fitGroupFrom(cases, alt, opt)
 	if opt.Log != nil {
-		opt.Log("  starts: given %.5f, frontend-bound %.5f", la, lb)
+		opt.Log("  starts: given %.5f, frontend-bound %.5f", a.loss, b.loss)
 	}
-	if lb < la {
-		return b
+	best, start := a, init
+	if b.loss < a.loss {
+		best, start = b, alt
 	}
-	return a
+	// A well-measured group holds what its blocks do not pin at the
+	// prior's center and is fitted again without it. A thin group leans
+	// on the pool by design, so its low influences say nothing new.
+	if opt.center != nil || opt.MinInfluence < 0 {
+		return best
+	}
+	minInf := opt.MinInfluence
+	if minInf == 0 {
+		minInf = 0.05
+	}
+	held := map[string]bool{}
+	for name, v := range best.influence {
+		if v < minInf {
+			held[name] = true
+		}
+	}
+	if len(held) == 0 {
+		return best
+	}
+	o := opt
+	o.held = held
+	// The prior's center is the winning start; the held figures go back
+	// to it and the rest start where the first fit left them.
+	next := cloneCoef(best.c)
+	for _, p := range groupParams(cases) {
+		if held[p.name] {
+			p.set(&next, startValue(p, &start))
+		}
+	}
+	c := start
+	o.center = &c
+	again := fitGroupFrom(cases, next, o)
+	again.held = held
+	for name, v := range best.influence {
+		if held[name] {
+			again.influence[name] = v
+		}
+	}
+	if opt.Log != nil {
+		opt.Log("  held at the prior (influence < %.2g): %v; loss %.5f -> %.5f", minInf, sortedKeys(held), best.loss, again.loss)
+	}
+	return again
 }
 
-func fitGroupFrom(cases []Case, init Coef, opt FitOptions) (Coef, float64) {
-	params := groupParams(cases)
+// startValue is where the fit starts p from c: c's value, or for one c
+// leaves unset (zero), the figure that stands for the prior.
+func startValue(p coefParam, c *Coef) float64 {
+	if v := p.get(c); v > 0 {
+		return v
+	}
+	switch p.name {
+	case "output_us":
+		return 20
+	case "scan_eff":
+		return defaultScanEff
+	}
+	return 1
+}
+
+// groupFit is one group's fit: its coefficients, its loss, and per fitted
+// coefficient the share of its value its blocks decided (influence).
+type groupFit struct {
+	c         Coef
+	loss      float64
+	influence map[string]float64
+	// held names the coefficients kept at the prior.
+	held map[string]bool
+}
+
+// formatInfluence lists each coefficient's influence, sorted by name, a
+// held one marked.
+func formatInfluence(inf map[string]float64, held map[string]bool) string {
+	names := make([]string, 0, len(inf))
+	for k := range inf {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	sum := 0.0
+	for _, k := range names {
+		mark := ""
+		if held[k] {
+			mark = " (held)"
+		} else {
+			sum += inf[k]
+		}
+		fmt.Fprintf(&b, "%s %.2f%s, ", k, inf[k], mark)
+	}
+	fmt.Fprintf(&b, "effective %.1f of %d fitted", sum, len(names)-len(held))
+	return b.String()
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func fitGroupFrom(cases []Case, init Coef, opt FitOptions) groupFit {
+	var params []coefParam
+	for _, p := range groupParams(cases) {
+		if !opt.held[p.name] {
+			params = append(params, p)
+		}
+	}
 	init = cloneCoef(init)
 	for _, p := range params {
-		if v := p.get(&init); v <= 0 {
-			switch p.name {
-			case "output_us":
-				p.set(&init, 20)
-			case "scan_eff":
-				p.set(&init, defaultScanEff)
-			default:
-				p.set(&init, 1)
-			}
-		}
+		p.set(&init, startValue(p, &init))
 	}
 	x0 := make([]float64, len(params))
 	for i, p := range params {
@@ -522,15 +638,65 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) (Coef, float64) {
 	if len(out.BackendDecode) == 0 {
 		out.BackendDecode = nil
 	}
-	return out, best
+	inf := map[string]float64{}
+	for i, v := range influence(x, r, resid, 4*len(cases), opt.Prior) {
+		inf[params[i].name] = v
+	}
+	return groupFit{c: out, loss: best, influence: inf}
+}
+
+// influence is, per coefficient at x (log scale), the share of its fitted
+// value that the data rather than the prior decide: the diagonal of the
+// ridge hat matrix (JᵀJ + pI)⁻¹ JᵀJ, with J the Jacobian of every residual
+// but the prior's (which follow the first priorAt) and p the prior's
+// weight. Near 1 the blocks pin the coefficient; near 0 it stays where the
+// prior put it, and the sum is the group's effective number of parameters.
+func influence(x, r []float64, resid func([]float64) []float64, priorAt int, prior float64) []float64 {
+	const h = 0.04
+	n := len(x)
+	J := make([][]float64, n)
+	for j := range x {
+		xp := append([]float64(nil), x...)
+		xp[j] += h
+		rp := resid(xp)
+		J[j] = make([]float64, len(r))
+		for k := range r {
+			if k >= priorAt && k < priorAt+n {
+				continue // the prior's own rows
+			}
+			J[j][k] = (rp[k] - r[k]) / h
+		}
+	}
+	JtJ := make([][]float64, n)
+	A := make([][]float64, n)
+	for a := range x {
+		JtJ[a] = make([]float64, n)
+		A[a] = make([]float64, n)
+		for b := range x {
+			JtJ[a][b] = dot(J[a], J[b])
+			A[a][b] = JtJ[a][b]
+		}
+		A[a][a] += prior
+	}
+	out := make([]float64, n)
+	for j := range x {
+		col := make([]float64, n)
+		for a := range x {
+			col[a] = JtJ[a][j]
+		}
+		if s := solve(A, col); s != nil {
+			out[j] = math.Max(0, math.Min(1, s[j]))
+		}
+	}
+	return out
 }
 
 // poolByGPU is, per GPU, the geometric mean over the well-measured groups
-// (keys) of each coefficient those groups fitted; a coefficient no group
-// fitted keeps the start's generic value. Each engine version counts once,
-// however many blocks it has, so that the engine measured most does not
-// become every engine.
-func poolByGPU(groups map[string][]Case, keys []string, fitted map[string]Coef, start *Coefficients) map[string]Coef {
+// (keys) of each coefficient those groups fitted and did not hold at the
+// prior; a coefficient no group fitted keeps the start's generic value.
+// Each engine version counts once, however many blocks it has, so that the
+// engine measured most does not become every engine.
+func poolByGPU(groups map[string][]Case, keys []string, fitted map[string]Coef, held map[string][]string, start *Coefficients) map[string]Coef {
 	type acc struct {
 		sum float64
 		n   int
@@ -542,7 +708,7 @@ func poolByGPU(groups map[string][]Case, keys []string, fitted map[string]Coef, 
 			sums[gpu] = map[string]*acc{}
 		}
 		c := fitted[k]
-		for _, p := range groupParams(groups[k]) {
+		for _, p := range informed(groups[k], held[k]) {
 			if strings.Contains(p.name, ":") {
 				continue // a backend's speed is its own, not a pool's
 			}
@@ -581,7 +747,7 @@ func poolByGPU(groups map[string][]Case, keys []string, fitted map[string]Coef, 
 // evidence than the generic prior: vLLM 0.11 kept fp8_eff at the prior 0.45
 // against BF16 GEMMs at 0.36, FP8 2.5x as fast as BF16 where the engines
 // that ran FP8 measured 1.1-1.2x.
-func fillFromPool(groups map[string][]Case, entries map[string]Coef, pools map[string]Coef) {
+func fillFromPool(groups map[string][]Case, entries map[string]Coef, held map[string][]string, pools map[string]Coef) {
 	for k, cs := range groups {
 		gpu, _, _ := strings.Cut(k, "/")
 		pool, ok := pools[gpu]
@@ -589,7 +755,7 @@ func fillFromPool(groups map[string][]Case, entries map[string]Coef, pools map[s
 			continue
 		}
 		own := map[string]bool{}
-		for _, p := range groupParams(cs) {
+		for _, p := range informed(cs, held[k]) {
 			own[p.name] = true
 		}
 		c := entries[k]
@@ -600,6 +766,17 @@ func fillFromPool(groups map[string][]Case, entries map[string]Coef, pools map[s
 		}
 		entries[k] = c
 	}
+}
+
+// informed is groupParams less the coefficients the fit held at the prior.
+func informed(cases []Case, held []string) []coefParam {
+	var out []coefParam
+	for _, p := range groupParams(cases) {
+		if !slices.Contains(held, p.name) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // groupParams lists the coefficients a group of cases can inform: FP8

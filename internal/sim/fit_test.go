@@ -97,7 +97,7 @@ func TestPoolByGPU(t *testing.T) {
 		"H200/vllm/0.11.0":  {GEMMEff: 0.5, FrontendMs: 2},
 	}
 	start := &Coefficients{Entries: map[string]Coef{"*": defaultCoef}}
-	pools := poolByGPU(groups, []string{"H100/vllm/0.11.0", "H100/sglang/0.5.9", "H200/vllm/0.11.0"}, fitted, start)
+	pools := poolByGPU(groups, []string{"H100/vllm/0.11.0", "H100/sglang/0.5.9", "H200/vllm/0.11.0"}, fitted, map[string][]string{"H200/vllm/0.11.0": {"frontend_ms"}}, start)
 	h := pools["H100"]
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 	if !near(h.GEMMEff, 0.4) || !near(h.FrontendMs, 2) {
@@ -112,11 +112,14 @@ func TestPoolByGPU(t *testing.T) {
 	if g := pools["H200"].GEMMEff; !near(g, 0.5) {
 		t.Errorf("H200 pool gemm %g, want 0.5 (its own GPU's groups only)", g)
 	}
+	if f := pools["H200"].FrontendMs; f != defaultCoef.FrontendMs {
+		t.Errorf("H200 pool frontend %g: its one group held it at the prior, want the prior %g, not the held value", f, defaultCoef.FrontendMs)
+	}
 }
 
 // TestFillFromPool: a group gets its GPU's pooled value for a kernel
 // efficiency its own cases could not inform (FP8 on an engine measured only
-// in BF16), keeps what it fitted, and keeps its software costs whatever
+// in BF16, or one the fit held at the prior), keeps what it fitted, and keeps its software costs whatever
 // they are.
 func TestFillFromPool(t *testing.T) {
 	bf16 := Case{ID: "a", Params: Params{Engine: EngineVLLM, Version: "0.11.0", Model: "Qwen3-14B", GPU: "H100"}}
@@ -127,12 +130,15 @@ func TestFillFromPool(t *testing.T) {
 		"H100/sglang/0.5.5.post1": {GEMMEff: 0.4, FP8Eff: 0.25, FrontendMs: 2},
 	}
 	pools := map[string]Coef{"H100": {GEMMEff: 0.5, FP8Eff: 0.2, FrontendMs: 7, CoreAddMs: 1, ScanEff: 0.09}}
-	fillFromPool(groups, entries, pools)
+	fillFromPool(groups, entries, map[string][]string{"H100/vllm/0.11.0": {"gemm_eff"}}, pools)
 	v, s := entries["H100/vllm/0.11.0"], entries["H100/sglang/0.5.5.post1"]
 	if v.FP8Eff != 0.2 || v.ScanEff != 0.09 {
 		t.Errorf("vLLM (no FP8, no hybrid model): fp8 %g scan %g, want the pool's 0.2 and 0.09", v.FP8Eff, v.ScanEff)
 	}
-	if v.GEMMEff != 0.3 || v.FrontendMs != 1 || v.CoreAddMs != 9 {
+	if v.GEMMEff != 0.5 {
+		t.Errorf("vLLM held gemm_eff at the prior (its blocks did not pin it): %g, want the pool's 0.5", v.GEMMEff)
+	}
+	if v.FrontendMs != 1 || v.CoreAddMs != 9 {
 		t.Errorf("vLLM's own fit changed: %+v", v)
 	}
 	if s.FP8Eff != 0.25 {
