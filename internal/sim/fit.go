@@ -149,6 +149,16 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 	for k, v := range start.Entries {
 		out.Entries[k] = cloneCoef(v)
 	}
+	// A group this fit leaves alone keeps the start's record of what it
+	// held; a refitted one gets its own.
+	for k, v := range start.Held {
+		if _, refit := groups[k]; !refit {
+			if out.Held == nil {
+				out.Held = map[string][]string{}
+			}
+			out.Held[k] = slices.Clone(v)
+		}
+	}
 	// Groups with more cases first, so a thin group can start from a
 	// fitted sibling (same engine, other version).
 	keys := make([]string, 0, len(groups))
