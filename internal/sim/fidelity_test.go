@@ -9,12 +9,13 @@ import (
 )
 
 // Achieved fidelity of the embedded calibration, asserted as regression
-// bounds a little above what it reaches (4.6%, 22.3%, 16.5%; the issue's
+// bounds a little above what it reaches (4.7%, 19.8%, 17.4% since the fit
+// holds what the blocks do not pin, 2026-11-26; the issue's
 // targets are 10% TPS MAPE and 25% TTFT/TPOT MAPE; see docs/sim-fidelity.md).
 const (
-	boundTPSMAPE  = 0.055 // target 0.10
-	boundTTFTMAPE = 0.235 // target 0.25
-	boundTPOTMAPE = 0.185 // target 0.25
+	boundTPSMAPE  = 0.050 // target 0.10
+	boundTTFTMAPE = 0.215 // target 0.25
+	boundTPOTMAPE = 0.180 // target 0.25
 	// Required orderings that may stay unreproduced: the 32B TensorRT-LLM
 	// chunked prefill (+7.0% measured, +0.0% predicted: in TensorRT-LLM's
 	// source chunking changes only how prompts are packed into a step).

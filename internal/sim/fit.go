@@ -242,7 +242,7 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 	// starts and anchors the thin groups, fills the kernel efficiencies a
 	// group's own blocks could not inform, and is what an engine never
 	// measured on that GPU gets.
-	pools := poolByGPU(groups, full, out.Entries, out.Held, start)
+	pools := poolByGPU(groups, full, out.Entries, start)
 	for gpu, p := range pools {
 		out.Entries[gpu] = p
 	}
@@ -333,11 +333,14 @@ func cloneMap(m map[string]float64) map[string]float64 {
 // coefficients: residuals are the log errors of total throughput (weight
 // 2, i.e. 4 in the squared loss), mean TTFT, mean TPOT and median ITL
 // (where CaseResult.StepError says it is a decode step), a weak prior
-// toward the starting values, and a hinge on every published ordering
+// toward the starting values (a thin group's: the pool), and a hinge on every published ordering
 // (gap > 3%) whose two cases are both in the group, so that the decisions
 // come out right and not only the averages. A Jacobian costs one
 // prediction of the group per coefficient; a fit converges in about ten.
 func fitGroup(cases []Case, init Coef, opt FitOptions) groupFit {
+	// A thin group leans on the pool by design (opt.center), so its low
+	// influences say nothing new.
+	thin := opt.center != nil
 	// Two starts: the given coefficients, and one where the API server is
 	// the bottleneck (costly admissions and outputs, light steps). The
 	// frontend terms have no gradient where they are not binding, so a
@@ -354,9 +357,8 @@ func fitGroup(cases []Case, init Coef, opt FitOptions) groupFit {
 		best, start = b, alt
 	}
 	// A well-measured group holds what its blocks do not pin at the
-	// prior's center and is fitted again without it. A thin group leans
-	// on the pool by design, so its low influences say nothing new.
-	if opt.center != nil || opt.MinInfluence < 0 {
+	// prior and is fitted again without it.
+	if thin || opt.MinInfluence < 0 {
 		return best
 	}
 	minInf := opt.MinInfluence
@@ -374,16 +376,17 @@ func fitGroup(cases []Case, init Coef, opt FitOptions) groupFit {
 	}
 	o := opt
 	o.held = held
-	// The prior's center is the winning start; the held figures go back
-	// to it and the rest start where the first fit left them.
+	// The held figures go back to the given coefficients, the stated
+	// prior; the rest start where the first fit left them, pulled toward
+	// the start that won, as in the first fit (the frontend-bound start
+	// is a regime the data may choose, not a prior to pay against).
 	next := cloneCoef(best.c)
 	for _, p := range groupParams(cases) {
 		if held[p.name] {
-			p.set(&next, startValue(p, &start))
+			p.set(&next, startValue(p, &init))
 		}
 	}
-	c := start
-	o.center = &c
+	o.center = &start
 	again := fitGroupFrom(cases, next, o)
 	again.held = held
 	for name, v := range best.influence {
@@ -473,9 +476,7 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) groupFit {
 	xc := append([]float64(nil), x0...)
 	if opt.center != nil {
 		for i, p := range params {
-			if v := p.get(opt.center); v > 0 {
-				xc[i] = math.Log(v)
-			}
+			xc[i] = math.Log(startValue(p, opt.center))
 		}
 	}
 	coefAt := func(x []float64) Coef {
@@ -702,11 +703,16 @@ func influence(x, r []float64, resid func([]float64) []float64, priorAt int, pri
 }
 
 // poolByGPU is, per GPU, the geometric mean over the well-measured groups
-// (keys) of each coefficient those groups fitted and did not hold at the
-// prior; a coefficient no group fitted keeps the start's generic value.
-// Each engine version counts once, however many blocks it has, so that the
-// engine measured most does not become every engine.
-func poolByGPU(groups map[string][]Case, keys []string, fitted map[string]Coef, held map[string][]string, start *Coefficients) map[string]Coef {
+// (keys) of each coefficient those groups could inform; a coefficient no
+// group could inform keeps the start's generic value. Each engine version
+// counts once, however many blocks it has, so that the engine measured
+// most does not become every engine. A coefficient a group held at the
+// prior votes at that value: its blocks bound it without pinning it (an
+// API server that never binds is cheap, though not how cheap), and
+// leaving it out would make the pool of the API-server terms the mean of
+// the engines whose server binds, 7.8 ms an admission where the others
+// hold 1 ms, and a thin group anchored there fits 66 ms.
+func poolByGPU(groups map[string][]Case, keys []string, fitted map[string]Coef, start *Coefficients) map[string]Coef {
 	type acc struct {
 		sum float64
 		n   int
@@ -718,7 +724,7 @@ func poolByGPU(groups map[string][]Case, keys []string, fitted map[string]Coef, 
 			sums[gpu] = map[string]*acc{}
 		}
 		c := fitted[k]
-		for _, p := range informed(groups[k], held[k]) {
+		for _, p := range groupParams(groups[k]) {
 			if strings.Contains(p.name, ":") {
 				continue // a backend's speed is its own, not a pool's
 			}
