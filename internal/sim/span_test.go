@@ -14,7 +14,8 @@ import (
 // leave-one-model-out ones, widened by the 90th percentile of their engine's
 // held-out errors) holds 48 of 48 measured throughputs, 47 of 48 TTFTs and
 // 46 of 46 TPOTs; a block's own held-out fold alone, widened the same way,
-// holds 40 of 48 throughputs (41 with the median ITL in the fit alone; 26
+// holds 39 of 48 throughputs (fourth round; 40 in the second and third, 41
+// with the median ITL in the fit alone; 26
 // with one width for every engine, the mean
 // held-out error: too narrow for vLLM, too wide elsewhere).
 const (
