@@ -400,6 +400,14 @@ func fitGroup(cases []Case, init Coef, opt FitOptions) groupFit {
 	return again
 }
 
+// logErr is the log of predicted over measured for a relative error e,
+// floored at a hundredth: a prediction of zero (a TPOT of 0 where the API
+// server delivers a short output in one chunk) is a large error the fit
+// can move away from, not an infinite one that stops it.
+func logErr(e float64) float64 {
+	return math.Log(math.Max(1+e, 0.01))
+}
+
 // startValue is where the fit starts p from c: c's value, or for one c
 // leaves unset (zero), the figure that stands for the prior.
 func startValue(p coefParam, c *Coef) float64 {
@@ -541,9 +549,9 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) groupFit {
 			}
 			tps[i] = res.TotalTPS
 			a, b, d := res.Errors()
-			r = append(r, 2*math.Log1p(a)/n, math.Log1p(b)/n)
+			r = append(r, 2*logErr(a)/n, logErr(b)/n)
 			if cs.NoTPOT == "" {
-				r = append(r, math.Log1p(d)/n)
+				r = append(r, logErr(d)/n)
 			} else {
 				r = append(r, 0)
 			}
@@ -553,7 +561,7 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) groupFit {
 			// 14B's blocks: fitted without it, its decode steps came
 			// out 15-30% too fast, and so did the 32B's held out).
 			if s, ok := res.StepError(); ok {
-				r = append(r, math.Log1p(s)/n)
+				r = append(r, logErr(s)/n)
 			} else {
 				r = append(r, 0)
 			}
