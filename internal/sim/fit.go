@@ -598,20 +598,9 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) groupFit {
 	r := resid(x)
 	best := dot(r, r)
 	lambda := 1e-2
-	const h = 0.04
 	iters := opt.Rounds
 	for it := 0; it < iters; it++ {
-		// Forward-difference Jacobian in log space.
-		J := make([][]float64, len(x))
-		for j := range x {
-			xp := append([]float64(nil), x...)
-			xp[j] += h
-			rp := resid(xp)
-			J[j] = make([]float64, len(r))
-			for k := range r {
-				J[j][k] = (rp[k] - r[k]) / h
-			}
-		}
+		J := jacobian(x, r, resid)
 		improved := false
 		for try := 0; try < 4; try++ {
 			A := make([][]float64, len(x))
@@ -664,6 +653,23 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) groupFit {
 	return groupFit{c: out, loss: best, influence: inf}
 }
 
+// jacobian is the forward-difference Jacobian of resid at x (log space),
+// r being resid(x): one row per coefficient.
+func jacobian(x, r []float64, resid func([]float64) []float64) [][]float64 {
+	const h = 0.04
+	J := make([][]float64, len(x))
+	for j := range x {
+		xp := append([]float64(nil), x...)
+		xp[j] += h
+		rp := resid(xp)
+		J[j] = make([]float64, len(r))
+		for k := range r {
+			J[j][k] = (rp[k] - r[k]) / h
+		}
+	}
+	return J
+}
+
 // influence is, per coefficient at x (log scale), the share of its fitted
 // value that the data rather than the prior decide: the diagonal of the
 // ridge hat matrix (JᵀJ + pI)⁻¹ JᵀJ, with J the Jacobian of every residual
@@ -671,20 +677,10 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) groupFit {
 // weight. Near 1 the blocks pin the coefficient; near 0 it stays where the
 // prior put it, and the sum is the group's effective number of parameters.
 func influence(x, r []float64, resid func([]float64) []float64, priorAt int, prior float64) []float64 {
-	const h = 0.04
 	n := len(x)
-	J := make([][]float64, n)
-	for j := range x {
-		xp := append([]float64(nil), x...)
-		xp[j] += h
-		rp := resid(xp)
-		J[j] = make([]float64, len(r))
-		for k := range r {
-			if k >= priorAt && k < priorAt+n {
-				continue // the prior's own rows
-			}
-			J[j][k] = (rp[k] - r[k]) / h
-		}
+	J := jacobian(x, r, resid)
+	for j := range J {
+		clear(J[j][priorAt : priorAt+n]) // the prior's own rows
 	}
 	JtJ := make([][]float64, n)
 	A := make([][]float64, n)
