@@ -61,9 +61,10 @@ func newSimCalibrateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if d, err := p.WithDefaults(); err == nil && len(coef.Held[sim.Key(d.GPU, d.Engine, d.Version)]) > 0 {
-				h := coef.Held[sim.Key(d.GPU, d.Engine, d.Version)]
-				fmt.Fprintf(cmd.ErrOrStderr(), "sim calibrate: these results do not pin %s; kept at the embedded calibration's values\n", strings.Join(h, ", "))
+			if d, err := p.WithDefaults(); err == nil {
+				if h := coef.Held[sim.Key(d.GPU, d.Engine, d.Version)]; len(h) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "sim calibrate: these results do not pin %s; kept at the embedded calibration's values\n", strings.Join(h, ", "))
+				}
 			}
 			if out == "" || out == "-" {
 				_, err = cmd.OutOrStdout().Write(coef.JSON())

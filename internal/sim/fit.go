@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -220,7 +221,7 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 				if out.Held == nil {
 					out.Held = map[string][]string{}
 				}
-				out.Held[r.k] = sortedKeys(r.f.held)
+				out.Held[r.k] = slices.Sorted(maps.Keys(r.f.held))
 			}
 		}
 	}
@@ -395,7 +396,7 @@ func fitGroup(cases []Case, init Coef, opt FitOptions) groupFit {
 		}
 	}
 	if opt.Log != nil {
-		opt.Log("  held at the prior (influence < %.2g): %v; loss %.5f -> %.5f", minInf, sortedKeys(held), best.loss, again.loss)
+		opt.Log("  held at the prior (influence < %.2g): %v; loss %.5f -> %.5f", minInf, slices.Sorted(maps.Keys(held)), best.loss, again.loss)
 	}
 	return again
 }
@@ -436,11 +437,7 @@ type groupFit struct {
 // formatInfluence lists each coefficient's influence, sorted by name, a
 // held one marked.
 func formatInfluence(inf map[string]float64, held map[string]bool) string {
-	names := make([]string, 0, len(inf))
-	for k := range inf {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(inf))
 	var b strings.Builder
 	sum := 0.0
 	for _, k := range names {
@@ -454,15 +451,6 @@ func formatInfluence(inf map[string]float64, held map[string]bool) string {
 	}
 	fmt.Fprintf(&b, "effective %.1f of %d fitted", sum, len(names)-len(held))
 	return b.String()
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func fitGroupFrom(cases []Case, init Coef, opt FitOptions) groupFit {
