@@ -143,6 +143,9 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	if err != nil {
 		return fmt.Errorf("sim predict: %w", err)
 	}
+	if err := pr.Err(); err != nil {
+		return fmt.Errorf("sim predict: %w", err)
+	}
 	fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: "+simulating(pr.Params.Engine, pr.Params.Version, f.version != "", pr.Params.GPU, pr.Params.GPUs)+
 		"; "+p.Model+" from "+modelFrom)
 	// The range: the same run under the leave-one-model-out calibrations,
@@ -153,6 +156,10 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 		MaxConcurrency: f.maxConcurrency, Seed: f.seed})
 	if err != nil {
 		return fmt.Errorf("sim predict: range: %w", err)
+	}
+	if span.Borrowed != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: no calibration was fitted to %s %s on %s; this prediction borrows %s's, and its range also holds the run under each other fitted version of %s\n",
+			p.Engine, pr.Params.Version, pr.Params.GPU, span.Borrowed, p.Engine)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: range over %d calibrations (this one and the leave-one-model-out fits, widened to hold 9 in 10 of %s's errors on held-out models): Total TPS %.0f..%.0f tok/s, mean TTFT %.0f..%.0f ms, mean TPOT %.1f..%.1f ms\n",
 		span.Fits, p.Engine, span.Lo.TotalTPS, span.Hi.TotalTPS, span.Lo.MeanTTFTMs, span.Hi.MeanTTFTMs, span.Lo.MeanTPOTMs, span.Hi.MeanTPOTMs)
@@ -171,6 +178,9 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 		"range_total_tps":    fmt.Sprintf("%.1f..%.1f", span.Lo.TotalTPS, span.Hi.TotalTPS),
 		"range_mean_ttft_ms": fmt.Sprintf("%.2f..%.2f", span.Lo.MeanTTFTMs, span.Hi.MeanTTFTMs),
 		"range_mean_tpot_ms": fmt.Sprintf("%.2f..%.2f", span.Lo.MeanTPOTMs, span.Hi.MeanTPOTMs)}
+	if span.Borrowed != "" {
+		res.Metadata["calibration_borrowed_from"] = span.Borrowed
+	}
 	out := cmd.OutOrStdout()
 	if f.output == "json" {
 		b, err := json.MarshalIndent(res, "", "  ")

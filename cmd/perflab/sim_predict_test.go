@@ -90,6 +90,10 @@ func TestSimPredictCLIErrors(t *testing.T) {
 		{"bad output", []string{"--output", "xml", "--", "vllm", "serve", "Qwen/Qwen3-14B"}, "--output"},
 		{"engine rejects flag", []string{"--tokenizer", tok, "--", "vllm", "serve", "Qwen/Qwen3-14B", "--no-such-flag"}, "no-such-flag"},
 		{"does not fit", []string{"--tokenizer", tok, "--num-prompts", "2", "--", "vllm", "serve", "Qwen/Qwen3-32B", "--gpu-memory-utilization", "0.5"}, "out of GPU memory"},
+		// Issue 26: every prompt past the context gave "completed 0", NaN
+		// figures and exit 0.
+		{"all rejected", []string{"--tokenizer", tok, "--num-prompts", "3", "--dataset-name", "random", "--random-input-len", "2000",
+			"--random-output-len", "10", "--", "vllm", "serve", "Qwen/Qwen3-14B", "--max-model-len", "1024"}, "maximum context length"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,6 +102,25 @@ func TestSimPredictCLIErrors(t *testing.T) {
 				t.Errorf("err = %v, want it to mention %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A version no calibration was fitted to runs on the nearest one's, and the
+// result says which (issue 26: it borrowed silently).
+func TestSimPredictBorrowedCalibration(t *testing.T) {
+	tok := sharedTokenizer(t)
+	out, err := execSimPredict(t, "--engine", "sglang", "--engine-version", "0.6.0", "--gpu", "H100", "--dataset-name", "random",
+		"--num-prompts", "20", "--random-input-len", "200", "--random-output-len", "20", "--tokenizer", tok, "--output", "json",
+		"--", "python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-14B")
+	if err != nil {
+		t.Fatalf("sim predict: %v", err)
+	}
+	r, err := metrics.ParseJSON([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Metadata["calibration_borrowed_from"]; got != "H100/sglang/0.5.9" {
+		t.Errorf("calibration_borrowed_from = %q, want H100/sglang/0.5.9", got)
 	}
 }
 

@@ -218,6 +218,50 @@ func (c *Coefficients) Lookup(gpu, engine, version string) (Coef, string) {
 	return defaultCoef, "prior"
 }
 
+// Borrowed reports whether a deployment runs on coefficients fitted to
+// something else (another version of the engine, another GPU, the GPU's
+// pool or the generic prior) and names what they were fitted to: such a
+// prediction carries an error the calibration never measured, and says so.
+func (c *Coefficients) Borrowed(gpu, engine, version string) (from string, borrowed bool) {
+	if c == nil {
+		c = DefaultCoefficients()
+	}
+	_, from = c.Lookup(gpu, engine, version)
+	return from, from != Key(gpu, engine, version)
+}
+
+// siblings returns, for a deployment whose coefficients are borrowed,
+// calibrations in which each other fitted version of the same engine
+// stands in for it: how far apart the versions the calibration has seen
+// are is the least a version it has not seen may differ by.
+func (c *Coefficients) siblings(gpu, engine, version string) []*Coefficients {
+	if c == nil {
+		c = DefaultCoefficients()
+	}
+	from, borrowed := c.Borrowed(gpu, engine, version)
+	if !borrowed {
+		return nil
+	}
+	var keys []string
+	for k := range c.Entries {
+		parts := strings.SplitN(k, "/", 3)
+		if len(parts) == 3 && parts[1] == engine && k != from {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := make([]*Coefficients, 0, len(keys))
+	for _, k := range keys {
+		alt := &Coefficients{Source: c.Source, Entries: map[string]Coef{}, Held: c.Held}
+		for kk, v := range c.Entries {
+			alt.Entries[kk] = v
+		}
+		alt.Entries[Key(gpu, engine, version)] = c.Entries[k]
+		out = append(out, alt)
+	}
+	return out
+}
+
 // versionLess orders dotted versions numerically ("0.9" < "0.11.0");
 // non-numeric parts compare as strings.
 func versionLess(a, b string) bool {

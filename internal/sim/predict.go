@@ -38,6 +38,25 @@ type Prediction struct {
 	KVCapacityTokens int
 }
 
+// ErrAllRejected is wrapped by Prediction.Err when the engine rejected
+// every request: the run has no figures to report, only a cause.
+var ErrAllRejected = errors.New("sim: the engine rejected every request")
+
+// Err reports a run in which not one request completed, with the first
+// request's error as the cause (a prompt past the context, say); nil when
+// any request completed or none was sent.
+func (p *Prediction) Err() error {
+	if p.Result == nil || p.Result.Completed > 0 || len(p.Records) == 0 {
+		return nil
+	}
+	for _, r := range p.Records {
+		if r.Error != "" {
+			return fmt.Errorf("%w (all %d): the first: %s", ErrAllRejected, len(p.Records), r.Error)
+		}
+	}
+	return fmt.Errorf("%w (all %d)", ErrAllRejected, len(p.Records))
+}
+
 // Predict runs reqs through a simulated engine with the embedded
 // calibration and returns per-request records and vLLM's metrics.
 // Deterministic for a given Load.Seed.

@@ -163,6 +163,11 @@ type Span struct {
 	Lo, Hi Figures
 	// Fits is how many calibrations ran (the main one included).
 	Fits int
+	// Borrowed names the calibration a deployment the calibration never
+	// measured ran on ("H100/sglang/0.5.9" for SGLang 0.6.0), empty when
+	// it has its own. The span of such a prediction also holds the same
+	// run under each other fitted version of the engine.
+	Borrowed string
 }
 
 // Contains reports whether measured figures fall inside the span; a zero
@@ -202,6 +207,7 @@ func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Re
 		folds = DefaultFolds()
 	}
 	var s Span
+	var pr0 *Prediction
 	for i, c := range append([]*Coefficients{main}, folds.calibrations()...) {
 		pr, err := PredictWith(p, c, reqs, load)
 		if err != nil {
@@ -210,8 +216,26 @@ func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Re
 			}
 			continue
 		}
+		if i == 0 {
+			pr0 = pr
+		}
 		r := pr.Result
 		s.add(Figures{r.TotalTokenThroughput, r.MeanTTFTMs, r.MeanTPOTMs})
+	}
+	gpu, version := pr0.Params.GPU, pr0.Params.Version
+	if main == nil {
+		main = DefaultCoefficients()
+	}
+	if from, borrowed := main.Borrowed(gpu, p.Engine, version); borrowed {
+		s.Borrowed = from
+		for _, c := range main.siblings(gpu, p.Engine, version) {
+			pr, err := PredictWith(p, c, reqs, load)
+			if err != nil {
+				continue
+			}
+			r := pr.Result
+			s.add(Figures{r.TotalTokenThroughput, r.MeanTTFTMs, r.MeanTPOTMs})
+		}
 	}
 	s.widen(folds, p.Engine)
 	return s, nil

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -213,5 +214,67 @@ func TestErrorQuantile(t *testing.T) {
 	}
 	if _, ok := errorQuantile(nil, 0.9); ok {
 		t.Error("no results, yet a quantile")
+	}
+}
+
+// A version the calibration never saw borrows the nearest one's
+// coefficients, and its range says so: it also holds the run under every
+// other fitted version of the engine, so it is at least as wide as the
+// borrowed version's own range and holds that other version's prediction.
+func TestSpanOfBorrowedCalibration(t *testing.T) {
+	reqs := fixedReqs(60, 300, 40)
+	load := Load{RequestRate: 8, Seed: 1}
+	own, err := PredictSpan(Params{Engine: EngineSGLang, Version: "0.5.9", Model: "Qwen3-14B", GPU: "H100"}, nil, nil, reqs, load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.Borrowed != "" {
+		t.Fatalf("SGLang 0.5.9 is calibrated, yet borrowed %q", own.Borrowed)
+	}
+	p := Params{Engine: EngineSGLang, Version: "0.6.0", Model: "Qwen3-14B", GPU: "H100"}
+	b, err := PredictSpan(p, nil, nil, reqs, load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Borrowed != "H100/sglang/0.5.9" {
+		t.Fatalf("SGLang 0.6.0 borrowed %q, want H100/sglang/0.5.9", b.Borrowed)
+	}
+	if b.Fits <= own.Fits {
+		t.Errorf("borrowed span ran %d calibrations, the calibrated one %d: no sibling version added", b.Fits, own.Fits)
+	}
+	other, err := Predict(Params{Engine: EngineSGLang, Version: "0.5.5.post1", Model: "Qwen3-14B", GPU: "H100"}, reqs, load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sibling's coefficients under 0.6.0's own scheduler: its figures
+	// are not 0.5.5's exactly, but the range must reach towards them.
+	if b.Hi.TotalTPS-b.Lo.TotalTPS < own.Hi.TotalTPS-own.Lo.TotalTPS {
+		t.Errorf("borrowed range %.0f..%.0f narrower than the calibrated one's %.0f..%.0f",
+			b.Lo.TotalTPS, b.Hi.TotalTPS, own.Lo.TotalTPS, own.Hi.TotalTPS)
+	}
+	t.Logf("SGLang 0.5.9 %.0f..%.0f tok/s; 0.6.0 (borrowed) %.0f..%.0f; 0.5.5.post1 predicts %.0f",
+		own.Lo.TotalTPS, own.Hi.TotalTPS, b.Lo.TotalTPS, b.Hi.TotalTPS, other.Result.TotalTokenThroughput)
+	if from, borrowed := DefaultCoefficients().Borrowed("H200", EngineVLLM, "0.11.0"); !borrowed || from != "H100/vllm/0.11.0" {
+		t.Errorf("vLLM 0.11.0 on an H200 borrowed = %v from %q, want H100/vllm/0.11.0", borrowed, from)
+	}
+}
+
+// A run in which the engine rejects every request is an error naming the
+// cause, not a result of zeros.
+func TestPredictionAllRejected(t *testing.T) {
+	p := Params{Engine: EngineVLLM, Model: "Qwen3-14B", GPU: "H100", MaxModelLen: 1024}
+	pr, err := Predict(p, fixedReqs(5, 2000, 10), Load{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pr.Err(); !errors.Is(err, ErrAllRejected) {
+		t.Fatalf("Err() = %v, want ErrAllRejected", err)
+	}
+	ok, err := Predict(p, fixedReqs(5, 200, 10), Load{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ok.Err(); err != nil {
+		t.Errorf("a run that completed: Err() = %v", err)
 	}
 }
