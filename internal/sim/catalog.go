@@ -102,6 +102,51 @@ type Arch struct {
 	ExtraParams float64 `json:"extra_params,omitempty"`
 	// FP8Weights is set for "-FP8" checkpoints.
 	FP8Weights bool `json:"fp8_weights,omitempty"`
+	// WeightBits is 4 or 8 for weight-only integer checkpoints (AWQ,
+	// GPTQ): their linear layers stream that many bits per weight plus a
+	// BF16 scale and zero point per group of 128, and multiply in BF16
+	// (the Marlin kernels dequantize in registers). 0 for the others.
+	WeightBits int `json:"weight_bits,omitempty"`
+}
+
+// quantGroup is the group size of the AWQ and GPTQ checkpoints the Hub
+// publishes (Qwen's, TheBloke's): one scale and one zero point, 2 bytes
+// each, per 128 weights.
+const quantGroup = 128
+
+// linearBytesPerParam is what one weight of a linear layer costs to store
+// and to stream.
+func (a Arch) linearBytesPerParam() float64 {
+	switch {
+	case a.WeightBits > 0:
+		return float64(a.WeightBits)/8 + 4.0/quantGroup
+	case a.FP8Weights:
+		return 1
+	}
+	return 2
+}
+
+// quantSuffixes are the checkpoint suffixes that name a weight-only
+// integer quantization of a base architecture, with its bits.
+var quantSuffixes = []struct {
+	suffix string
+	bits   int
+	name   string
+}{
+	{"-gptq-int4", 4, "-GPTQ-Int4"}, {"-gptq-int8", 8, "-GPTQ-Int8"}, {"-awq", 4, "-AWQ"}, {"-gptq", 4, "-GPTQ"},
+}
+
+// intQuant reads a quantization_config's method and bits: 4 or 8 for AWQ
+// and GPTQ, 0 for anything else.
+func intQuant(method string, bits int) int {
+	m := strings.ToLower(method)
+	if !strings.Contains(m, "awq") && !strings.Contains(m, "gptq") {
+		return 0
+	}
+	if bits == 8 {
+		return 8
+	}
+	return 4
 }
 
 // modelConfigs holds the config.json (the text decoder's fields, as the Hub
@@ -167,6 +212,14 @@ func LookupModel(name string) (Arch, error) {
 			break
 		}
 	}
+	bits, quantName := 0, ""
+	for _, q := range quantSuffixes {
+		if !fp8 && strings.HasSuffix(low, q.suffix) {
+			bits, quantName = q.bits, q.name
+			low = strings.TrimSuffix(low, q.suffix)
+			break
+		}
+	}
 	// Release names add a tuning and a date to the architecture's name
 	// ("Qwen3-235B-A22B-Instruct-2507", "-Thinking-2507"): the weights
 	// differ, the shapes the simulator prices do not.
@@ -188,6 +241,10 @@ func LookupModel(name string) (Arch, error) {
 			if fp8 {
 				a.Name += "-FP8"
 				a.FP8Weights = true
+			}
+			if bits > 0 {
+				a.Name += quantName
+				a.WeightBits = bits
 			}
 			return a, nil
 		}
@@ -222,6 +279,7 @@ func parseModelConfig(b []byte) (Arch, error) {
 		TextConfig         json.RawMessage `json:"text_config"`
 		QuantizationConfig *struct {
 			QuantMethod string `json:"quant_method"`
+			Bits        int    `json:"bits"`
 		} `json:"quantization_config"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
@@ -232,8 +290,11 @@ func parseModelConfig(b []byte) (Arch, error) {
 		if err != nil {
 			return Arch{}, fmt.Errorf("text_config: %w", err)
 		}
-		if raw.QuantizationConfig != nil && strings.Contains(strings.ToLower(raw.QuantizationConfig.QuantMethod), "fp8") {
-			a.FP8Weights = true
+		if q := raw.QuantizationConfig; q != nil {
+			a.FP8Weights = a.FP8Weights || strings.Contains(strings.ToLower(q.QuantMethod), "fp8")
+			if b := intQuant(q.QuantMethod, q.Bits); b > 0 {
+				a.WeightBits = b
+			}
 		}
 		return a, nil
 	}
@@ -261,8 +322,9 @@ func parseModelConfig(b []byte) (Arch, error) {
 			a.FullAttentionInterval = len(raw.LayerTypes) / full
 		}
 	}
-	if raw.QuantizationConfig != nil && strings.Contains(strings.ToLower(raw.QuantizationConfig.QuantMethod), "fp8") {
-		a.FP8Weights = true
+	if q := raw.QuantizationConfig; q != nil {
+		a.FP8Weights = a.FP8Weights || strings.Contains(strings.ToLower(q.QuantMethod), "fp8")
+		a.WeightBits = intQuant(q.QuantMethod, q.Bits)
 	}
 	switch {
 	case a.HiddenSize <= 0:

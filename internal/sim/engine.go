@@ -174,13 +174,14 @@ func (e *Engine) MaxSeqs() int { return e.maxSeqs }
 func (e *Engine) weightBytesPerGPU() float64 {
 	total, _, embed := e.arch.paramCounts()
 	bytes := total * 2
-	if e.arch.FP8Weights {
+	if bpp := e.arch.linearBytesPerParam(); bpp != 2 {
 		head := embed
 		if e.arch.TieEmbeddings {
 			head = 0
 		}
-		// Linear layers in FP8; embeddings, LM head and norms stay BF16.
-		bytes = (total-embed-head)*1.0 + (embed+head)*2
+		// Linear layers in FP8 or weight-only INT4/INT8; embeddings, LM
+		// head and norms stay BF16.
+		bytes = (total-embed-head)*bpp + (embed+head)*2
 	}
 	shard := float64(e.p.TP)
 	if e.p.EP && e.arch.NumExperts > 0 {
@@ -322,10 +323,7 @@ func (e *Engine) setupRoofline() {
 	e.weightBytes = w
 	if a.NumExperts > 0 {
 		mt, _ := a.mlpParams()
-		bpp := 2.0
-		if a.FP8Weights {
-			bpp = 1
-		}
+		bpp := a.linearBytesPerParam()
 		allExperts := mt * float64(a.NumLayers) * bpp / tp
 		e.expertBytes = allExperts / float64(a.NumExperts)
 		e.weightBytes = w - allExperts

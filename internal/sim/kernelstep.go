@@ -8,8 +8,8 @@ import (
 )
 
 // errKernelArch is returned by kernelDense for layers the kernel tables do
-// not time (hybrid linear attention, MoE experts: those go through
-// kernels.Table.MoE, not a dense GEMM).
+// not time (hybrid linear attention, weight-only INT4/INT8 GEMMs; MoE
+// experts go through kernels.Table.MoE, not a dense GEMM).
 var errKernelArch = errors.New("sim: the kernel tables hold no dense GEMMs for this architecture")
 
 // kernelDense is the time of one forward step's dense GEMMs on a measured
@@ -19,7 +19,7 @@ var errKernelArch = errors.New("sim: the kernel tables hold no dense GEMMs for t
 // is the measured counterpart of the roofline's tGemm, and the ground a
 // step model on kernel tables will stand on (issue 26).
 func kernelDense(tab *kernels.Table, a Arch, tp, tokens, logits int) (sec float64, exact bool, err error) {
-	if a.Hybrid() || a.NumExperts > 0 {
+	if a.Hybrid() || a.NumExperts > 0 || a.WeightBits > 0 {
 		return 0, false, fmt.Errorf("%w: %s", errKernelArch, a.Name)
 	}
 	if tp <= 0 || a.NumHeads%tp != 0 || a.IntermediateSize%tp != 0 {

@@ -85,6 +85,12 @@ type Params struct {
 	// kv_cache_config.free_gpu_memory_fraction (share of memory free after
 	// weights). 0 = engine default.
 	MemFraction float64 `json:"mem_fraction,omitempty"`
+	// AttentionDP is attention data parallelism (TensorRT-LLM's
+	// enable_attention_dp, SGLang's --enable-dp-attention): each rank
+	// runs attention for its own requests while the MLP stays tensor
+	// parallel. The simulator does not model it and refuses it, rather
+	// than price it as plain TP (issue 26).
+	AttentionDP bool `json:"attention_dp,omitempty"`
 	// EnforceEager disables CUDA graphs (vLLM --enforce-eager, SGLang
 	// --disable-cuda-graph, TensorRT-LLM without cuda_graph_config).
 	EnforceEager bool `json:"enforce_eager,omitempty"`
@@ -185,6 +191,17 @@ func (p Params) WithDefaults() (Params, error) {
 		p.Quantization = "fp8"
 	}
 	p.Quantization = strings.ToLower(p.Quantization)
+	if m, ok := intQuantMethods[p.Quantization]; ok {
+		p.Quantization = m
+	}
+	if arch.WeightBits > 0 && p.Quantization == "" {
+		// The checkpoint says how it is quantized; the engines pick the
+		// method from its quantization_config, as p.Quantization would.
+		p.Quantization = "awq"
+		if strings.Contains(strings.ToLower(arch.Name), "gptq") {
+			p.Quantization = "gptq"
+		}
+	}
 	p.KVCacheDtype = strings.ToLower(p.KVCacheDtype)
 	switch p.KVCacheDtype {
 	case "auto", "bfloat16", "bf16", "float16", "fp16":
@@ -192,8 +209,15 @@ func (p Params) WithDefaults() (Params, error) {
 	case "fp8_e4m3", "fp8_e5m2":
 		p.KVCacheDtype = "fp8"
 	}
-	if p.Quantization != "" && p.Quantization != "fp8" {
-		return p, fmt.Errorf("%w: quantization %q not modelled (want fp8)", ErrBadParams, p.Quantization)
+	if p.Quantization != "" && p.Quantization != "fp8" && p.Quantization != "awq" && p.Quantization != "gptq" {
+		return p, fmt.Errorf("%w: quantization %q not modelled (want fp8, awq or gptq)", ErrBadParams, p.Quantization)
+	}
+	if (p.Quantization == "awq" || p.Quantization == "gptq") && arch.WeightBits == 0 {
+		return p, fmt.Errorf("%w: quantization %s needs an %s checkpoint (a -AWQ or -GPTQ model, or a config.json whose quantization_config says so); %s is not one",
+			ErrBadParams, p.Quantization, strings.ToUpper(p.Quantization), p.Model)
+	}
+	if p.AttentionDP {
+		return p, fmt.Errorf("%w: attention data parallelism (TensorRT-LLM enable_attention_dp, SGLang --enable-dp-attention) is not modelled; the simulator would price it as plain tensor parallelism", ErrBadParams)
 	}
 	if p.KVCacheDtype != "" && p.KVCacheDtype != "fp8" {
 		return p, fmt.Errorf("%w: kv cache dtype %q not modelled (want auto or fp8)", ErrBadParams, p.KVCacheDtype)
@@ -467,6 +491,13 @@ func (p Params) String() string {
 		add("spec", fmt.Sprintf("%s/%d", p.SpecMethod, p.SpecTokens))
 	}
 	return b.String()
+}
+
+// intQuantMethods maps the engines' names of the weight-only integer
+// kernels (vLLM's QUANTIZATION_METHODS, SGLang's --quantization choices)
+// to the checkpoint format the simulator prices.
+var intQuantMethods = map[string]string{
+	"awq": "awq", "awq_marlin": "awq", "gptq": "gptq", "gptq_marlin": "gptq", "moe_wna16": "gptq",
 }
 
 // arch resolves the model: a config.json path wins over the catalog; a

@@ -69,6 +69,7 @@ func parseSGLang(version string, argv []string, env map[string]string) (*Result,
 		pr.PrefixCaching = boolp(false)
 	}
 	pr.MixedChunk = p.vals["--enable-mixed-chunk"].on
+	pr.AttentionDP = p.vals["--enable-dp-attention"].on
 	if p.vals["--disable-overlap-schedule"].on {
 		pr.AsyncScheduling = boolp(false)
 	}

@@ -454,3 +454,31 @@ func TestParseFilesInMemory(t *testing.T) {
 		t.Fatalf("missing file: err = %v", err)
 	}
 }
+
+// Attention DP is read from both engines' spellings, so that the simulator
+// refuses it rather than price it as plain TP (issue 26: accepted and
+// ignored).
+func TestAttentionDPIsRead(t *testing.T) {
+	p, err := Parse("sglang", "0.5.9", []string{"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-14B", "--tp", "2", "--enable-dp-attention"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.AttentionDP {
+		t.Error("SGLang --enable-dp-attention: AttentionDP not set")
+	}
+	yml := filepath.Join(t.TempDir(), "extra.yaml")
+	if err := os.WriteFile(yml, []byte("enable_attention_dp: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err = Parse("trtllm", "1.2.0rc1", []string{"trtllm-serve", "Qwen/Qwen3-14B", "--tp_size", "2", "--extra_llm_api_options", yml}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.AttentionDP {
+		t.Error("TensorRT-LLM enable_attention_dp: AttentionDP not set")
+	}
+	p.GPU = "H100"
+	if _, err := sim.New(p, nil); !errors.Is(err, sim.ErrBadParams) {
+		t.Errorf("the simulator took attention DP: err = %v, want ErrBadParams", err)
+	}
+}

@@ -192,6 +192,8 @@ func trtllmExtra(path string, pr *sim.Params, read func(string) ([]byte, error))
 			var n int
 			n, err = getInt(k, v)
 			pr.EP = n > 1
+		case "enable_attention_dp":
+			pr.AttentionDP, err = getBool(k, v)
 		case "enable_chunked_prefill":
 			var on bool
 			on, err = getBool(k, v)
