@@ -115,7 +115,13 @@ type Prediction struct {
 // so callers pass them on as they are.
 type Requests func(w Workload) ([]dataset.Request, error)
 
-// CachedRequests memoizes a Requests function per workload.
+// CachedRequests memoizes a Requests function per dataset: the workloads a
+// load search derives from one spec workload differ in their load (a
+// rate, a *LoadPoint) but sample the same requests, so the key is the
+// dataset options the workload resolves to, not the workload. Keyed by
+// the workload, a pointer in it made every point of an SLO search sample
+// and tokenize ShareGPT again: half the 15 minutes the 14B SLO example's
+// dry run took (issue 27).
 func CachedRequests(f Requests) Requests {
 	var mu sync.Mutex
 	cache := map[string][]dataset.Request{}
@@ -123,7 +129,8 @@ func CachedRequests(f Requests) Requests {
 	return func(w Workload) ([]dataset.Request, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		k := fmt.Sprintf("%+v", w)
+		opt, _ := w.resolve()
+		k := fmt.Sprintf("%+v", opt)
 		if r, ok := cache[k]; ok {
 			return r, errs[k]
 		}
