@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
@@ -24,12 +25,22 @@ type Limits struct {
 	MaxNodes int
 	// MaxDepth is the deepest nesting, aliases expanded (default 100).
 	MaxDepth int
+	// MaxEntries is the most mapping keys and sequence items a YAML text
+	// may hold, counted on the bytes before it is parsed (default
+	// 10,000). The YAML parser's time grows with the square of the
+	// entries (20,000 keys: about 2 s here), so a few MB of keys would
+	// hold a request for minutes.
+	MaxEntries int
+	// MaxKeys is the most keys one JSON object may hold (default
+	// 10,000): a JSON decoder is linear in them, but no document this
+	// package guards has an object with more than a few hundred.
+	MaxKeys int
 }
 
 // Defaults are the limits for specs, configs and API bodies: far above any
 // real one (the largest example spec has a few hundred nodes), far below
 // what exhausts memory.
-var Defaults = Limits{MaxBytes: 4 << 20, MaxNodes: 1_000_000, MaxDepth: 100}
+var Defaults = Limits{MaxBytes: 4 << 20, MaxNodes: 1_000_000, MaxDepth: 100, MaxEntries: 10_000, MaxKeys: 10_000}
 
 func (l Limits) orDefaults() Limits {
 	if l.MaxBytes <= 0 {
@@ -40,6 +51,12 @@ func (l Limits) orDefaults() Limits {
 	}
 	if l.MaxDepth <= 0 {
 		l.MaxDepth = Defaults.MaxDepth
+	}
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = Defaults.MaxEntries
+	}
+	if l.MaxKeys <= 0 {
+		l.MaxKeys = Defaults.MaxKeys
 	}
 	return l
 }
@@ -71,6 +88,12 @@ func Check(data []byte, lim Limits) error {
 	lim = lim.orDefaults()
 	if len(data) > lim.MaxBytes {
 		return &Error{Msg: fmt.Sprintf("%d bytes, more than the %d allowed", len(data), lim.MaxBytes)}
+	}
+	// The parser's memory grows with the square of the nesting (100,000
+	// nested brackets, 200 KB of text, took 15 GB) and its time with the
+	// square of the entries, so both are bounded on the bytes first.
+	if err := prescan(data, lim); err != nil {
+		return err
 	}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil || f == nil {
@@ -177,28 +200,88 @@ func line(n ast.Node) int {
 	return n.GetToken().Position.Line
 }
 
-// CheckJSON refuses a JSON document larger or deeper than lim (JSON has
-// no aliases, so its size bounds its expansion).
+// CheckJSON refuses a JSON document larger, deeper or with more keys in
+// one object than lim (JSON has no aliases, so its size bounds its
+// expansion). It walks the tokens and keeps only a count per open
+// object, so a refusal costs no more memory than the deepest allowed
+// nesting.
 func CheckJSON(data []byte, lim Limits) error {
 	lim = lim.orDefaults()
 	if len(data) > lim.MaxBytes {
 		return &Error{Msg: fmt.Sprintf("%d bytes, more than the %d allowed", len(data), lim.MaxBytes)}
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	depth := 0
+	return CheckJSONReader(bytes.NewReader(data), lim)
+}
+
+// CheckJSONReader is CheckJSON on a stream: it reads r through (up to
+// lim.MaxBytes and no further) and refuses at the first token past a
+// limit. A read error is returned wrapped; malformed JSON returns nil,
+// for the decoder to report with its offset.
+func CheckJSONReader(r io.Reader, lim Limits) error {
+	lim = lim.orDefaults()
+	cr := &countingReader{r: io.LimitReader(r, int64(lim.MaxBytes)+1)}
+	dec := json.NewDecoder(cr)
+	// One frame per open container; in an object, tokens alternate key
+	// and value, and a value that is a container is its opening Delim.
+	type frame struct {
+		obj     bool
+		keys    int
+		wantKey bool
+	}
+	var open []frame
 	for {
 		tok, err := dec.Token()
+		if cr.n > int64(lim.MaxBytes) {
+			return &Error{Msg: fmt.Sprintf("more than the %d bytes allowed", lim.MaxBytes)}
+		}
 		if err != nil {
+			if cr.err != nil && !errors.Is(cr.err, io.EOF) {
+				return fmt.Errorf("safeyaml: read: %w", cr.err)
+			}
 			return nil // the decoder reports malformed JSON with its offset
+		}
+		var top *frame
+		if len(open) > 0 {
+			top = &open[len(open)-1]
+		}
+		switch tok {
+		case json.Delim('}'), json.Delim(']'):
+			if top != nil {
+				open = open[:len(open)-1]
+			}
+			continue
+		}
+		if top != nil && top.obj {
+			if top.wantKey {
+				top.keys++
+				if top.keys > lim.MaxKeys {
+					return &Error{Msg: fmt.Sprintf("an object with more than %d keys (at byte %d)", lim.MaxKeys, dec.InputOffset())}
+				}
+			}
+			top.wantKey = !top.wantKey
 		}
 		switch tok {
 		case json.Delim('{'), json.Delim('['):
-			depth++
-			if depth > lim.MaxDepth {
+			if len(open) >= lim.MaxDepth {
 				return &Error{Msg: fmt.Sprintf("nested more than %d deep (at byte %d)", lim.MaxDepth, dec.InputOffset())}
 			}
-		case json.Delim('}'), json.Delim(']'):
-			depth--
+			open = append(open, frame{obj: tok == json.Delim('{'), wantKey: true})
 		}
 	}
+}
+
+// countingReader counts what it has read and keeps its reader's error.
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
 }
