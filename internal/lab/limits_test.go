@@ -65,3 +65,17 @@ func TestSpecRangesAllowRealWork(t *testing.T) {
 		t.Errorf("values at the limits: %v", err)
 	}
 }
+
+// TestUnknownFieldsDeterministic: a spec with several unknown fields names
+// them all, first to last, every time (the decoder named one at random).
+func TestUnknownFieldsDeterministic(t *testing.T) {
+	spec := "name: x\nmodel: m\nengines: [{name: vllm}]\nzeta: 1\nalpha: 2\nmid: 3\ntuning: {name: t, bogus: 4}\n"
+	want := `unknown field "zeta"; also unknown: "alpha" (line 5), "mid" (line 6), "bogus" (line 7)`
+	for range 20 {
+		_, err := ParseSpec("spec.yaml", []byte(spec))
+		var se *SpecError
+		if !errors.As(err, &se) || se.Msg != want || se.Line != 4 {
+			t.Fatalf("err = %v\nwant line 4: %s", err, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -455,6 +456,12 @@ func decodeSpec(name string, data []byte) (*Spec, func(string) int, error) {
 	}
 	var s Spec
 	if err := yaml.UnmarshalWithOptions(data, &s, yaml.Strict()); err != nil {
+		var ue *yaml.UnknownFieldError
+		if errors.As(err, &ue) {
+			if u := specUnknownFields(data); len(u) > 0 {
+				return nil, nil, &SpecError{File: name, Line: u[0].line, Msg: unknownMessage(u)}
+			}
+		}
 		var ye yaml.Error
 		if errors.As(err, &ye) && ye.GetToken() != nil {
 			return nil, nil, &SpecError{File: name, Line: ye.GetToken().Position.Line, Msg: ye.GetMessage()}
@@ -472,6 +479,19 @@ func decodeSpec(name string, data []byte) (*Spec, func(string) int, error) {
 		return nil, nil, err
 	}
 	return &s, line, nil
+}
+
+// specUnknownFields lists a spec's unknown keys in document order.
+func specUnknownFields(data []byte) []unknownField {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil || f == nil {
+		return nil
+	}
+	var u []unknownField
+	for _, d := range f.Docs {
+		u = append(u, unknownFields(d.Body, reflect.TypeFor[Spec]())...)
+	}
+	return u
 }
 
 // lineOf finds the line of a YAML path ("$.stages[1].knob") or 0.
