@@ -6,8 +6,6 @@
 package safeyaml
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -202,86 +200,91 @@ func line(n ast.Node) int {
 
 // CheckJSON refuses a JSON document larger, deeper or with more keys in
 // one object than lim (JSON has no aliases, so its size bounds its
-// expansion). It walks the tokens and keeps only a count per open
-// object, so a refusal costs no more memory than the deepest allowed
-// nesting.
+// expansion). It scans the bytes, keeping only a key count per open
+// container, so it allocates nothing whatever the document.
 func CheckJSON(data []byte, lim Limits) error {
 	lim = lim.orDefaults()
 	if len(data) > lim.MaxBytes {
 		return &Error{Msg: fmt.Sprintf("%d bytes, more than the %d allowed", len(data), lim.MaxBytes)}
 	}
-	return CheckJSONReader(bytes.NewReader(data), lim)
+	var s jsonScan
+	return s.scan(data, 0, lim)
 }
 
 // CheckJSONReader is CheckJSON on a stream: it reads r through (up to
-// lim.MaxBytes and no further) and refuses at the first token past a
-// limit. A read error is returned wrapped; malformed JSON returns nil,
-// for the decoder to report with its offset.
+// lim.MaxBytes and no further) and refuses at the first byte past a
+// limit. A read error is returned wrapped; malformed JSON passes, for the
+// decoder to report with its offset.
 func CheckJSONReader(r io.Reader, lim Limits) error {
 	lim = lim.orDefaults()
-	cr := &countingReader{r: io.LimitReader(r, int64(lim.MaxBytes)+1)}
-	dec := json.NewDecoder(cr)
-	// One frame per open container; in an object, tokens alternate key
-	// and value, and a value that is a container is its opening Delim.
-	type frame struct {
-		obj     bool
-		keys    int
-		wantKey bool
-	}
-	var open []frame
+	lr := io.LimitReader(r, int64(lim.MaxBytes)+1)
+	buf := make([]byte, 64<<10)
+	var s jsonScan
+	var off int64
 	for {
-		tok, err := dec.Token()
-		if cr.n > int64(lim.MaxBytes) {
+		n, err := lr.Read(buf)
+		if off+int64(n) > int64(lim.MaxBytes) {
 			return &Error{Msg: fmt.Sprintf("more than the %d bytes allowed", lim.MaxBytes)}
 		}
+		if serr := s.scan(buf[:n], off, lim); serr != nil {
+			return serr
+		}
+		off += int64(n)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
 		if err != nil {
-			if cr.err != nil && !errors.Is(cr.err, io.EOF) {
-				return fmt.Errorf("safeyaml: read: %w", cr.err)
-			}
-			return nil // the decoder reports malformed JSON with its offset
+			return fmt.Errorf("safeyaml: read: %w", err)
 		}
-		var top *frame
-		if len(open) > 0 {
-			top = &open[len(open)-1]
-		}
-		switch tok {
-		case json.Delim('}'), json.Delim(']'):
-			if top != nil {
-				open = open[:len(open)-1]
+	}
+}
+
+// jsonScan is the state of a byte scan of JSON, kept between chunks: in
+// a string or not, after a backslash or not, and the key count of each
+// open container (-1 for an array). A key is a string followed by ':',
+// so counting the colons of an object outside strings counts its keys.
+type jsonScan struct {
+	inStr, esc bool
+	open       []int
+}
+
+func (s *jsonScan) scan(data []byte, off int64, lim Limits) error {
+	for i, c := range data {
+		if s.inStr {
+			switch {
+			case s.esc:
+				s.esc = false
+			case c == '\\':
+				s.esc = true
+			case c == '"':
+				s.inStr = false
 			}
 			continue
 		}
-		if top != nil && top.obj {
-			if top.wantKey {
-				top.keys++
-				if top.keys > lim.MaxKeys {
-					return &Error{Msg: fmt.Sprintf("an object with more than %d keys (at byte %d)", lim.MaxKeys, dec.InputOffset())}
+		switch c {
+		case '"':
+			s.inStr = true
+		case '{', '[':
+			if len(s.open) >= lim.MaxDepth {
+				return &Error{Msg: fmt.Sprintf("nested more than %d deep (at byte %d)", lim.MaxDepth, off+int64(i))}
+			}
+			k := -1
+			if c == '{' {
+				k = 0
+			}
+			s.open = append(s.open, k)
+		case '}', ']':
+			if len(s.open) > 0 {
+				s.open = s.open[:len(s.open)-1]
+			}
+		case ':':
+			if n := len(s.open); n > 0 && s.open[n-1] >= 0 {
+				s.open[n-1]++
+				if s.open[n-1] > lim.MaxKeys {
+					return &Error{Msg: fmt.Sprintf("an object with more than %d keys (at byte %d)", lim.MaxKeys, off+int64(i))}
 				}
 			}
-			top.wantKey = !top.wantKey
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			if len(open) >= lim.MaxDepth {
-				return &Error{Msg: fmt.Sprintf("nested more than %d deep (at byte %d)", lim.MaxDepth, dec.InputOffset())}
-			}
-			open = append(open, frame{obj: tok == json.Delim('{'), wantKey: true})
 		}
 	}
-}
-
-// countingReader counts what it has read and keeps its reader's error.
-type countingReader struct {
-	r   io.Reader
-	n   int64
-	err error
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	if err != nil {
-		c.err = err
-	}
-	return n, err
+	return nil
 }
