@@ -39,7 +39,7 @@ func (e *endless) Read(p []byte) (int, error) {
 
 // withLimits lowers the import limits for one test, so that a stream
 // can run past them in megabytes.
-func withLimits(t *testing.T, json, text int64) {
+func withLimits(t testing.TB, json, text int64) {
 	oj, ot := maxImportBytes, maxTextImportBytes
 	maxImportBytes, maxTextImportBytes = json, text
 	t.Cleanup(func() { maxImportBytes, maxTextImportBytes = oj, ot })
@@ -123,4 +123,29 @@ func TestImportDeepValue(t *testing.T) {
 	if _, err := ImportReader(strings.NewReader(doc), "deep.json"); err == nil || !strings.Contains(err.Error(), `key "x"`) {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// FuzzImport: whatever an import is given (POST /imports' body, a file),
+// it answers items or an error; it never panics, and what it accepts has
+// the figures a report needs.
+func FuzzImport(f *testing.F) {
+	for _, s := range []string{
+		`{"duration": 10, "completed": 5, "total_token_throughput": 1, "mean_ttft_ms": NaN, "itls": [[0.1, Infinity]]}`,
+		`{"benchmarks": [{"metrics": {}}]}`, "[1, 2]", "============ Serving Benchmark Result ============\nSuccessful requests: 5\n",
+		`{"x": ` + strings.Repeat("[", 120), "  \n{\"a\": -Infinity}",
+	} {
+		f.Add([]byte(s))
+	}
+	withLimits(f, 1<<20, 256<<10)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		items, err := ImportReader(bytes.NewReader(data), "fuzz")
+		if err != nil {
+			return
+		}
+		for _, it := range items {
+			if len(missingFigures(it.Result)) > 0 {
+				t.Fatalf("accepted an incomplete result: %+v", it)
+			}
+		}
+	})
 }

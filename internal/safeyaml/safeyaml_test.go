@@ -1,11 +1,13 @@
 package safeyaml
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // bomb is issue 11's defect 12: nine nested aliases, each ten wide, under
@@ -175,6 +177,21 @@ func FuzzCheck(f *testing.F) {
 		lim := Limits{MaxNodes: 10000, MaxDepth: 50, MaxBytes: 1 << 16}
 		if a, b := Check(data, lim), Check(data, lim); (a == nil) != (b == nil) {
 			t.Fatalf("two checks disagree: %v / %v", a, b)
+		}
+	})
+}
+
+// FuzzCheckJSON: the whole-buffer and streamed checks agree, whatever the
+// bytes, and neither panics.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{`{"a": [1, {"b": "c:}"}]}`, strings.Repeat("[", 60), `{"k": 1, "k2": {"x": "\"}"}}`, `"\\`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lim := Limits{MaxDepth: 20, MaxKeys: 5, MaxBytes: 1 << 16}
+		a, b := CheckJSON(data, lim), CheckJSONReader(iotest.OneByteReader(bytes.NewReader(data)), lim)
+		if (a == nil) != (b == nil) {
+			t.Fatalf("buffer and stream disagree: %v / %v", a, b)
 		}
 	})
 }
