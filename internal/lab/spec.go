@@ -446,7 +446,21 @@ func ValidateSpec(name string, data []byte) error {
 
 // decodeSpec decodes a spec strictly and validates it; line finds the
 // line of a YAML path in it.
-func decodeSpec(name string, data []byte) (*Spec, func(string) int, error) {
+func decodeSpec(name string, data []byte) (s *Spec, line func(string) int, err error) {
+	// The YAML decoder panics on some malformed documents (the fuzzer
+	// found "generalization:\n ! 0\n0: #" a nil dereference in its
+	// decodeSlice): one request's spec must not take its handler down.
+	defer func() {
+		if r := recover(); r != nil {
+			s, line, err = nil, nil, &SpecError{File: name, Msg: fmt.Sprintf("the YAML decoder failed on this document (%v): check its syntax", r)}
+		}
+	}()
+	return decodeSpecUnsafe(name, data)
+}
+
+// decodeSpecUnsafe is decodeSpec without the guard against the decoder's
+// panics.
+func decodeSpecUnsafe(name string, data []byte) (*Spec, func(string) int, error) {
 	// Refused before decoding: a few KB of nested aliases would expand
 	// to billions of nodes in the decoder.
 	if err := safeyaml.Check(data, safeyaml.Defaults); err != nil {

@@ -25,6 +25,7 @@ func TestSpecLimits(t *testing.T) {
 		{"repeats", strings.Replace(smallSpec, "repeats: 2", "repeats: 1000000000", 1), "repeats", "repeats 1000000000 is out of range: want 0 to 100", "/api/v1/labs"},
 		{"nested 100,000 deep (200 KB)", strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000), "", "nested more than 100 deep", "/api/v1/labs"},
 		{"200,000 keys (2 MB)", "{" + strings.Repeat(`"k": 1, `, 200_000) + "}", "", "more than 10000 entries", "/api/v1/labs"},
+		{"a document the YAML decoder panics on", "name: 0\nmodel: 1\nengines:\n  - {name: vllm}\ngeneralization:\n ! 00000000\n000008: #0\n", "", "the YAML decoder failed", "/api/v1/labs"},
 		{"benchmark max_seconds", `{"base_url": "http://127.0.0.1:1", "model": "m", "profile": "short", "max_seconds": 1e308}`, "", "max_seconds 1e+308 is out of range", "/api/v1/benchmarks"},
 		{"benchmark num_prompts", `{"base_url": "http://127.0.0.1:1", "model": "m", "profile": "short", "num_prompts": 1000000000000}`, "", "num_prompts 1000000000000 is out of range", "/api/v1/benchmarks"},
 		{"benchmark nested", strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000), "", "nested more than 100 deep", "/api/v1/benchmarks"},
