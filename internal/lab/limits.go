@@ -53,6 +53,17 @@ const (
 	MaxTimeScale = 1000
 	// MaxMinGain bounds min_gain, a relative gain (10 = 1,000%).
 	MaxMinGain = 10
+	// MaxGeneralization bounds how many generalization workloads a spec
+	// lists, and MaxLabTokens the prompt tokens of all its workloads
+	// together: a lab keeps each workload's sample for its whole run, so
+	// these bound its memory (about 1 GiB at 16 bytes a token, twice the
+	// tokens at range_ratio near 1, before the engines').
+	MaxGeneralization = 64
+	MaxLabTokens      = 1 << 25
+	// MinLoadStep is the smallest nonzero load.start and load.tolerance:
+	// a load search measures about log2(max/start) + log2(1/tolerance)
+	// points, so these keep it under 45 (1e-300 would make it 1,000).
+	MinLoadStep = 1e-3
 )
 
 // rangeError is the SpecError for a number outside its range.
@@ -117,6 +128,18 @@ func (s *Spec) checkRanges(line func(string) int) error {
 			floatField{"$.objective.load.tolerance", l.Tolerance, 0, 1})
 		ints = append(ints, intField{"$.objective.load.warmup_prompts", l.WarmupPrompts, 0, MaxNumPrompts})
 	}
+	if l := s.Objective.Load; l != nil {
+		for _, f := range []floatField{{"$.objective.load.start", l.Start, 0, 0}, {"$.objective.load.tolerance", l.Tolerance, 0, 0}} {
+			if f.v != 0 && f.v < MinLoadStep {
+				return &SpecError{File: s.file, Line: line(f.path), Field: f.path,
+					Msg: fmt.Sprintf("%s %v is below the least %v (0: the default) (docs/lab.md, Limits)", f.path[len("$."):], f.v, MinLoadStep)}
+			}
+		}
+	}
+	if n := len(s.Generalization); n > MaxGeneralization {
+		return &SpecError{File: s.file, Line: line("$.generalization"), Field: "$.generalization",
+			Msg: fmt.Sprintf("generalization lists %d workloads, over the limit of %d (docs/lab.md, Limits)", n, MaxGeneralization)}
+	}
 	for _, f := range ints {
 		if f.v < f.lo || f.v > f.hi {
 			return s.rangeError(line, f.path, f.v, float64(f.lo), float64(f.hi))
@@ -128,17 +151,35 @@ func (s *Spec) checkRanges(line func(string) int) error {
 			return s.rangeError(line, f.path, f.v, f.lo, f.hi)
 		}
 	}
+	total := 0
 	if s.Tuning != nil {
 		if err := s.Tuning.checkRanges(s, line, "$.tuning"); err != nil {
 			return err
 		}
+		total += s.Tuning.tokens()
 	}
 	for i := range s.Generalization {
 		if err := s.Generalization[i].checkRanges(s, line, fmt.Sprintf("$.generalization[%d]", i)); err != nil {
 			return err
 		}
+		total += s.Generalization[i].tokens()
+	}
+	if total > MaxLabTokens {
+		return &SpecError{File: s.file, Line: line("$.generalization"), Field: "$.generalization",
+			Msg: fmt.Sprintf("the workloads' prompts total %d tokens, over the limit of %d a lab may hold (docs/lab.md, Limits)", total, MaxLabTokens)}
 	}
 	return nil
+}
+
+// tokens is what the workload's prompts total as written: num_prompts
+// (1,000 when unset) × input_len; a ShareGPT workload's lengths come
+// from its file, bounded by num_prompts alone.
+func (w *Workload) tokens() int {
+	n := w.NumPrompts
+	if n == 0 {
+		n = 1000
+	}
+	return n * w.InputLen
 }
 
 // checkRanges bounds one workload's numbers, and the tokens its prompts

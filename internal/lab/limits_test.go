@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/dataset"
 )
 
 // TestSpecRanges is issue 23's item 1: a number past its range is refused
@@ -34,6 +36,9 @@ func TestSpecRanges(t *testing.T) {
 		{"parallel", head + "parallel: 5000\n", "$.parallel", "want 0 to 256", 5},
 		{"search trials", head + "search: {max_trials: 1000000000}\n", "$.search.max_trials", "want 0 to 100000", 5},
 		{"load max", head + "objective: {metric: max_load_under_slo, load: {slo: \"ttft_p99<=2s\", max: 1e300}}\n", "$.objective.load.max", "want 0 to 1000000", 5},
+		{"load start", head + "objective: {metric: max_load_under_slo, load: {slo: \"ttft_p99<=2s\", start: 1e-300}}\n", "$.objective.load.start", "below the least 0.001", 5},
+		{"lab tokens", head + "generalization:\n" + strings.Repeat("  - {name: g, dataset: random, input_len: 16000, output_len: 10, num_prompts: 1000}\n", 3), "$.generalization", "total 48000000 tokens, over the limit of 33554432", 6},
+		{"generalization count", head + "generalization:\n" + strings.Repeat("  - {name: g, dataset: random, input_len: 1, output_len: 1}\n", 65), "$.generalization", "65 workloads, over the limit of 64", 6},
 		{"negative", head + "budget: {max_trials: -1}\n", "$.budget.max_trials", "budget.max_trials -1 is out of range: want 0 to 100000", 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,5 +82,35 @@ func TestUnknownFieldsDeterministic(t *testing.T) {
 		if !errors.As(err, &se) || se.Msg != want || se.Line != 4 {
 			t.Fatalf("err = %v\nwant line 4: %s", err, want)
 		}
+	}
+}
+
+// TestCachedRequestsSharesLoadPoints: a load search's points are one
+// workload at several loads; they share its sample, so the memory a lab
+// keeps does not grow with the points it measures.
+func TestCachedRequestsSharesLoadPoints(t *testing.T) {
+	calls := 0
+	reqs := CachedRequests(func(w Workload) ([]dataset.Request, error) {
+		calls++
+		return StandinRequests(w)
+	})
+	w := Workload{Name: "t", Dataset: "random", InputLen: 10, OutputLen: 10, NumPrompts: 5}
+	o := &LoadObjective{SLO: "ttft_p99<=2s"}
+	for _, load := range []float64{1, 2, 4, 8} {
+		if _, err := reqs(o.pointWorkload(w, load)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := reqs(w); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("sampled %d times for one workload at five loads, want once", calls)
+	}
+	other := w
+	other.Seed = 7
+	reqs(other)
+	if calls != 2 {
+		t.Errorf("another seed did not sample again")
 	}
 }

@@ -115,7 +115,8 @@ type Prediction struct {
 // so callers pass them on as they are.
 type Requests func(w Workload) ([]dataset.Request, error)
 
-// CachedRequests memoizes a Requests function per workload.
+// CachedRequests memoizes a Requests function per workload, the load it
+// is sent at aside (a Requests function must not depend on the load).
 func CachedRequests(f Requests) Requests {
 	var mu sync.Mutex
 	cache := map[string][]dataset.Request{}
@@ -123,7 +124,12 @@ func CachedRequests(f Requests) Requests {
 	return func(w Workload) ([]dataset.Request, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		k := fmt.Sprintf("%+v", w)
+		// The load a workload is sent at (a load search's points, each a
+		// workload of its own) does not change its requests: the points
+		// share one sample, so a search holds one, not one per point.
+		kw := w
+		kw.Point, kw.RequestRate, kw.MaxConcurrency = nil, 0, 0
+		k := fmt.Sprintf("%+v", kw)
 		if r, ok := cache[k]; ok {
 			return r, errs[k]
 		}
