@@ -9,13 +9,12 @@ import (
 // prescan bounds a YAML text's nesting and entries on its bytes, before
 // the parser allocates anything. It is an estimate, not a parse: the
 // nesting of a line is its place in the stack of indentations above it,
-// plus its leading "- " items, plus the flow brackets open at each point;
-// the entries are the block lines, the "- " items and the flow items. It
-// never counts less nesting than a parser would find except within a
-// factor of two (a "- key:" line is one level here, two in the parser),
-// which the exact check after the parse catches: what it must stop is the
-// text that is hundreds of thousands deep, and that it does at the first
-// bracket past the limit.
+// plus its leading "- ", "? " and ": " indicators, plus the flow brackets
+// open at each point; the entries are the block lines, those indicators
+// and the flow items. It can count less than the parser (a "- key:" line
+// is one level here, two in the parser), which the exact check after the
+// parse catches; what it must stop, a text nested thousands deep, it
+// stops at the first bracket, indicator or indentation past the limit.
 func prescan(data []byte, lim Limits) error {
 	var (
 		indents  []int // the block indentations open above this line
@@ -75,8 +74,9 @@ func prescan(data []byte, lim Limits) error {
 			}
 			depth = len(indents)
 			pos = ind
-			// "- - - x": each item is a level of its own on one line.
-			for pos+1 < len(l) && l[pos] == '-' && (l[pos+1] == ' ' || l[pos+1] == '\t') || pos+1 == len(l) && l[pos] == '-' {
+			// "- - - x", "? ? x": each indicator opens a level of its own
+			// on one line.
+			for isIndicator(l, pos) {
 				depth++
 				if err := count(lineNo, 1); err != nil {
 					return err
@@ -163,6 +163,15 @@ func prescan(data []byte, lim Limits) error {
 		}
 	}
 	return nil
+}
+
+// isIndicator says whether a block indicator ("- ", "? ", ": ") that
+// opens a node on its line starts at l[pos].
+func isIndicator(l []byte, pos int) bool {
+	if pos >= len(l) || (l[pos] != '-' && l[pos] != '?' && l[pos] != ':') {
+		return false
+	}
+	return pos+1 == len(l) || l[pos+1] == ' ' || l[pos+1] == '\t'
 }
 
 // startsValue says whether a byte after prev (the last one not blank)

@@ -45,6 +45,7 @@ func TestCheck(t *testing.T) {
 		{"alias to a missing anchor", "a: *nope\n", Limits{}, "", 0},
 		{"block nesting", deepBlock(150), Limits{}, "nested more than 100 deep", 101},
 		{"block nesting within the limit", deepBlock(60), Limits{}, "", 0},
+		{"explicit keys", strings.Repeat("? ", 150) + "x\n", Limits{}, "nested more than 100 deep", 1},
 		{"compact sequences", "a:\n" + strings.Repeat("- ", 150) + "x\n", Limits{}, "nested more than 100 deep", 2},
 		{"deep flow mapping in a block", "a:\n  b: " + strings.Repeat("{c: ", 150) + "1" + strings.Repeat("}", 150) + "\n", Limits{}, "nested more than 100 deep", 2},
 		{"brackets in text are not nesting", "a: b[" + strings.Repeat("[", 150) + "\nc: 'x[[[[[[[[['\nd: \"{{{{{\\\"{{{{\"\n", Limits{MaxDepth: 5}, "", 0},
