@@ -52,7 +52,8 @@ func (b *Benchmark) Check() error {
 	if b.Model == "" {
 		return errors.New("app: benchmark: model is required")
 	}
-	if _, ok := dataset.LookupProfile(b.Profile); !ok {
+	p, ok := dataset.LookupProfile(b.Profile)
+	if !ok {
 		var names []string
 		for _, p := range dataset.Profiles() {
 			names = append(names, p.Name)
@@ -66,6 +67,15 @@ func (b *Benchmark) Check() error {
 	}
 	if b.NumPrompts < 0 || b.NumPrompts > lab.MaxNumPrompts {
 		return fmt.Errorf("app: benchmark: num_prompts %d is out of range: want 0 (the profile's) to %d", b.NumPrompts, lab.MaxNumPrompts)
+	}
+	// The sample is held while it is sent: the profile's lengths times
+	// the prompts asked for are bounded as a lab workload's are.
+	opt := p.Dataset
+	if b.NumPrompts > 0 {
+		opt.NumPrompts = b.NumPrompts
+	}
+	if err := lab.CheckSample(opt); err != nil {
+		return fmt.Errorf("app: benchmark: profile %s: %w", b.Profile, err)
 	}
 	// Written so that NaN fails too.
 	if !(b.MaxSeconds >= 0 && b.MaxSeconds <= bench.MaxStopSeconds) {

@@ -1,10 +1,12 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 
+	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/loadsearch"
 )
 
@@ -171,15 +173,16 @@ func (s *Spec) checkRanges(line func(string) int) error {
 	return nil
 }
 
-// tokens is what the workload's prompts total as written: num_prompts
-// (1,000 when unset) × input_len; a ShareGPT workload's lengths come
-// from its file, bounded by num_prompts alone.
+// tokens is what the workload's random prompts total: num_prompts (1,000
+// when unset) × input_len, a profile's where the workload names one; a
+// ShareGPT workload's lengths come from its file, bounded by num_prompts.
 func (w *Workload) tokens() int {
-	n := w.NumPrompts
+	opt, _ := w.resolve()
+	n := opt.NumPrompts
 	if n == 0 {
-		n = 1000
+		n = dataset.DefaultNumPrompts
 	}
-	return n * w.InputLen
+	return n * opt.RandomInputLen
 }
 
 // checkRanges bounds one workload's numbers, and the tokens its prompts
@@ -201,19 +204,55 @@ func (w *Workload) checkRanges(s *Spec, line func(string) int, p string) error {
 	if r := float64(w.RequestRate); !math.IsInf(r, 1) && r > MaxRequestRate {
 		return s.rangeError(line, p+".request_rate", r, 0, MaxRequestRate)
 	}
-	n := w.NumPrompts
+	// The sample as it will be drawn: a profile supplies what the
+	// workload does not say (very-long: 32,000-token prompts).
+	opt, _ := w.resolve()
+	if err := CheckSample(opt); err != nil {
+		var se *SampleError
+		errors.As(err, &se)
+		field := p + "." + se.Field
+		if w.Profile != "" && se.Field != "num_prompts" && w.InputLen == 0 && w.OutputLen == 0 {
+			field = p + ".profile"
+		}
+		return &SpecError{File: s.file, Line: line(field), Field: field,
+			Msg: fmt.Sprintf("%s: %v (docs/lab.md, Limits)", p[len("$."):], err)}
+	}
+	return nil
+}
+
+// SampleError is a sample too large to draw: the field at fault
+// (num_prompts, input_len or output_len) and why.
+type SampleError struct {
+	Field string
+	Msg   string
+}
+
+func (e *SampleError) Error() string { return e.Msg }
+
+// CheckSample refuses dataset options whose sample would pass the
+// limits: more than MaxNumPrompts requests, lengths past MaxSeqLen, or
+// more than MaxWorkloadTokens prompt or output tokens in all (a sample is
+// held in memory while it is sent). A lab's workloads and a benchmark's
+// profile both pass through it.
+func CheckSample(opt dataset.Options) error {
+	n := opt.NumPrompts
 	if n == 0 {
-		n = 1000 // fillWorkload's default
+		n = dataset.DefaultNumPrompts
+	}
+	if n < 0 || n > MaxNumPrompts {
+		return &SampleError{Field: "num_prompts", Msg: fmt.Sprintf("num_prompts %d is out of range: want 0 to %d", n, MaxNumPrompts)}
 	}
 	for _, f := range []struct {
 		field string
 		v     int
-	}{{"input_len", w.InputLen}, {"output_len", w.OutputLen}} {
-		// n < 2^17 and f.v <= 2^20 here: the product cannot overflow.
+	}{{"input_len", opt.RandomInputLen}, {"output_len", opt.RandomOutputLen}} {
+		if f.v < 0 || f.v > MaxSeqLen {
+			return &SampleError{Field: f.field, Msg: fmt.Sprintf("%s %d is out of range: want 0 to %d", f.field, f.v, MaxSeqLen)}
+		}
+		// n <= 100,000 < 2^17 and f.v <= 2^20 here: no overflow.
 		if tokens := n * f.v; tokens > MaxWorkloadTokens {
-			return &SpecError{File: s.file, Line: line(p + "." + f.field), Field: p + "." + f.field,
-				Msg: fmt.Sprintf("%s: num_prompts %d × %s %d = %d tokens, over the limit of %d a workload may hold (docs/lab.md, Limits)",
-					p[len("$."):], n, f.field, f.v, tokens, MaxWorkloadTokens)}
+			return &SampleError{Field: f.field, Msg: fmt.Sprintf("num_prompts %d × %s %d = %d tokens, over the limit of %d a workload may hold",
+				n, f.field, f.v, tokens, MaxWorkloadTokens)}
 		}
 	}
 	return nil

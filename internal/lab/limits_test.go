@@ -27,6 +27,8 @@ func TestSpecRanges(t *testing.T) {
 			"$.generalization[0].input_len", "num_prompts 100 × input_len 1000000 = 100000000 tokens, over the limit of 16777216", 6},
 		{"default prompts count too", head + "tuning: {name: t, dataset: random, input_len: 20000, output_len: 10}\n",
 			"$.tuning.input_len", "num_prompts 1000 × input_len 20000", 5},
+		{"a profile's lengths count", head + "tuning: {name: t, profile: very-long, num_prompts: 100000}\n",
+			"$.tuning.profile", "num_prompts 100000 × input_len 32000 = 3200000000 tokens", 5},
 		{"gpus", head + "hardware: {gpu: H100-SXM-80GB, count: 100000}\n", "$.hardware.count", "want 0 to 1024", 5},
 		{"hours", head + "budget: {max_hours: 1e308}\n", "$.budget.max_hours", "budget.max_hours 1e+308 is out of range: want 0 to 8784", 5},
 		{"rate", head + "tuning: {name: t, request_rate: 1e12}\n", "$.tuning.request_rate", "want 0 to 1000000", 5},

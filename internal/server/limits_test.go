@@ -28,6 +28,7 @@ func TestSpecLimits(t *testing.T) {
 		{"a document the YAML decoder panics on", "name: 0\nmodel: 1\nengines:\n  - {name: vllm}\ngeneralization:\n ! 00000000\n000008: #0\n", "", "the YAML decoder failed", "/api/v1/labs"},
 		{"benchmark max_seconds", `{"base_url": "http://127.0.0.1:1", "model": "m", "profile": "short", "max_seconds": 1e308}`, "", "max_seconds 1e+308 is out of range", "/api/v1/benchmarks"},
 		{"benchmark num_prompts", `{"base_url": "http://127.0.0.1:1", "model": "m", "profile": "short", "num_prompts": 1000000000000}`, "", "num_prompts 1000000000000 is out of range", "/api/v1/benchmarks"},
+		{"benchmark profile tokens", `{"base_url": "http://127.0.0.1:1", "model": "m", "profile": "very-long", "num_prompts": 100000}`, "", "num_prompts 100000 × input_len 32000 = 3200000000 tokens", "/api/v1/benchmarks"},
 		{"benchmark nested", strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000), "", "nested more than 100 deep", "/api/v1/benchmarks"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
