@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/lab"
 	"github.com/perflab/perflab/internal/shareddata"
 	"github.com/perflab/perflab/internal/sim"
@@ -186,4 +187,22 @@ func TestExample14BStartsAndGPUHours(t *testing.T) {
 	if p.Winner == "" {
 		t.Error("no winner")
 	}
+}
+
+// FuzzParseBenchmark: whatever body POST /benchmarks gets, it is a
+// benchmark within the limits or an error; never a panic.
+func FuzzParseBenchmark(f *testing.F) {
+	for _, s := range []string{`{"base_url": "http://127.0.0.1:1", "model": "m", "profile": "short"}`,
+		`{"base_url": "http://h", "model": "m", "profile": "short", "max_seconds": 1e308}`, `{"num_prompts": -1}`, "[[[[", `{"a": 1, "a": 2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		b, err := ParseBenchmark(body)
+		if err != nil {
+			return
+		}
+		if b.NumPrompts < 0 || b.NumPrompts > lab.MaxNumPrompts || !(b.MaxSeconds >= 0 && b.MaxSeconds <= bench.MaxStopSeconds) {
+			t.Fatalf("accepted %+v", b)
+		}
+	})
 }

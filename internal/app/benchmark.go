@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/lab"
 	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/safeyaml"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -49,7 +52,8 @@ func (b *Benchmark) Check() error {
 	if b.Model == "" {
 		return errors.New("app: benchmark: model is required")
 	}
-	if _, ok := dataset.LookupProfile(b.Profile); !ok {
+	p, ok := dataset.LookupProfile(b.Profile)
+	if !ok {
 		var names []string
 		for _, p := range dataset.Profiles() {
 			names = append(names, p.Name)
@@ -61,10 +65,42 @@ func (b *Benchmark) Check() error {
 	default:
 		return fmt.Errorf("app: benchmark: backend %q: want openai or openai-chat", b.Backend)
 	}
-	if b.NumPrompts < 0 || b.MaxSeconds < 0 || math.IsNaN(b.MaxSeconds) {
-		return errors.New("app: benchmark: num_prompts and max_seconds must not be negative")
+	if b.NumPrompts < 0 || b.NumPrompts > lab.MaxNumPrompts {
+		return fmt.Errorf("app: benchmark: num_prompts %d is out of range: want 0 (the profile's) to %d", b.NumPrompts, lab.MaxNumPrompts)
+	}
+	// The sample is held while it is sent: the profile's lengths times
+	// the prompts asked for are bounded as a lab workload's are.
+	opt := p.Dataset
+	if b.NumPrompts > 0 {
+		opt.NumPrompts = b.NumPrompts
+	}
+	if err := lab.CheckSample(opt); err != nil {
+		return fmt.Errorf("app: benchmark: profile %s: %w", b.Profile, err)
+	}
+	// Written so that NaN fails too.
+	if !(b.MaxSeconds >= 0 && b.MaxSeconds <= bench.MaxStopSeconds) {
+		return fmt.Errorf("app: benchmark: max_seconds %v is out of range: want 0 (no limit) to %d", b.MaxSeconds, bench.MaxStopSeconds)
 	}
 	return nil
+}
+
+// ParseBenchmark decodes a benchmark body (JSON, unknown fields refused)
+// and checks it. Its nesting and keys are bounded on a token walk before
+// it is decoded, as a spec's are.
+func ParseBenchmark(body []byte) (*Benchmark, error) {
+	if err := safeyaml.CheckJSON(body, safeyaml.Defaults); err != nil {
+		return nil, fmt.Errorf("app: benchmark: %w", err)
+	}
+	var b Benchmark
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		return nil, fmt.Errorf("app: benchmark: %w", err)
+	}
+	if err := b.Check(); err != nil {
+		return nil, err
+	}
+	return &b, nil
 }
 
 // RunName is the run the benchmark is stored under.

@@ -99,7 +99,7 @@ type Config struct {
 	// (failed/finished, judged once 10 requests have finished) end the run
 	// early. A stopped run returns its partial Outcome and an error wrapping
 	// ErrStopped.
-	MaxSeconds   float64
+	MaxSeconds   float64 // at most MaxStopSeconds
 	MaxErrors    int
 	MaxErrorRate float64
 
@@ -140,6 +140,10 @@ var (
 )
 
 // normalize fills defaults and checks c, returning the full request URL.
+// MaxStopSeconds bounds Config.MaxSeconds (--max-seconds, a benchmark's
+// max_seconds): a week, far beyond any benchmark.
+const MaxStopSeconds = 7 * 86_400
+
 func (c *Config) normalize() (string, error) {
 	if c.Backend == "" {
 		c.Backend = BackendOpenAI
@@ -181,6 +185,11 @@ func (c *Config) normalize() (string, error) {
 	}
 	if c.MaxConcurrency < 0 {
 		return "", fmt.Errorf("bench: max concurrency must be positive, got %d", c.MaxConcurrency)
+	}
+	// Written so that NaN fails too; past the limit the timer's duration
+	// would overflow (1e308 s became a negative duration: an immediate stop).
+	if !(c.MaxSeconds >= 0 && c.MaxSeconds <= MaxStopSeconds) {
+		return "", fmt.Errorf("bench: max seconds %v is out of range: want 0 (no limit) to %d", c.MaxSeconds, MaxStopSeconds)
 	}
 	if c.Schedule != nil && len(c.Schedule) != len(c.Requests) {
 		return "", fmt.Errorf("bench: schedule has %d offsets for %d requests", len(c.Schedule), len(c.Requests))

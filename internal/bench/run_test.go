@@ -362,6 +362,12 @@ func testStopConditions(t *testing.T, tr string) {
 	if el := time.Since(start); el > 1500*time.Millisecond {
 		t.Errorf("max-seconds 0.3 took %v", el)
 	}
+	// Issue 23: 1e308 seconds overflowed the timer and stopped at once.
+	for _, sec := range []float64{1e308, math.Inf(1), math.NaN(), -1} {
+		if _, err := Run(context.Background(), Config{Transport: tr, BaseURL: hs2.URL, Model: "m", Requests: requests(1, 1, 1), MaxSeconds: sec}); err == nil || errors.Is(err, ErrStopped) {
+			t.Errorf("max-seconds %v: err = %v, want it refused", sec, err)
+		}
+	}
 	if len(out.Incomplete) != 20 || len(out.Records) != 0 {
 		t.Errorf("max-seconds: %d incomplete, %d records", len(out.Incomplete), len(out.Records))
 	}

@@ -129,8 +129,9 @@ func CachedRequests(f Requests) Requests {
 	return func(w Workload) ([]dataset.Request, error) {
 		mu.Lock()
 		defer mu.Unlock()
+		// The name too: an error names its workload.
 		opt, _ := w.resolve()
-		k := fmt.Sprintf("%+v", opt)
+		k := fmt.Sprintf("%s|%+v", w.Name, opt)
 		if r, ok := cache[k]; ok {
 			return r, errs[k]
 		}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -420,29 +421,8 @@ func ParseSpecIn(name string, data []byte, base string) (*Spec, error) {
 		}
 		base = wd
 	}
-	// Refused before decoding: a few KB of nested aliases would expand
-	// to billions of nodes in the decoder.
-	if err := safeyaml.Check(data, safeyaml.Defaults); err != nil {
-		var se *safeyaml.Error
-		errors.As(err, &se)
-		return nil, &SpecError{File: name, Line: se.Line, Msg: se.Msg}
-	}
-	var s Spec
-	if err := yaml.UnmarshalWithOptions(data, &s, yaml.Strict()); err != nil {
-		var ye yaml.Error
-		if errors.As(err, &ye) && ye.GetToken() != nil {
-			return nil, &SpecError{File: name, Line: ye.GetToken().Position.Line, Msg: ye.GetMessage()}
-		}
-		var re *rateError
-		if errors.As(err, &re) {
-			return nil, &SpecError{File: name, Line: lineContaining(data, "request_rate", re.raw), Msg: re.Error()}
-		}
-		return nil, &SpecError{File: name, Msg: err.Error()}
-	}
-	s.file = name
-	file, _ := parser.ParseBytes(data, 0)
-	line := func(path string) int { return lineOf(file, path) }
-	if err := s.validate(line); err != nil {
+	s, line, err := decodeSpec(name, data)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.resolvePaths(base, line); err != nil {
@@ -452,7 +432,80 @@ func ParseSpecIn(name string, data []byte, base string) (*Spec, error) {
 		return nil, err
 	}
 	s.fillDefaults()
-	return &s, nil
+	return s, nil
+}
+
+// ValidateSpec decodes and validates a spec as ParseSpecIn does, without
+// looking at the files it names: whether a stored run's spec is still
+// accepted (a run whose spec is now refused, say a number past a limit
+// added since, cannot be resumed, and the list says why).
+func ValidateSpec(name string, data []byte) error {
+	_, _, err := decodeSpec(name, data)
+	return err
+}
+
+// decodeSpec decodes a spec strictly and validates it; line finds the
+// line of a YAML path in it.
+func decodeSpec(name string, data []byte) (s *Spec, line func(string) int, err error) {
+	// The YAML decoder panics on some malformed documents (the fuzzer
+	// found "generalization:\n ! 0\n0: #" a nil dereference in its
+	// decodeSlice): one request's spec must not take its handler down.
+	defer func() {
+		if r := recover(); r != nil {
+			s, line, err = nil, nil, &SpecError{File: name, Msg: fmt.Sprintf("the YAML decoder failed on this document (%v): check its syntax", r)}
+		}
+	}()
+	return decodeSpecUnsafe(name, data)
+}
+
+// decodeSpecUnsafe is decodeSpec without the guard against the decoder's
+// panics.
+func decodeSpecUnsafe(name string, data []byte) (*Spec, func(string) int, error) {
+	// Refused before decoding: a few KB of nested aliases would expand
+	// to billions of nodes in the decoder.
+	if err := safeyaml.Check(data, safeyaml.Defaults); err != nil {
+		var se *safeyaml.Error
+		errors.As(err, &se)
+		return nil, nil, &SpecError{File: name, Line: se.Line, Msg: se.Msg}
+	}
+	var s Spec
+	if err := yaml.UnmarshalWithOptions(data, &s, yaml.Strict()); err != nil {
+		var ue *yaml.UnknownFieldError
+		if errors.As(err, &ue) {
+			if u := specUnknownFields(data); len(u) > 0 {
+				return nil, nil, &SpecError{File: name, Line: u[0].line, Msg: unknownMessage(u)}
+			}
+		}
+		var ye yaml.Error
+		if errors.As(err, &ye) && ye.GetToken() != nil {
+			return nil, nil, &SpecError{File: name, Line: ye.GetToken().Position.Line, Msg: ye.GetMessage()}
+		}
+		var re *rateError
+		if errors.As(err, &re) {
+			return nil, nil, &SpecError{File: name, Line: lineContaining(data, "request_rate", re.raw), Msg: re.Error()}
+		}
+		return nil, nil, &SpecError{File: name, Msg: err.Error()}
+	}
+	s.file = name
+	file, _ := parser.ParseBytes(data, 0)
+	line := func(path string) int { return lineOf(file, path) }
+	if err := s.validate(line); err != nil {
+		return nil, nil, err
+	}
+	return &s, line, nil
+}
+
+// specUnknownFields lists a spec's unknown keys in document order.
+func specUnknownFields(data []byte) []unknownField {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil || f == nil {
+		return nil
+	}
+	var u []unknownField
+	for _, d := range f.Docs {
+		u = append(u, unknownFields(d.Body, reflect.TypeFor[Spec]())...)
+	}
+	return u
 }
 
 // lineOf finds the line of a YAML path ("$.stages[1].knob") or 0.
@@ -501,6 +554,9 @@ func (s *Spec) validate(line func(string) int) error {
 			return bad(fmt.Sprintf("$.engines[%d].name", i), "engine %q listed twice", e.Name)
 		}
 		seen[e.Name] = true
+	}
+	if err := s.checkRanges(line); err != nil {
+		return err
 	}
 	if s.Runtime != "" {
 		if _, err := runtimes.Lookup(s.Runtime); err != nil {

@@ -116,10 +116,27 @@ func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte(smallSpec))
 	f.Add([]byte("name: x\nmodel: m\nengines: [{name: vllm}]\ntuning: {name: t, request_rate: inf}\n"))
 	f.Add([]byte("name: [\n"))
+	f.Add([]byte(`{"name": "j", "model": "m", "engines": [{"name": "vllm"}], "repeats": 5, "tuning": {"name": "t", "dataset": "random", "input_len": 10, "output_len": 10}}`))
+	f.Add([]byte("name: x\nmodel: m\nengines: [{name: vllm}]\nrepeats: 1000000000\n"))
+	f.Add([]byte(strings.Repeat("[", 500) + strings.Repeat("]", 500)))
+	f.Add([]byte("a:\n  b:\n    - - - {c: [d, {e: f}]}\n  g: |\n    text\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseSpec("fuzz.yaml", data)
-		if err == nil && (s.Name == "" || s.Tuning == nil || len(s.Stages) == 0) {
+		if err != nil {
+			return
+		}
+		if s.Name == "" || s.Tuning == nil || len(s.Stages) == 0 {
 			t.Fatalf("accepted spec without defaults: %+v", s)
+		}
+		// What is accepted is within the limits (issue 23): the memory a
+		// lab takes follows from them.
+		for _, w := range append([]Workload{*s.Tuning}, s.Generalization...) {
+			if w.NumPrompts > MaxNumPrompts || w.InputLen > MaxSeqLen || w.OutputLen > MaxSeqLen || w.NumPrompts*w.InputLen > MaxWorkloadTokens {
+				t.Fatalf("accepted workload past the limits: %+v", w)
+			}
+		}
+		if s.Repeats > MaxRepeats || s.Parallel > MaxParallel || s.Hardware.Count > MaxGPUs || s.Budget.MaxTrials > MaxTrials {
+			t.Fatalf("accepted spec past the limits: %+v", s)
 		}
 	})
 }

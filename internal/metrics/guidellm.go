@@ -101,6 +101,12 @@ func ParseGuidellm(data []byte) ([]*Result, error) {
 			}
 		}
 	}
+	return ParseGuidellmBenchmarks(raws)
+}
+
+// ParseGuidellmBenchmarks is ParseGuidellm on the report's "benchmarks"
+// list, each as strict JSON (PythonJSONReader's output).
+func ParseGuidellmBenchmarks(raws []json.RawMessage) ([]*Result, error) {
 	if len(raws) == 0 {
 		return nil, fmt.Errorf("metrics: parse guidellm JSON: no benchmarks found")
 	}

@@ -28,6 +28,13 @@ func ParseJSON(data []byte) (*Result, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("metrics: parse result JSON: not an object")
 	}
+	return ParseJSONFields(raw)
+}
+
+// ParseJSONFields is ParseJSON on a result object's keys, each value as
+// strict JSON (PythonJSONReader's output): what a caller that streams
+// the object key by key has (report's import).
+func ParseJSONFields(raw map[string]json.RawMessage) (*Result, error) {
 	r := &Result{Present: map[string]bool{}}
 	var errs []string
 	fail := func(k string, err error) {

@@ -1,8 +1,10 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,33 +39,46 @@ func ImportFile(path string) ([]Imported, error) {
 		return nil, fmt.Errorf("report: import %s: %w", path, err)
 	}
 	defer f.Close()
-	tooBig := fmt.Errorf("report: import %s: over %d MiB, far beyond any benchmark result or log of them", path, maxImportBytes>>20)
 	// A regular file is judged by its size before a byte is read; a pipe
-	// is read up to the limit.
+	// is read up to the limit and no further.
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > maxImportBytes {
-		return nil, tooBig
+		return nil, tooBig(path, maxImportBytes)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("report: import %s: %w", path, err)
-	}
-	if len(data) > maxImportBytes {
-		return nil, tooBig
-	}
-	return ImportBytes(data, path)
+	return ImportReader(f, path)
 }
 
-// maxImportBytes bounds what an import reads: a result is kilobytes and a
-// log of a few thousand printed blocks a few megabytes.
-const maxImportBytes = 256 << 20
+// maxImportBytes bounds a JSON import: a vLLM result with --save-detailed
+// holds every request's inter-token latencies, tens of MB for 100,000
+// requests; maxTextImportBytes bounds a text one, a log of printed blocks
+// (a few thousand blocks are a few MB). Variables so that a test can
+// stream past them in megabytes, not hundreds.
+var (
+	maxImportBytes     int64 = 256 << 20
+	maxTextImportBytes int64 = 64 << 20
+)
+
+// ErrTooLarge is wrapped by the refusal of an import over its limit.
+var ErrTooLarge = errors.New("import too large")
+
+func tooBig(name string, limit int64) error {
+	return fmt.Errorf("report: import %s: over %d MiB, far beyond any benchmark result or log of them: %w", name, limit>>20, ErrTooLarge)
+}
 
 // ImportBytes is ImportFile on data already read; name labels errors.
 func ImportBytes(data []byte, name string) ([]Imported, error) {
-	trim := bytes.TrimSpace(data)
-	if len(trim) > 0 && (trim[0] == '{' || trim[0] == '[') {
-		if err := safeyaml.CheckJSON(data, safeyaml.Limits{MaxBytes: maxImportBytes}); err != nil {
-			return nil, fmt.Errorf("report: import %s: %w", name, err)
-		}
+	return ImportReader(bytes.NewReader(data), name)
+}
+
+// ImportReader is ImportFile on a stream. It reads no further than the
+// limit, and a JSON result is decoded key by key from the stream, so the
+// memory it takes is what the result keeps (its arrays) and the largest
+// single value being decoded, not the whole document several times over.
+func ImportReader(r io.Reader, name string) ([]Imported, error) {
+	cr := &countReader{r: io.LimitReader(r, maxImportBytes+1)}
+	br := bufio.NewReaderSize(cr, 64<<10)
+	first, err := firstByte(br)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("report: import %s: %w", name, err)
 	}
 	var out []Imported
 	var incomplete []string
@@ -80,21 +95,30 @@ func ImportBytes(data []byte, name string) ([]Imported, error) {
 			out = append(out, Imported{Source: src, Format: format, Result: r, Warnings: r.Validate()})
 		}
 	}
-	if len(trim) > 0 && (trim[0] == '{' || trim[0] == '[') {
-		if looksGuidellm(trim) {
-			rs, err := metrics.ParseGuidellm(trim)
-			if err != nil {
-				return nil, fmt.Errorf("report: import %s: %w", name, err)
-			}
-			add("guidellm-json", rs...)
-			return complete(out, incomplete, name)
+	switch first {
+	case '[':
+		return nil, fmt.Errorf("report: import %s: a JSON array; want a vLLM result object, a guidellm report object or vLLM's printed result blocks", name)
+	case '{':
+		guide, rs, err := importJSON(br)
+		if cr.n > maxImportBytes {
+			return nil, tooBig(name, maxImportBytes)
 		}
-		r, err := metrics.ParseJSON(trim)
 		if err != nil {
 			return nil, fmt.Errorf("report: import %s: %w", name, err)
 		}
-		add("vllm-json", r)
+		format := "vllm-json"
+		if guide {
+			format = "guidellm-json"
+		}
+		add(format, rs...)
 		return complete(out, incomplete, name)
+	}
+	data, err := io.ReadAll(io.LimitReader(br, maxTextImportBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("report: import %s: %w", name, err)
+	}
+	if int64(len(data)) > maxTextImportBytes {
+		return nil, tooBig(name, maxTextImportBytes)
 	}
 	rs, err := metrics.ParseText(bytes.NewReader(data))
 	if err != nil {
@@ -105,6 +129,83 @@ func ImportBytes(data []byte, name string) ([]Imported, error) {
 	}
 	add("vllm-text", rs...)
 	return complete(out, incomplete, name)
+}
+
+// importJSON decodes a result object from the stream one key at a time,
+// each value checked for nesting and keys before it is kept, and parses
+// it as a guidellm report (a "benchmarks" list) or a vLLM result.
+func importJSON(r io.Reader) (guide bool, rs []*metrics.Result, err error) {
+	dec := json.NewDecoder(metrics.PythonJSONReader(r))
+	if _, err := dec.Token(); err != nil { // the '{' firstByte saw
+		return false, nil, fmt.Errorf("parse result JSON: %w", err)
+	}
+	lim := safeyaml.Limits{MaxBytes: int(maxImportBytes), MaxDepth: safeyaml.Defaults.MaxDepth - 1}
+	raw := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false, nil, fmt.Errorf("parse result JSON: %w", err)
+		}
+		key, _ := tok.(string)
+		if len(raw) >= safeyaml.Defaults.MaxKeys {
+			return false, nil, fmt.Errorf("parse result JSON: more than %d keys (at byte %d): %w", safeyaml.Defaults.MaxKeys, dec.InputOffset(), safeyaml.ErrTooLarge)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return false, nil, fmt.Errorf("parse result JSON: key %q: %w", key, err)
+		}
+		if err := safeyaml.CheckJSON(v, lim); err != nil {
+			return false, nil, fmt.Errorf("key %q: %w", key, err)
+		}
+		raw[key] = v
+	}
+	if _, err := dec.Token(); err != nil { // '}'
+		return false, nil, fmt.Errorf("parse result JSON: %w", err)
+	}
+	if b, ok := raw["benchmarks"]; ok {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(b, &raws); err != nil {
+			return true, nil, fmt.Errorf("metrics: parse guidellm JSON: %w", err)
+		}
+		raw = nil // what the list holds is all that is needed now
+		rs, err := metrics.ParseGuidellmBenchmarks(raws)
+		return true, rs, err
+	}
+	res, err := metrics.ParseJSONFields(raw)
+	if err != nil {
+		return false, nil, err
+	}
+	return false, []*metrics.Result{res}, nil
+}
+
+// firstByte peeks the first byte that is not white space, consuming
+// nothing (a text import's line numbers count the blank lines too); past
+// the buffer of white space it answers a space, which reads as text.
+func firstByte(br *bufio.Reader) (byte, error) {
+	for i := 1; i <= br.Size(); i++ {
+		b, err := br.Peek(i)
+		if len(b) < i {
+			return 0, err
+		}
+		switch c := b[i-1]; c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return c, nil
+		}
+	}
+	return ' ', nil
+}
+
+// countReader counts what it has read.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // requiredFigures are what a report needs of a result: how long it ran,
@@ -133,17 +234,6 @@ func complete(out []Imported, incomplete []string, name string) ([]Imported, err
 			name, strings.Join(incomplete, "; "))
 	}
 	return out, nil
-}
-
-// looksGuidellm tells guidellm's report (a "benchmarks" list) from vLLM's
-// flat result object without decoding either fully.
-func looksGuidellm(data []byte) bool {
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(data, &probe) != nil {
-		return false
-	}
-	_, ok := probe["benchmarks"]
-	return ok
 }
 
 // importedName names an imported result after the heading it sits under in

@@ -6,10 +6,9 @@
 package safeyaml
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
@@ -24,12 +23,22 @@ type Limits struct {
 	MaxNodes int
 	// MaxDepth is the deepest nesting, aliases expanded (default 100).
 	MaxDepth int
+	// MaxEntries is the most mapping keys and sequence items a YAML text
+	// may hold, counted on the bytes before it is parsed (default
+	// 10,000). The YAML parser's time grows with the square of the
+	// entries (20,000 keys: about 2 s here), so a few MB of keys would
+	// hold a request for minutes.
+	MaxEntries int
+	// MaxKeys is the most keys one JSON object may hold (default
+	// 10,000): a JSON decoder is linear in them, but no document this
+	// package guards has an object with more than a few hundred.
+	MaxKeys int
 }
 
 // Defaults are the limits for specs, configs and API bodies: far above any
 // real one (the largest example spec has a few hundred nodes), far below
 // what exhausts memory.
-var Defaults = Limits{MaxBytes: 4 << 20, MaxNodes: 1_000_000, MaxDepth: 100}
+var Defaults = Limits{MaxBytes: 4 << 20, MaxNodes: 1_000_000, MaxDepth: 100, MaxEntries: 10_000, MaxKeys: 10_000}
 
 func (l Limits) orDefaults() Limits {
 	if l.MaxBytes <= 0 {
@@ -40,6 +49,12 @@ func (l Limits) orDefaults() Limits {
 	}
 	if l.MaxDepth <= 0 {
 		l.MaxDepth = Defaults.MaxDepth
+	}
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = Defaults.MaxEntries
+	}
+	if l.MaxKeys <= 0 {
+		l.MaxKeys = Defaults.MaxKeys
 	}
 	return l
 }
@@ -71,6 +86,12 @@ func Check(data []byte, lim Limits) error {
 	lim = lim.orDefaults()
 	if len(data) > lim.MaxBytes {
 		return &Error{Msg: fmt.Sprintf("%d bytes, more than the %d allowed", len(data), lim.MaxBytes)}
+	}
+	// The parser's memory grows with the square of the nesting (100,000
+	// nested brackets, 200 KB of text, took 15 GB) and its time with the
+	// square of the entries, so both are bounded on the bytes first.
+	if err := prescan(data, lim); err != nil {
+		return err
 	}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil || f == nil {
@@ -177,28 +198,93 @@ func line(n ast.Node) int {
 	return n.GetToken().Position.Line
 }
 
-// CheckJSON refuses a JSON document larger or deeper than lim (JSON has
-// no aliases, so its size bounds its expansion).
+// CheckJSON refuses a JSON document larger, deeper or with more keys in
+// one object than lim (JSON has no aliases, so its size bounds its
+// expansion). It scans the bytes, keeping only a key count per open
+// container, so it allocates nothing whatever the document.
 func CheckJSON(data []byte, lim Limits) error {
 	lim = lim.orDefaults()
 	if len(data) > lim.MaxBytes {
 		return &Error{Msg: fmt.Sprintf("%d bytes, more than the %d allowed", len(data), lim.MaxBytes)}
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	depth := 0
+	var s jsonScan
+	return s.scan(data, 0, lim)
+}
+
+// CheckJSONReader is CheckJSON on a stream: it reads r through (up to
+// lim.MaxBytes and no further) and refuses at the first byte past a
+// limit. A read error is returned wrapped; malformed JSON passes, for the
+// decoder to report with its offset.
+func CheckJSONReader(r io.Reader, lim Limits) error {
+	lim = lim.orDefaults()
+	lr := io.LimitReader(r, int64(lim.MaxBytes)+1)
+	buf := make([]byte, 64<<10)
+	var s jsonScan
+	var off int64
 	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil // the decoder reports malformed JSON with its offset
+		n, err := lr.Read(buf)
+		if off+int64(n) > int64(lim.MaxBytes) {
+			return &Error{Msg: fmt.Sprintf("more than the %d bytes allowed", lim.MaxBytes)}
 		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-			if depth > lim.MaxDepth {
-				return &Error{Msg: fmt.Sprintf("nested more than %d deep (at byte %d)", lim.MaxDepth, dec.InputOffset())}
-			}
-		case json.Delim('}'), json.Delim(']'):
-			depth--
+		if serr := s.scan(buf[:n], off, lim); serr != nil {
+			return serr
+		}
+		off += int64(n)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("safeyaml: read: %w", err)
 		}
 	}
+}
+
+// jsonScan is the state of a byte scan of JSON, kept between chunks: in
+// a string or not, after a backslash or not, and the key count of each
+// open container (-1 for an array). A key is a string followed by ':',
+// so counting the colons of an object outside strings counts its keys.
+type jsonScan struct {
+	inStr, esc bool
+	open       []int
+}
+
+func (s *jsonScan) scan(data []byte, off int64, lim Limits) error {
+	for i, c := range data {
+		if s.inStr {
+			switch {
+			case s.esc:
+				s.esc = false
+			case c == '\\':
+				s.esc = true
+			case c == '"':
+				s.inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			s.inStr = true
+		case '{', '[':
+			if len(s.open) >= lim.MaxDepth {
+				return &Error{Msg: fmt.Sprintf("nested more than %d deep (at byte %d)", lim.MaxDepth, off+int64(i))}
+			}
+			k := -1
+			if c == '{' {
+				k = 0
+			}
+			s.open = append(s.open, k)
+		case '}', ']':
+			if len(s.open) > 0 {
+				s.open = s.open[:len(s.open)-1]
+			}
+		case ':':
+			if n := len(s.open); n > 0 && s.open[n-1] >= 0 {
+				s.open[n-1]++
+				if s.open[n-1] > lim.MaxKeys {
+					return &Error{Msg: fmt.Sprintf("an object with more than %d keys (at byte %d)", lim.MaxKeys, off+int64(i))}
+				}
+			}
+		}
+	}
+	return nil
 }

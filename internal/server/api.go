@@ -67,27 +67,30 @@ func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
 
 // runInfo is a run as the list shows it.
 type runInfo struct {
-	ID          int64      `json:"id"`
-	Key         string     `json:"key"`
-	Name        string     `json:"name"`
-	Status      string     `json:"status"`
-	Active      bool       `json:"active"`
-	Resumable   bool       `json:"resumable"`
-	Model       string     `json:"model,omitempty"`
-	Runtime     string     `json:"runtime,omitempty"`
-	GPU         string     `json:"gpu,omitempty"`
-	GPUs        int        `json:"gpus,omitempty"`
-	Objective   string     `json:"objective,omitempty"`
-	Unit        string     `json:"unit,omitempty"`
-	Trials      int        `json:"trials"`
-	Failed      int        `json:"failed"`
-	Winner      *string    `json:"winner"`
-	WinnerScore *float64   `json:"winner_score"`
-	BestGain    *float64   `json:"best_gain"`
-	GPUHours    float64    `json:"gpu_hours"`
-	Created     time.Time  `json:"created"`
-	Updated     time.Time  `json:"updated"`
-	Started     *time.Time `json:"started"`
+	ID        int64  `json:"id"`
+	Key       string `json:"key"`
+	Name      string `json:"name"`
+	Status    string `json:"status"`
+	Active    bool   `json:"active"`
+	Resumable bool   `json:"resumable"`
+	// NotResumable says why a run that stopped is not resumable: its
+	// stored spec is refused now (a number past a limit added since).
+	NotResumable string     `json:"not_resumable,omitempty"`
+	Model        string     `json:"model,omitempty"`
+	Runtime      string     `json:"runtime,omitempty"`
+	GPU          string     `json:"gpu,omitempty"`
+	GPUs         int        `json:"gpus,omitempty"`
+	Objective    string     `json:"objective,omitempty"`
+	Unit         string     `json:"unit,omitempty"`
+	Trials       int        `json:"trials"`
+	Failed       int        `json:"failed"`
+	Winner       *string    `json:"winner"`
+	WinnerScore  *float64   `json:"winner_score"`
+	BestGain     *float64   `json:"best_gain"`
+	GPUHours     float64    `json:"gpu_hours"`
+	Created      time.Time  `json:"created"`
+	Updated      time.Time  `json:"updated"`
+	Started      *time.Time `json:"started"`
 }
 
 // summaryHead is the part of the lab's summary a run list shows.
@@ -131,6 +134,13 @@ func (s *Server) info(ri store.RunInfo) (runInfo, *summaryHead) {
 	out.Active = s.activeLab(ri.ID) != nil
 	out.Resumable = !out.Active && ri.Spec != "" &&
 		(ri.Status == store.StatusInterrupted || (ri.Status == "running" && ri.LeaseUntil.Before(time.Now())))
+	if out.Resumable {
+		// Resuming parses the spec again; one refused now would be a 400
+		// there, so the list does not offer it.
+		if err := lab.ValidateSpec(fmt.Sprintf("run %d", ri.ID), []byte(ri.Spec)); err != nil {
+			out.Resumable, out.NotResumable = false, err.Error()
+		}
+	}
 	var sum *summaryHead
 	if len(ri.Summary) > 0 {
 		var h summaryHead

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -23,17 +21,12 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var b app.Benchmark
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Error: "benchmark: " + err.Error()})
-		return
-	}
-	if err := b.Check(); err != nil {
+	pb, err := app.ParseBenchmark(body)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, apiError{Error: err.Error()})
 		return
 	}
+	b := *pb
 	// Host paths resolve against the data root and stay under it.
 	for _, f := range []struct {
 		field string
