@@ -286,3 +286,57 @@ func TestLikelyBeaten(t *testing.T) {
 		t.Error("no untested config left, yet likely beaten")
 	}
 }
+
+// busyRuntime is countingRuntime whose first busy starts fail the way
+// vLLM's start-up memory guard fails (engine.ClassGPUBusy).
+type busyRuntime struct {
+	*countingRuntime
+	busy int64
+}
+
+type busyHandle struct{ *countingHandle }
+
+func (busyHandle) Ready(context.Context) error {
+	return &engine.Failure{Class: engine.ClassGPUBusy, Reason: "GPU not yet free at start: ValueError: Free memory on device ..."}
+}
+
+func (b *busyRuntime) Start(ctx context.Context, l engine.Launch) (engine.Handle, error) {
+	h, err := b.countingRuntime.Start(ctx, l)
+	if err == nil && b.starts.Load() <= b.busy {
+		return busyHandle{h.(*countingHandle)}, nil
+	}
+	return h, err
+}
+
+// TestGPUBusyStartsAgain: a server refused because its GPU was not yet
+// free (vLLM's memory guard, e.g. while the previous server releases its
+// memory) is started again after a wait, a few times, instead of failing
+// the config; past that, the trial fails as gpu_busy, which a resumed lab
+// retries (transient).
+func TestGPUBusyStartsAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		busy   int64
+		status string
+		starts int64
+	}{
+		{"busy once", 1, "ok", 2},
+		{"busy throughout", 100, "failed", 1 + gpuBusyRetries},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &busyRuntime{countingRuntime: newCountingRuntime(t), busy: tc.busy}
+			r := &LiveRunner{Runtime: rt, Requests: twoRequests, GPUs: engine.NewAllocator([]int{0}), GPUBusyWait: time.Millisecond}
+			defer r.Close()
+			rec, err := r.Run(context.Background(), poolTrial("vllm", "a", 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != tc.status || rt.starts.Load() != tc.starts {
+				t.Errorf("status %q after %d starts, want %q after %d (reason %q)", rec.Status, rt.starts.Load(), tc.status, tc.starts, rec.Reason)
+			}
+			if tc.status == "failed" && (rec.FailureClass != FailGPUBusy || !engine.FailureClass(rec.FailureClass).Transient()) {
+				t.Errorf("failure class %q, want a transient %q", rec.FailureClass, FailGPUBusy)
+			}
+		})
+	}
+}
