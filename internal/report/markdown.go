@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -321,7 +322,12 @@ func firstMetric(m map[string]float64, names []string) (float64, bool) {
 
 func engineMetricsRows(r *Report) []string {
 	var rows []string
-	for _, c := range r.Tried {
+	// The baseline is not among Tried; it ran on a server too.
+	all := r.Tried
+	if r.Baseline != nil && !slices.ContainsFunc(r.Tried, func(c Candidate) bool { return c.Key == r.Baseline.Key }) {
+		all = append([]Candidate{*r.Baseline}, r.Tried...)
+	}
+	for _, c := range all {
 		m := c.EngineMetrics
 		if len(m) == 0 {
 			continue
