@@ -45,7 +45,21 @@ parallel: 1
 `
 
 func TestE2EProtocolsLocalModelDir(t *testing.T) {
-	root := e2eRoot(t)
+	checkProtocolLab(t, e2eRoot(t))
+}
+
+// TestE2EDockerProtocolsLocalModelDir is the same lab on the docker
+// runtime: the model directory is mounted at its own path in each
+// container, where the simulated trtllm-serve lists it by its last
+// component as the real one does.
+func TestE2EDockerProtocolsLocalModelDir(t *testing.T) {
+	_, image := dockerE2E(t)
+	checkProtocolLab(t, e2eRoot(t), "--runtime", "docker", "--image", image)
+}
+
+// checkProtocolLab runs protocolSpec with perflab lab and extra arguments
+// and checks what it must show.
+func checkProtocolLab(t *testing.T, root string, extra ...string) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "models", "Qwen3-14B")
 	if err := os.MkdirAll(model, 0o755); err != nil {
@@ -64,7 +78,7 @@ func TestE2EProtocolsLocalModelDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	db, out := "sqlite:"+filepath.Join(dir, "lab.db"), filepath.Join(dir, "out")
-	cmd := exec.Command(perflabBin, "lab", spec, "--db", db, "--out", out, "--keep-workdir")
+	cmd := exec.Command(perflabBin, append([]string{"lab", spec, "--db", db, "--out", out, "--keep-workdir"}, extra...)...)
 	cmd.Dir = root
 	b, err := cmd.CombinedOutput()
 	if err != nil {
@@ -115,7 +129,11 @@ func TestE2EProtocolsLocalModelDir(t *testing.T) {
 
 	// The FP8-KV TensorRT-LLM server's options file carries the fraction
 	// inside its kv_cache_config block, where trtllm-serve reads it.
+	// (A process's working directory holds the file; a container's
+	// mounts it from files/.)
 	opts, _ := filepath.Glob(filepath.Join(out, "engines", "*", engine.TRTLLMOptionsFile))
+	inFiles, _ := filepath.Glob(filepath.Join(out, "engines", "*", "files", engine.TRTLLMOptionsFile))
+	opts = append(opts, inFiles...)
 	found := false
 	for _, p := range opts {
 		b, _ := os.ReadFile(p)
