@@ -681,3 +681,23 @@ func TestReadinessProbeDoesNotGenerate(t *testing.T) {
 		})
 	}
 }
+
+// TestClassifyEndGPUBusy: a pod whose vLLM died of its start-up memory
+// guard (vllm/v1/worker/gpu_worker.py) is gpu_busy, a wait, not a
+// startup_crash; an out-of-memory line is still oom.
+func TestClassifyEndGPUBusy(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want engine.FailureClass
+	}{
+		{"ValueError: Free memory on device (3.25/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.", engine.ClassGPUBusy},
+		{"torch.OutOfMemoryError: CUDA out of memory.", engine.ClassOOM},
+		{"error: unrecognized arguments: --bad", engine.ClassStartupCrash},
+	} {
+		h := &handle{ring: engine.NewLogRing(10)}
+		h.ring.Add(tc.line)
+		if f := h.classifyEnd(1, "container exited (status 1)", false); f.Class != tc.want {
+			t.Errorf("%q: class %s, want %s", tc.line, f.Class, tc.want)
+		}
+	}
+}
