@@ -30,6 +30,7 @@ var simServeOpts struct {
 	timeScale                                    float64
 	startupDelay                                 time.Duration
 	noFaults                                     bool
+	occupiedGiB                                  float64
 }
 
 var simServeCmd = &cobra.Command{
@@ -83,7 +84,7 @@ the way the engine would reject it. The server listens on the argv's
 		err := serve.Run(cmd.Context(), serve.Options{
 			Engine: o.engine, Version: o.version, Argv: args, Env: env, GPU: o.gpu, GPUs: o.gpus,
 			ModelConfig: o.modelConfig, TimeScale: o.timeScale, StartupDelay: o.startupDelay, Counter: counter,
-			NoFaults: o.noFaults, Coefficients: coef,
+			NoFaults: o.noFaults, Coefficients: coef, OccupiedGiB: o.occupiedGiB,
 		})
 		var ee *serve.ExitError
 		if errors.As(err, &ee) {
@@ -108,6 +109,7 @@ func init() {
 	f.StringVar(&simServeOpts.version, "engine-version", "", "engine version (default: "+defaultVersionsHelp()+")")
 	f.StringVar(&simServeOpts.gpu, "gpu", "H100", "GPU: H100, H200, A100, L40S or B200")
 	f.BoolVar(&simServeOpts.noFaults, "no-faults", false, "do not reproduce known engine bugs (the simulated engine never crashes)")
+	f.Float64Var(&simServeOpts.occupiedGiB, "gpu-occupied-gib", 0, "GiB of each GPU held by other processes at start (vLLM's start-up memory guard refuses when the rest is below gpu_memory_utilization × total)")
 	f.StringVar(&simServeOpts.coefficients, "coefficients", "", "coefficients JSON from perflab sim calibrate (default: the embedded calibration)")
 	f.IntVar(&simServeOpts.gpus, "gpus", 0, "number of GPUs (default: TP×DP)")
 	f.Float64Var(&simServeOpts.timeScale, "time-scale", 1, "run K× faster than real time")

@@ -179,10 +179,24 @@ func TestSimRuntime(t *testing.T) {
 		t.Skip("perflab sim serve not built into cmd/perflab yet")
 	}
 	tok := filepath.Join(sharedDir(t), "data", "tokenizers", "qwen3")
+	// A model given as a local directory: trtllm-serve lists only its last
+	// component, which readiness must wait for and the benchmark send.
+	local := filepath.Join(t.TempDir(), "Qwen3-14B")
+	hfConfig, err := os.ReadFile("../sim/models/Qwen3-14B.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(local, "config.json"), hfConfig, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, cfg := range []Config{
 		{Engine: VLLM, Version: "0.17.1", Model: "Qwen/Qwen3-14B", MaxNumSeqs: 64},
 		{Engine: SGLang, Version: "0.5.5.post1", Model: "Qwen/Qwen3-14B", Quantization: QuantFP8Checkpoint},
 		{Engine: TRTLLM, Version: "1.2.0rc1", Model: "Qwen/Qwen3-14B", ChunkedPrefill: bp(true), PrefixCaching: bp(false)},
+		{Engine: TRTLLM, Version: "1.2.0rc1", Model: local, KVCacheDtype: "fp8", GPUMemoryFraction: 0.8},
 	} {
 		t.Run(cfg.Engine, func(t *testing.T) {
 			rt := &Sim{Binary: bin, GPU: "H100", TimeScale: 20, StartupDelay: 200 * time.Millisecond, Tokenizer: tok, PollInterval: 50 * time.Millisecond}

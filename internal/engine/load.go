@@ -144,13 +144,9 @@ func (c Config) ModelPath() string {
 	return c.Model
 }
 
-// ServedName is the model name the server lists in /v1/models.
-func (c Config) ServedName() string {
-	if c.ServedModelName != "" {
-		return c.ServedModelName
-	}
-	return c.ModelPath()
-}
+// ServedName is the model name the server lists in /v1/models and
+// accepts in requests, as the config's engine names it (Protocol).
+func (c Config) ServedName() string { return ProtocolFor(c.Engine).ServedName(c) }
 
 // Quantization values.
 const (

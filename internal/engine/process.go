@@ -320,6 +320,8 @@ func (h *procHandle) wait(c *exec.Cmd, status *os.File) {
 		switch {
 		case benching:
 			f = &Failure{Class: ClassCrashDuringBench, Reason: "server died during the benchmark, " + reason}
+		case GPUBusyLine(h.ring.Tail(200)) != "":
+			f = &Failure{Class: ClassGPUBusy, Reason: "GPU not yet free at start: " + GPUBusyLine(h.ring.Tail(200))}
 		case OOMLine(h.ring.Tail(200)) != "":
 			f = &Failure{Class: ClassOOM, Reason: "out of memory at load: " + OOMLine(h.ring.Tail(200))}
 		case ready:

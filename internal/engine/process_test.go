@@ -176,6 +176,9 @@ func TestProcessFailureClasses(t *testing.T) {
 	}{
 		{name: "startup crash", env: map[string]string{"FAKE_MODE": "crash"}, class: ClassStartupCrash, within: 3 * time.Second, reason: "RuntimeError: engine core initialization failed"},
 		{name: "oom", env: map[string]string{"FAKE_MODE": "oom"}, class: ClassOOM, within: 3 * time.Second, reason: "CUDA out of memory"},
+		// vLLM's start-up memory guard: the GPU not yet free is a wait,
+		// not a crash of the config.
+		{name: "gpu busy", env: map[string]string{"FAKE_MODE": "gpubusy"}, class: ClassGPUBusy, within: 3 * time.Second, reason: "GPU not yet free at start"},
 		{name: "hung", env: map[string]string{"FAKE_MODE": "hang"}, tweak: func(l *Launch) { l.StallTimeout = 600 * time.Millisecond },
 			class: ClassHung, within: 4 * time.Second, reason: "no log progress"},
 		{name: "hard timeout", env: map[string]string{"FAKE_MODE": "slowload", "FAKE_LOAD_STEPS": "100"},

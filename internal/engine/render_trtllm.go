@@ -14,6 +14,16 @@ const TRTLLMOptionsFile = "extra_llm_api_options.yaml"
 func (r *renderer) trtllm() {
 	c := r.cfg
 	r.argv = []string{"trtllm-serve", c.ModelPath()}
+	var kv yaml.MapSlice
+	switch c.KVCacheDtype {
+	case "fp8", "fp8_e4m3":
+		kv = append(kv, yaml.MapItem{Key: "dtype", Value: "fp8"})
+	case "auto":
+		kv = append(kv, yaml.MapItem{Key: "dtype", Value: "auto"})
+	}
+	if c.PrefixCaching != nil {
+		kv = append(kv, yaml.MapItem{Key: "enable_block_reuse", Value: *c.PrefixCaching})
+	}
 	if c.ReasoningParser != "" {
 		r.val("--reasoning_parser", c.ReasoningParser)
 	}
@@ -32,8 +42,18 @@ func (r *renderer) trtllm() {
 	if c.MaxModelLen > 0 {
 		r.val("--max_seq_len", c.MaxModelLen)
 	}
+	// trtllm-serve builds KvCacheConfig(free_gpu_memory_fraction=flag)
+	// and then merges the options file over the args with a shallow dict
+	// union (llm_args | yaml_dict, update_llm_args_with_extra_dict in
+	// tensorrt_llm/llmapi/llm_args.py): a kv_cache_config block in the file
+	// replaces the flag's whole KvCacheConfig, and the fraction falls back
+	// to the default 0.9. With a block, the fraction goes in it instead.
 	if c.GPUMemoryFraction > 0 {
-		r.val("--kv_cache_free_gpu_memory_fraction", fmtFloat(c.GPUMemoryFraction))
+		if len(kv) > 0 {
+			kv = append(kv, yaml.MapItem{Key: "free_gpu_memory_fraction", Value: c.GPUMemoryFraction})
+		} else {
+			r.val("--kv_cache_free_gpu_memory_fraction", fmtFloat(c.GPUMemoryFraction))
+		}
 	}
 	if c.ChunkedPrefill != nil && *c.ChunkedPrefill {
 		// Off by default; a flag with no "off" spelling, so false renders nothing.
@@ -44,16 +64,6 @@ func (r *renderer) trtllm() {
 	var opts yaml.MapSlice
 	if c.AttentionBackend != "" {
 		opts = append(opts, yaml.MapItem{Key: "attn_backend", Value: c.AttentionBackend})
-	}
-	var kv yaml.MapSlice
-	switch c.KVCacheDtype {
-	case "fp8", "fp8_e4m3":
-		kv = append(kv, yaml.MapItem{Key: "dtype", Value: "fp8"})
-	case "auto":
-		kv = append(kv, yaml.MapItem{Key: "dtype", Value: "auto"})
-	}
-	if c.PrefixCaching != nil {
-		kv = append(kv, yaml.MapItem{Key: "enable_block_reuse", Value: *c.PrefixCaching})
 	}
 	if len(kv) > 0 {
 		opts = append(opts, yaml.MapItem{Key: "kv_cache_config", Value: kv})

@@ -1,10 +1,15 @@
 package engine
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,6 +30,18 @@ type CacheReset struct {
 	// never reused under another, so a measurement salted its own way
 	// starts as cold as on a fresh server.
 	Salt bool
+	// Check, when set, is how a reset is proven: the endpoint's answer is
+	// not enough (vLLM answers 200 even when blocks were still held and
+	// nothing was reset).
+	Check *CacheCheck
+}
+
+// CacheCheck names an engine's Prometheus counters of prefix-cache
+// lookups and hits, in tokens: a prompt cached before a reset and sent
+// again after it must be looked up (Queries grows) and not found (Hits
+// stays), or the reset did not happen.
+type CacheCheck struct {
+	MetricsPath, Queries, Hits string
 }
 
 // trtllmSaltSince is the first trtllm-serve release that reads a
@@ -46,8 +63,21 @@ func ResetFor(cfg Config) CacheReset {
 			return CacheReset{Salt: true}
 		}
 	case VLLM:
-		return CacheReset{Method: http.MethodPost, Path: "/reset_prefix_cache", Env: map[string]string{"VLLM_SERVER_DEV_MODE": "1"}}
+		// The route exists only under VLLM_SERVER_DEV_MODE=1
+		// (vllm/entrypoints/openai/api_server.py at v0.11.0,
+		// vllm/entrypoints/serve/cache/api_router.py at v0.17.1), and it
+		// "currently do[es] not check if the prefix cache is successfully
+		// reset": the scheduler refuses while blocks are held and the API
+		// answers 200 anyway. The V1 engine counts lookups and hits as
+		// vllm:prefix_cache_queries / vllm:prefix_cache_hits
+		// (vllm/v1/metrics/loggers.py), exposed with prometheus_client's
+		// _total suffix.
+		return CacheReset{Method: http.MethodPost, Path: "/reset_prefix_cache", Env: map[string]string{"VLLM_SERVER_DEV_MODE": "1"},
+			Check: &CacheCheck{MetricsPath: "/metrics", Queries: "vllm:prefix_cache_queries_total", Hits: "vllm:prefix_cache_hits_total"}}
 	case SGLang:
+		// flush_cache answers 400 when it could not flush
+		// (python/sglang/srt/entrypoints/http_server.py): its answer is
+		// the proof.
 		return CacheReset{Method: http.MethodPost, Path: "/flush_cache"}
 	}
 	return CacheReset{}
@@ -83,6 +113,128 @@ func (c CacheReset) Do(ctx context.Context, baseURL string) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("engine: reset prefix cache: %s %s: %s: %s", c.Method, c.Path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// ErrResetUnproven is wrapped when a reset answered but could not be shown
+// to have emptied the prefix cache: the counters are missing or did not
+// move, or the probe found its prompt still cached. A server whose reset
+// is unproven is restarted rather than measured warm.
+var ErrResetUnproven = errors.New("prefix-cache reset not proven")
+
+// probePrompt is the probe's prompt: long enough to fill several KV blocks
+// (vLLM's are 16 tokens), and unlike any workload's prompts, so that the
+// blocks it leaves match none of a measurement's.
+var probePrompt = strings.Repeat("perflab prefix-cache probe, not a workload prompt. ", 8)
+
+// DoVerified resets the prefix cache of the server at baseURL, serving
+// model, and, where the engine's answer proves nothing (Check), proves it:
+// the probe prompt is sent (so it is cached), the cache reset, the
+// counters read, the prompt sent again and the counters read again. It
+// returns whether the reset was proven by the counters (false where the
+// endpoint's own answer stands); an unproven reset is an error wrapping
+// ErrResetUnproven.
+func (c CacheReset) DoVerified(ctx context.Context, baseURL, model string) (bool, error) {
+	if c.Check == nil {
+		return false, c.Do(ctx, baseURL)
+	}
+	base := strings.TrimRight(baseURL, "/")
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := probeCompletion(ctx, base, model); err != nil {
+		return false, fmt.Errorf("engine: reset prefix cache: probe before: %w", err)
+	}
+	if err := c.Do(ctx, base); err != nil {
+		return false, err
+	}
+	q0, h0, err := c.Check.read(ctx, base)
+	if err != nil {
+		return false, err
+	}
+	if err := probeCompletion(ctx, base, model); err != nil {
+		return false, fmt.Errorf("engine: reset prefix cache: probe after: %w", err)
+	}
+	q1, h1, err := c.Check.read(ctx, base)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case q1 <= q0:
+		return false, fmt.Errorf("engine: reset prefix cache: %s did not move (%g) over the probe: %w", c.Check.Queries, q1, ErrResetUnproven)
+	case h1 > h0:
+		return false, fmt.Errorf("engine: reset prefix cache: %s %s succeeded, but the probe still hit %g cached tokens: %w",
+			c.Method, c.Path, h1-h0, ErrResetUnproven)
+	}
+	return true, nil
+}
+
+// read returns the lookups and hits counters, each summed over its series
+// (data-parallel engines label one per engine).
+func (cc *CacheCheck) read(ctx context.Context, base string) (queries, hits float64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+cc.MetricsPath, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("engine: reset prefix cache: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("engine: reset prefix cache: read %s: %w", cc.MetricsPath, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("engine: reset prefix cache: GET %s: %s: %w", cc.MetricsPath, resp.Status, ErrResetUnproven)
+	}
+	var seenQ, seenH bool
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name := line
+		if i := strings.IndexAny(line, "{ "); i >= 0 {
+			name = line[:i]
+		}
+		if name != cc.Queries && name != cc.Hits {
+			continue
+		}
+		f := strings.Fields(line[strings.LastIndexByte(line, '}')+1:])
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		if name == cc.Queries {
+			queries, seenQ = queries+v, true
+		} else {
+			hits, seenH = hits+v, true
+		}
+	}
+	if !seenQ || !seenH {
+		return 0, 0, fmt.Errorf("engine: reset prefix cache: %s lacks %s and %s: %w", cc.MetricsPath, cc.Queries, cc.Hits, ErrResetUnproven)
+	}
+	return queries, hits, nil
+}
+
+// probeCompletion sends the probe prompt for one token.
+func probeCompletion(ctx context.Context, base, model string) error {
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": probePrompt, "max_tokens": 1, "temperature": 0})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST /v1/completions: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	}
 	return nil
 }

@@ -162,6 +162,13 @@ const (
 	ClassStartupCrash FailureClass = "startup_crash"
 	// ClassOOM: it ran out of GPU memory at load, by the engine's own words.
 	ClassOOM FailureClass = "oom"
+	// ClassGPUBusy: the server refused to start because its GPU was not
+	// yet free: vLLM's start-up memory guard, which compares the free
+	// memory with gpu_memory_utilization × total before loading anything
+	// (e.g. while the previous server still releases its memory). Unlike
+	// an OOM, the config may well fit once the GPU is free: a wait and a
+	// second start may cure it.
+	ClassGPUBusy FailureClass = "gpu_busy"
 	// ClassHung: no progress before the timeout.
 	ClassHung FailureClass = "hung"
 	// ClassCrashDuringBench: the server died while a benchmark ran.
@@ -189,7 +196,7 @@ const (
 // unhealthy), as opposed to one the config itself causes every time.
 func (c FailureClass) Transient() bool {
 	switch c {
-	case ClassCrashDuringBench, ClassHung, ClassUnhealthy:
+	case ClassCrashDuringBench, ClassHung, ClassUnhealthy, ClassGPUBusy:
 		return true
 	}
 	return false
@@ -229,6 +236,31 @@ func OOMLine(lines []string) string {
 	for _, l := range lines {
 		low := strings.ToLower(l)
 		for _, m := range oomMarkers {
+			if strings.Contains(low, m) {
+				return strings.TrimSpace(l)
+			}
+		}
+	}
+	return ""
+}
+
+// gpuBusyMarkers are the engines' own words for a GPU that is not free
+// enough to start on, lower-cased. vLLM's guard, in
+// vllm/v1/worker/gpu_worker.py (Worker.init_device) at v0.11.0 and
+// v0.17.1: "Free memory on device (X/Y GiB) on startup is less than
+// desired GPU memory utilization (U, Z GiB). Decrease GPU memory
+// utilization or reduce GPU memory used by other processes."
+var gpuBusyMarkers = []string{
+	"on startup is less than desired gpu memory utilization",
+}
+
+// GPUBusyLine returns the first log line in which the engine refuses to
+// start because its GPU is not yet free (ClassGPUBusy), or "". Runtimes
+// check it before OOMLine: the guard fires before anything is allocated.
+func GPUBusyLine(lines []string) string {
+	for _, l := range lines {
+		low := strings.ToLower(l)
+		for _, m := range gpuBusyMarkers {
 			if strings.Contains(low, m) {
 				return strings.TrimSpace(l)
 			}

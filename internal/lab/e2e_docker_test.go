@@ -149,6 +149,14 @@ func storedRun(t *testing.T, dsn string) store.Run {
 // process on the host.
 func runDockerLab(t *testing.T, cli client.APIClient, image, spec, db string) string {
 	t.Helper()
+	b, _ := runDockerLabIn(t, cli, image, spec, db)
+	return b
+}
+
+// runDockerLabIn is runDockerLab that also returns the lab's output
+// directory (its report).
+func runDockerLabIn(t *testing.T, cli client.APIClient, image, spec, db string) (string, string) {
+	t.Helper()
 	out := t.TempDir()
 	stop := watchContainers(t, cli, image)
 	start := time.Now()
@@ -186,7 +194,7 @@ func runDockerLab(t *testing.T, cli client.APIClient, image, spec, db string) st
 	if !strings.Contains(string(rep), "simulated engine image") {
 		t.Error("the report does not say its figures come from the simulated engine image")
 	}
-	return string(b)
+	return string(b), out
 }
 
 func TestE2EDockerReducedLab(t *testing.T) {
@@ -209,9 +217,30 @@ func TestE2EDockerExample14B(t *testing.T) {
 	cli, image := dockerE2E(t)
 	root := e2eRoot(t)
 	db := "sqlite:" + filepath.Join(t.TempDir(), "lab.db")
-	out := runDockerLab(t, cli, image, filepath.Join(root, "examples", "qwen3-14b-h100.yaml"), db)
+	out, dir := runDockerLabIn(t, cli, image, filepath.Join(root, "examples", "qwen3-14b-h100.yaml"), db)
 	if !strings.Contains(out, "winner:") {
 		t.Errorf("no winner:\n%s", lastLines(out, 10))
+	}
+	// Engine metrics for every engine, each scraped where and as its
+	// server serves them (SGLang with --enable-metrics, TensorRT-LLM at
+	// /prometheus/metrics; docs/protocols.md).
+	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := string(rep)
+	i := strings.Index(table, "### Engine metrics")
+	if i < 0 {
+		t.Fatalf("the report has no engine-metrics table")
+	}
+	table = table[i:]
+	if j := strings.Index(table[4:], "#"); j >= 0 {
+		table = table[:j+4]
+	}
+	for _, name := range []string{"| vLLM |", "| SGLang |", "| TensorRT-LLM |"} {
+		if !strings.Contains(table, name) {
+			t.Errorf("the engine-metrics table has no row %q:\n%s", name, table)
+		}
 	}
 }
 

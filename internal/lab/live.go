@@ -61,7 +61,10 @@ type LiveRunner struct {
 	// the path the CLI printed; empty leaves them in the runtime's
 	// temporary directories.
 	WorkRoot string
-	starts   atomic.Int64
+	// GPUBusyWait is the first wait before a server that found its GPU
+	// not yet free (engine.ClassGPUBusy) is started again (0 = 15 s).
+	GPUBusyWait time.Duration
+	starts      atomic.Int64
 
 	pool pool
 }
@@ -87,6 +90,8 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	if err != nil {
 		return fail(FailInvalidConfig, err.Error(), nil)
 	}
+	// Launched with the engine's metrics endpoint on, and recorded so.
+	cmd = engine.WithMetrics(t.Config, cmd)
 	rec.Command = cmd.String()
 	reqs, err := r.Requests(t.Workload)
 	if err != nil {
@@ -95,11 +100,15 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	rec.Cost.GPUs = GPUs(t.Config)
 	key := ConfigHash(t.Config)
 	if srv = r.takeServer(key); srv != nil {
-		if err := prepareReuse(ctx, srv); err != nil {
-			// A server that cannot be reset is not a repeat's server.
+		way, err := prepareReuse(ctx, srv)
+		if err != nil {
+			// A server that cannot be reset, or whose reset is not
+			// proven, is not a repeat's server: measured on a fresh one.
 			r.retire(srv)
 			srv = nil
+			rec.Reason = joinReason(rec.Reason, err.Error()+"; on a fresh server instead")
 		}
+		rec.Cache = way
 	}
 	if srv == nil {
 		var failed *store.Trial
@@ -110,6 +119,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 			return rec, err
 		}
 		srv.salted = probeSalt(ctx, srv, t.Config.ServedName())
+		rec.Cache = CacheFresh
 	} else {
 		rec.Reason = joinReason(rec.Reason, fmt.Sprintf("on the server already up for this config (measurement %d)", srv.used+1))
 	}
@@ -140,7 +150,9 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	benchStart := time.Now()
 	out, err := bench.Run(ctx, bench.Config{
 		BaseURL: h.BaseURL(), Backend: "openai-chat", Endpoint: "/v1/chat/completions",
-		Model: t.Config.Model, ServedModelName: t.Config.ServedModelName, Requests: reqs,
+		// The name the server lists, as its engine names it (trtllm-serve:
+		// a local model directory's last component).
+		Model: t.Config.Model, ServedModelName: t.Config.ServedName(), Requests: reqs,
 		RequestRate: sendRate, MaxConcurrency: load.maxConc, Seed: load.seed,
 		ExtraBody: cacheSalt(t, srv),
 	})
@@ -157,7 +169,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		case <-time.After(3 * time.Second):
 		}
 	}
-	rec.EngineMetrics = scrapeMetrics(ctx, h.BaseURL())
+	rec.EngineMetrics = scrapeMetrics(ctx, h.BaseURL(), engine.ProtocolFor(t.Config.Engine).MetricsPath())
 	var b []byte
 	if out != nil && len(out.Records) > 0 {
 		// Kept even when the server failed: what was measured before the
@@ -207,13 +219,39 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 // the cluster cannot place is started again once this runner has made
 // room (makeRoom): only one that fits nowhere even then is unschedulable.
 func (r *LiveRunner) start(ctx context.Context, t TrialSpec, cmd engine.Command, rec *store.Trial) (*server, *store.Trial, error) {
+	busy := 0
 	for try := 0; ; try++ {
 		srv, failed, err := r.startOnce(ctx, t, cmd, rec)
+		if failed != nil && failed.FailureClass == string(engine.ClassGPUBusy) && busy < gpuBusyRetries {
+			// The GPU was not yet free (a server just stopped may still
+			// be releasing its memory): wait, free what this runner
+			// holds idle, and start again rather than give the config up.
+			busy++
+			r.makeRoom(ctx)
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-time.After(time.Duration(busy) * r.gpuBusyWait()):
+			}
+			rec.Reason = joinReason(rec.Reason, fmt.Sprintf("GPU not yet free at start (%s); started again", failed.Reason))
+			continue
+		}
 		if failed == nil || failed.FailureClass != string(engine.ClassUnschedulable) || try >= 50 || !r.makeRoom(ctx) {
 			return srv, failed, err
 		}
 		rec.Reason = joinReason(rec.Reason, "not placed while this lab's own servers held the GPUs; started again")
 	}
+}
+
+// gpuBusyRetries is how many times a server refused for a GPU not yet
+// free is started again, after a wait that grows by GPUBusyWait each time.
+const gpuBusyRetries = 3
+
+func (r *LiveRunner) gpuBusyWait() time.Duration {
+	if r.GPUBusyWait > 0 {
+		return r.GPUBusyWait
+	}
+	return 15 * time.Second
 }
 
 // makeRoom frees what this runner holds that a server the cluster could
@@ -314,13 +352,18 @@ func (r *LiveRunner) logLines() int {
 	return 60
 }
 
-// scrapeMetrics reads the server's Prometheus /metrics into name → value
-// (each series under its labelled name, each metric also under its bare
-// name; see parsePrometheus); nil when there is none.
-func scrapeMetrics(ctx context.Context, base string) map[string]float64 {
+// scrapeMetrics reads the server's Prometheus text at path (the engine's
+// Protocol.MetricsPath) into name → value (each series under its labelled
+// name, each metric also under its bare name; see parsePrometheus); nil
+// when there is none, or when what answers is not Prometheus text
+// (trtllm-serve's /metrics is JSON).
+func scrapeMetrics(ctx context.Context, base, path string) map[string]float64 {
+	if path == "" {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
 	if err != nil {
 		return nil
 	}
@@ -329,7 +372,7 @@ func scrapeMetrics(ctx context.Context, base string) map[string]float64 {
 		return nil
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK || strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		return nil
 	}
 	return parsePrometheus(bufio.NewScanner(resp.Body))

@@ -271,12 +271,49 @@ func cacheSalt(t TrialSpec, s *server) map[string]any {
 // errResetFailed marks a reused server whose cache could not be reset.
 var errResetFailed = errors.New("lab: reset the prefix cache of a reused server")
 
-// prepareReuse resets a reused server's prefix cache before a measurement.
-func prepareReuse(ctx context.Context, s *server) error {
-	if err := engine.ResetFor(s.cfg).Do(ctx, s.h.BaseURL()); err != nil {
-		return fmt.Errorf("%w: %w", errResetFailed, err)
+// How a trial's server came to it without an earlier measurement's
+// prefix cache (store.Trial.Cache).
+const (
+	// CacheFresh: a server started for the trial.
+	CacheFresh = "fresh"
+	// CacheResetVerified: a reused server, reset, and the engine's
+	// counters showed the probe prompt missed after the reset.
+	CacheResetVerified = "reset_verified"
+	// CacheReset: a reused server, reset by an endpoint that refuses
+	// when it cannot reset (SGLang's /flush_cache).
+	CacheReset = "reset"
+	// CacheSalted: a reused server; the trial's requests carry their own
+	// cache_salt.
+	CacheSalted = "salted"
+	// CacheOff: a reused server of a config that caches no prefixes.
+	CacheOff = "off"
+)
+
+// prepareReuse clears a reused server's prefix cache before a measurement
+// the way its engine allows, and says which way it was (a Cache* value).
+// A reset that cannot be proven (engine.ErrResetUnproven) is an error: the
+// caller starts a fresh server rather than measure on a warm one.
+func prepareReuse(ctx context.Context, s *server) (string, error) {
+	off := s.cfg.PrefixCaching != nil && !*s.cfg.PrefixCaching
+	c := engine.ResetFor(s.cfg)
+	if off {
+		c.Check = nil // nothing cached, nothing to prove
 	}
-	return nil
+	verified, err := c.DoVerified(ctx, s.h.BaseURL(), s.cfg.ServedName())
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", errResetFailed, err)
+	}
+	switch {
+	case off:
+		return CacheOff, nil
+	case verified:
+		return CacheResetVerified, nil
+	case c.Path != "":
+		return CacheReset, nil
+	case s.salted:
+		return CacheSalted, nil
+	}
+	return CacheOff, nil
 }
 
 // logTail is a server's last log lines.

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -30,6 +31,12 @@ type countingRuntime struct {
 	failResetStatus int
 	probesRefused   atomic.Int64
 	refuseSalt      bool // answer a salted request 400, as an engine without cache_salt would
+	// blindReset answers a reset 200 without forgetting anything, as vLLM
+	// does while blocks are held; the prefix-cache counters (served at
+	// /metrics, counting the reset probe's prompt) tell.
+	blindReset                bool
+	probeCached               bool
+	prefixQueries, prefixHits int64
 }
 
 func newCountingRuntime(t *testing.T) *countingRuntime {
@@ -50,11 +57,37 @@ func newCountingRuntime(t *testing.T) *countingRuntime {
 			w.WriteHeader(rt.failResetStatus)
 			return
 		}
+		if !rt.blindReset {
+			rt.mu.Lock()
+			rt.probeCached = false
+			rt.mu.Unlock()
+		}
 		w.WriteHeader(http.StatusOK)
 	}
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		fmt.Fprintf(w, "vllm:prefix_cache_queries_total{engine=\"0\"} %d\nvllm:prefix_cache_hits_total{engine=\"0\"} %d\n", rt.prefixQueries, rt.prefixHits)
+	})
 	mux.HandleFunc("POST /reset_prefix_cache", reset)
 	mux.HandleFunc("POST /flush_cache", reset)
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		if bytes.Contains(b, []byte("perflab prefix-cache probe")) {
+			// The reset's probe: counted as the engine's prefix cache
+			// would, answered without reaching the benchmark's stand-in.
+			rt.mu.Lock()
+			rt.prefixQueries += 100
+			if rt.probeCached {
+				rt.prefixHits += 96
+			}
+			rt.probeCached = true
+			rt.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"p","object":"text_completion","choices":[{"index":0,"text":"a","finish_reason":"length"}]}`)
+			return
+		}
 		if rt.refuseSalt {
 			b, _ := io.ReadAll(r.Body)
 			if bytes.Contains(b, []byte(`"cache_salt"`)) {
@@ -133,23 +166,36 @@ func TestServerReuse(t *testing.T) {
 		fresh       bool
 		refuseSalt  bool
 		failReset   int
+		blindReset  bool
 		seq         []TrialSpec
 		starts      int64
 		resets      int64
 		startedWith []bool
+		cache       []string // each trial's record of how its cache was cleared
 	}{
-		{"reuse", false, false, 0, seq, 3, 2, []bool{true, false, false, true, true}},
-		{"fresh start per repeat", true, false, 0, seq, 5, 0, []bool{true, true, true, true, true}},
-		{"reset refused", false, false, http.StatusBadRequest, seq[:3], 3, 2, []bool{true, true, true}},
-		{"salted, no reset endpoint", false, false, 0, []TrialSpec{poolTrial("trtllm", "c", 0), poolTrial("trtllm", "c", 1), poolTrial("trtllm", "c", 2)}, 1, 0, []bool{true, false, false}},
-		{"salt refused at start: no salt, a start each", false, true, 0, []TrialSpec{poolTrial("trtllm", "c", 0), poolTrial("trtllm", "c", 1)}, 2, 0, []bool{true, true}},
-		{"neither reset nor salt", false, false, 0, []TrialSpec{poolTrialAt("trtllm", "1.0.0", "c", 0), poolTrialAt("trtllm", "1.0.0", "c", 1)}, 2, 0, []bool{true, true}},
+		{"reuse", false, false, 0, false, seq, 3, 2, []bool{true, false, false, true, true},
+			[]string{CacheFresh, CacheResetVerified, CacheResetVerified, CacheFresh, CacheFresh}},
+		{"fresh start per repeat", true, false, 0, false, seq, 5, 0, []bool{true, true, true, true, true},
+			[]string{CacheFresh, CacheFresh, CacheFresh, CacheFresh, CacheFresh}},
+		{"reset refused", false, false, http.StatusBadRequest, false, seq[:3], 3, 2, []bool{true, true, true},
+			[]string{CacheFresh, CacheFresh, CacheFresh}},
+		// vLLM answers 200 and resets nothing while blocks are held: the
+		// probe still hits, so the measurement gets a fresh server.
+		{"reset answered but not done", false, false, 0, true, seq[:3], 3, 2, []bool{true, true, true},
+			[]string{CacheFresh, CacheFresh, CacheFresh}},
+		{"salted, no reset endpoint", false, false, 0, false, []TrialSpec{poolTrial("trtllm", "c", 0), poolTrial("trtllm", "c", 1), poolTrial("trtllm", "c", 2)}, 1, 0, []bool{true, false, false},
+			[]string{CacheFresh, CacheSalted, CacheSalted}},
+		{"salt refused at start: no salt, a start each", false, true, 0, false, []TrialSpec{poolTrial("trtllm", "c", 0), poolTrial("trtllm", "c", 1)}, 2, 0, []bool{true, true},
+			[]string{CacheFresh, CacheFresh}},
+		{"neither reset nor salt", false, false, 0, false, []TrialSpec{poolTrialAt("trtllm", "1.0.0", "c", 0), poolTrialAt("trtllm", "1.0.0", "c", 1)}, 2, 0, []bool{true, true},
+			[]string{CacheFresh, CacheFresh}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := newCountingRuntime(t)
 			rt.failResetStatus = tc.failReset
 			rt.refuseSalt = tc.refuseSalt
+			rt.blindReset = tc.blindReset
 			r := &LiveRunner{Runtime: rt, Requests: twoRequests, GPUs: engine.NewAllocator([]int{0}), FreshStart: tc.fresh}
 			for i, tr := range tc.seq {
 				rec, err := r.Run(context.Background(), tr)
@@ -158,6 +204,9 @@ func TestServerReuse(t *testing.T) {
 				}
 				if rec.Cost.EngineStart != tc.startedWith[i] || rec.Cost.GPUs != 1 || rec.Cost.BenchSeconds <= 0 {
 					t.Errorf("trial %d (%s r%d): cost %+v, want engine start %v", i, tr.Name, tr.Repeat, rec.Cost, tc.startedWith[i])
+				}
+				if rec.Cache != tc.cache[i] {
+					t.Errorf("trial %d (%s r%d): cache %q, want %q (reason %q)", i, tr.Name, tr.Repeat, rec.Cache, tc.cache[i], rec.Reason)
 				}
 			}
 			if err := r.Close(); err != nil {
@@ -235,5 +284,59 @@ func TestLikelyBeaten(t *testing.T) {
 	}
 	if likelyBeaten(nil, nil, 0) {
 		t.Error("no untested config left, yet likely beaten")
+	}
+}
+
+// busyRuntime is countingRuntime whose first busy starts fail the way
+// vLLM's start-up memory guard fails (engine.ClassGPUBusy).
+type busyRuntime struct {
+	*countingRuntime
+	busy int64
+}
+
+type busyHandle struct{ *countingHandle }
+
+func (busyHandle) Ready(context.Context) error {
+	return &engine.Failure{Class: engine.ClassGPUBusy, Reason: "GPU not yet free at start: ValueError: Free memory on device ..."}
+}
+
+func (b *busyRuntime) Start(ctx context.Context, l engine.Launch) (engine.Handle, error) {
+	h, err := b.countingRuntime.Start(ctx, l)
+	if err == nil && b.starts.Load() <= b.busy {
+		return busyHandle{h.(*countingHandle)}, nil
+	}
+	return h, err
+}
+
+// TestGPUBusyStartsAgain: a server refused because its GPU was not yet
+// free (vLLM's memory guard, e.g. while the previous server releases its
+// memory) is started again after a wait, a few times, instead of failing
+// the config; past that, the trial fails as gpu_busy, which a resumed lab
+// retries (transient).
+func TestGPUBusyStartsAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		busy   int64
+		status string
+		starts int64
+	}{
+		{"busy once", 1, "ok", 2},
+		{"busy throughout", 100, "failed", 1 + gpuBusyRetries},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &busyRuntime{countingRuntime: newCountingRuntime(t), busy: tc.busy}
+			r := &LiveRunner{Runtime: rt, Requests: twoRequests, GPUs: engine.NewAllocator([]int{0}), GPUBusyWait: time.Millisecond}
+			defer r.Close()
+			rec, err := r.Run(context.Background(), poolTrial("vllm", "a", 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != tc.status || rt.starts.Load() != tc.starts {
+				t.Errorf("status %q after %d starts, want %q after %d (reason %q)", rec.Status, rt.starts.Load(), tc.status, tc.starts, rec.Reason)
+			}
+			if tc.status == "failed" && (rec.FailureClass != FailGPUBusy || !engine.FailureClass(rec.FailureClass).Transient()) {
+				t.Errorf("failure class %q, want a transient %q", rec.FailureClass, FailGPUBusy)
+			}
+		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 const (
 	FailStartupCrash     = string(engine.ClassStartupCrash)
 	FailOOM              = string(engine.ClassOOM)
+	FailGPUBusy          = string(engine.ClassGPUBusy)
 	FailHung             = string(engine.ClassHung)
 	FailCrashDuringBench = string(engine.ClassCrashDuringBench)
 	FailUnhealthy        = string(engine.ClassUnhealthy)

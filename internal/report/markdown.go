@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -298,19 +299,51 @@ func stageNotes(st Stage) string {
 	return strings.ReplaceAll(strings.Join(notes, "; "), "|", "\\|")
 }
 
+// engineGauges are the names each engine gives what the engine-metrics
+// table shows, in the order looked up: vLLM's (V1, then the deprecated
+// KV name), SGLang's (python/sglang/srt/metrics/collector.py) and
+// trtllm-serve's (tensorrt_llm/metrics/collector.py). A figure the
+// engine does not export shows as "–".
+var engineGauges = struct{ kv, preempt, running, waiting []string }{
+	kv:      []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage", "trtllm_kv_cache_utilization"},
+	preempt: []string{"vllm:num_preemptions_total"},
+	running: []string{"vllm:num_requests_running", "sglang:num_running_reqs", "trtllm_num_requests_running"},
+	waiting: []string{"vllm:num_requests_waiting", "sglang:num_queue_reqs", "trtllm_num_requests_waiting"},
+}
+
+func firstMetric(m map[string]float64, names []string) (float64, bool) {
+	for _, n := range names {
+		if v, ok := m[n]; ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
 func engineMetricsRows(r *Report) []string {
 	var rows []string
-	for _, c := range r.Tried {
+	// The baseline is not among Tried; it ran on a server too.
+	all := r.Tried
+	if r.Baseline != nil && !slices.ContainsFunc(r.Tried, func(c Candidate) bool { return c.Key == r.Baseline.Key }) {
+		all = append([]Candidate{*r.Baseline}, r.Tried...)
+	}
+	for _, c := range all {
 		m := c.EngineMetrics
 		if len(m) == 0 {
 			continue
 		}
-		kv, ok := m["vllm:kv_cache_usage_perc"]
+		kv, ok := firstMetric(m, engineGauges.kv)
 		if !ok {
-			kv = m["vllm:gpu_cache_usage_perc"]
+			continue // no figure of the table's: another exposition
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %.1f%% | %.0f | %.0f | %.0f |", c.Name, 100*kv,
-			m["vllm:num_preemptions_total"], m["vllm:num_requests_running"], m["vllm:num_requests_waiting"]))
+		count := func(names []string) string {
+			if v, ok := firstMetric(m, names); ok {
+				return fmt.Sprintf("%.0f", v)
+			}
+			return "–"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %.1f%% | %s | %s | %s |", c.Name, 100*kv,
+			count(engineGauges.preempt), count(engineGauges.running), count(engineGauges.waiting)))
 	}
 	sort.Strings(rows)
 	return rows

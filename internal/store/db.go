@@ -376,20 +376,20 @@ func (s *Store) SaveTrial(ctx context.Context, t *Trial) error {
 	}
 	const up = `INSERT INTO trials (run_id, key, stage, name, workload, repeat_no, config, command, status,
 		failure_class, reason, result, engine_metrics, log_tail, started_ms, ended_ms, attempt,
-		startup_ms, bench_ms, gpus, engine_start)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		startup_ms, bench_ms, gpus, engine_start, cache)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id, key) DO UPDATE SET stage = excluded.stage, name = excluded.name,
 		workload = excluded.workload, repeat_no = excluded.repeat_no, config = excluded.config,
 		command = excluded.command, status = excluded.status, failure_class = excluded.failure_class,
 		reason = excluded.reason, result = excluded.result, engine_metrics = excluded.engine_metrics,
 		log_tail = excluded.log_tail, started_ms = excluded.started_ms, ended_ms = excluded.ended_ms,
 		attempt = excluded.attempt, startup_ms = excluded.startup_ms, bench_ms = excluded.bench_ms,
-		gpus = excluded.gpus, engine_start = excluded.engine_start
+		gpus = excluded.gpus, engine_start = excluded.engine_start, cache = excluded.cache
 		RETURNING id`
 	err := s.db.QueryRowContext(ctx, s.q(up), t.RunID, t.Key, t.Stage, t.Name, t.Workload, t.Repeat,
 		nullJSON(t.Config), t.Command, t.Status, t.FailureClass, t.Reason, nullJSON(t.Result), em,
 		t.LogTail, ms(t.Started), ms(t.Ended), t.Attempt,
-		int64(t.Cost.StartupSeconds*1000), int64(t.Cost.BenchSeconds*1000), t.Cost.GPUs, boolInt(t.Cost.EngineStart)).Scan(&t.ID)
+		int64(t.Cost.StartupSeconds*1000), int64(t.Cost.BenchSeconds*1000), t.Cost.GPUs, boolInt(t.Cost.EngineStart), t.Cache).Scan(&t.ID)
 	if err != nil {
 		return fmt.Errorf("store: save trial %s: %w", t.Key, err)
 	}
@@ -398,7 +398,7 @@ func (s *Store) SaveTrial(ctx context.Context, t *Trial) error {
 
 const trialCols = `id, run_id, key, stage, name, workload, repeat_no, config, command, status,
 	failure_class, reason, result, engine_metrics, log_tail, started_ms, ended_ms, attempt,
-	startup_ms, bench_ms, gpus, engine_start`
+	startup_ms, bench_ms, gpus, engine_start, cache`
 
 func scanTrial(sc interface{ Scan(...any) error }) (Trial, error) {
 	var (
@@ -410,7 +410,7 @@ func scanTrial(sc interface{ Scan(...any) error }) (Trial, error) {
 	)
 	if err := sc.Scan(&t.ID, &t.RunID, &t.Key, &t.Stage, &t.Name, &t.Workload, &t.Repeat, &cfg, &t.Command,
 		&t.Status, &t.FailureClass, &t.Reason, &res, &em, &t.LogTail, &startedMS, &endedMS, &t.Attempt,
-		&startupMS, &benchMS, &t.Cost.GPUs, &engineStart); err != nil {
+		&startupMS, &benchMS, &t.Cost.GPUs, &engineStart, &t.Cache); err != nil {
 		return Trial{}, err
 	}
 	t.Config, t.Result = rawJSON(cfg), rawJSON(res)
@@ -465,7 +465,7 @@ func (s *Store) listTrials(ctx context.Context, runID int64, cols string) ([]Tri
 // metrics, log tail), which read as empty.
 const trialHeadCols = `id, run_id, key, stage, name, workload, repeat_no, config, command, status,
 	failure_class, reason, '', '', '', started_ms, ended_ms, attempt,
-	startup_ms, bench_ms, gpus, engine_start`
+	startup_ms, bench_ms, gpus, engine_start, cache`
 
 // TrialHeads lists the trials of a run as Trials does, without their
 // result, engine metrics and log tail: a list that polls them (the

@@ -67,6 +67,13 @@ type Trial struct {
 	Attempt int `json:"attempt,omitempty"`
 	// Cost is what the trial took from the GPUs.
 	Cost Cost `json:"cost"`
+	// Cache says how the trial's server started without an earlier
+	// measurement's prefix cache: "fresh" (a server started for it),
+	// "reset_verified" (reset, and the engine's counters showed a probe
+	// miss), "reset" (reset by an endpoint whose answer is its proof),
+	// "salted" (its requests carried their own cache_salt), or "" (no
+	// record: trials stored before this field, or failed before a server).
+	Cache string `json:"cache,omitempty"`
 }
 
 // Cost is what one trial took: whether it started an engine server, how

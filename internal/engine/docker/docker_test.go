@@ -292,6 +292,10 @@ func TestClassify(t *testing.T) {
 		{"podman: 137 under a memory limit", exit{code: 137, memLimit: 64 << 20, benching: true}, nil, engine.ClassOOM},
 		{"137 without a limit mid-benchmark", exit{code: 137, benching: true}, nil, engine.ClassCrashDuringBench},
 		{"engine's OOM line at load", exit{code: 1}, []string{"torch.OutOfMemoryError: CUDA out of memory."}, engine.ClassOOM},
+		// vLLM's start-up memory guard (vllm/v1/worker/gpu_worker.py): the
+		// GPU not yet free, a wait rather than a crash of the config.
+		{"vLLM's memory guard", exit{code: 1}, []string{"ValueError: Free memory on device (3.25/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+			"RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"}, engine.ClassGPUBusy},
 		{"died after ready", exit{code: 1, ready: true}, []string{"boom"}, engine.ClassUnhealthy},
 		{"exit before ready", exit{code: 2}, []string{"error: unrecognized arguments: --bad"}, engine.ClassStartupCrash},
 		{"wait failed", exit{code: -1, waitErr: errors.New("daemon gone")}, nil, engine.ClassStartupCrash},

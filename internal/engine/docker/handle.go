@@ -451,7 +451,7 @@ func classify(e exit, r *engine.LogRing) *engine.Failure {
 		reason += ": " + l
 	}
 	var f *engine.Failure
-	oomLine := engine.OOMLine(r.Tail(200))
+	oomLine, busyLine := engine.OOMLine(r.Tail(200)), engine.GPUBusyLine(r.Tail(200))
 	switch {
 	case e.oomKilled || (e.code == 137 && e.memLimit > 0):
 		f = &engine.Failure{Class: engine.ClassOOM, Reason: fmt.Sprintf("killed for memory (limit %d MiB), %s", e.memLimit>>20, reason)}
@@ -460,6 +460,8 @@ func classify(e exit, r *engine.LogRing) *engine.Failure {
 		}
 	case e.benching:
 		f = &engine.Failure{Class: engine.ClassCrashDuringBench, Reason: "server died during the benchmark, " + reason}
+	case busyLine != "":
+		f = &engine.Failure{Class: engine.ClassGPUBusy, Reason: "GPU not yet free at start: " + busyLine}
 	case oomLine != "":
 		f = &engine.Failure{Class: engine.ClassOOM, Reason: "out of memory at load: " + oomLine}
 	case e.ready:

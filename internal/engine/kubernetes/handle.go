@@ -636,13 +636,15 @@ func (h *handle) classifyEnd(code int, what string, oomKilled bool) *engine.Fail
 	if l := engine.LastLine(tail); l != "" {
 		reason += ": " + l
 	}
-	oomLine := engine.OOMLine(h.ring.Tail(200))
+	oomLine, busyLine := engine.OOMLine(h.ring.Tail(200)), engine.GPUBusyLine(h.ring.Tail(200))
 	var f *engine.Failure
 	switch {
 	case oomKilled:
 		f = &engine.Failure{Class: engine.ClassOOM, Reason: "killed for memory (OOMKilled), " + reason}
 	case benching:
 		f = &engine.Failure{Class: engine.ClassCrashDuringBench, Reason: "server died during the benchmark, " + reason}
+	case busyLine != "":
+		f = &engine.Failure{Class: engine.ClassGPUBusy, Reason: "GPU not yet free at start: " + busyLine}
 	case oomLine != "":
 		f = &engine.Failure{Class: engine.ClassOOM, Reason: "out of memory at load: " + oomLine}
 	case ready:

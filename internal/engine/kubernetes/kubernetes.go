@@ -306,7 +306,12 @@ func (r *Runtime) build(l engine.Launch, cmd engine.Command, ns string, owner *m
 	argv := append(slices.Clone(cmd.Argv), "--host=0.0.0.0", "--port="+strconv.Itoa(port))
 	name := "perflab-" + dnsLabel(l.Config.Engine) + "-" + randomHex(5)
 
+	proto := engine.ProtocolFor(l.Config.Engine)
 	env := map[string]string{EnvEngineVersion: l.Config.EffectiveVersion()}
+	// What keeps the readiness probe's path free of generations (SGLang's
+	// /health generates one token unless told not to); the config's own
+	// env, copied after, can still say otherwise.
+	maps.Copy(env, proto.ProbeEnv())
 	maps.Copy(env, cmd.Env)
 	maps.Copy(env, r.Env)
 	hasHF := r.HFCachePVC != "" || r.HFCacheHostPath != ""
@@ -444,7 +449,7 @@ func (r *Runtime) build(l engine.Launch, cmd engine.Command, ns string, owner *m
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-						Path: "/health", Port: intstr.FromInt32(int32(port)),
+						Path: proto.ProbePath(), Port: intstr.FromInt32(int32(port)),
 					}},
 					PeriodSeconds:    5,
 					FailureThreshold: 3,

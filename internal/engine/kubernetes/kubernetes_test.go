@@ -637,3 +637,67 @@ func TestPullEventsAndPullTimeout(t *testing.T) {
 		t.Errorf("no event in the log: %q", h.LogTail(0))
 	}
 }
+
+// TestReadinessProbeDoesNotGenerate: SGLang's /health runs a one-token
+// generation while SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION is on, its
+// default (python/sglang/srt/environ.py, EnvBool(True);
+// entrypoints/http_server.py health_generate). A pod probed every 5 s
+// must start with it off, unless the config says otherwise; the other
+// engines' /health never generates and gets no such variable.
+func TestReadinessProbeDoesNotGenerate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  engine.Config
+		want string // the variable's value, "" for absent
+	}{
+		{"sglang", engine.Config{Engine: engine.SGLang, Model: "Qwen/Qwen3-0.6B"}, "false"},
+		{"sglang, the config's own say", engine.Config{Engine: engine.SGLang, Model: "Qwen/Qwen3-0.6B",
+			Env: map[string]string{engine.SGLangHealthGenerationEnv: "true"}}, "true"},
+		{"vllm", vllmConfig(), ""},
+		{"trtllm", engine.Config{Engine: engine.TRTLLM, Model: "Qwen/Qwen3-0.6B"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd, err := engine.Render(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp, err := (&Runtime{}).build(engine.Launch{Config: tc.cfg}, cmd, testNS, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := sp.pod.Spec.Containers[0]
+			got := ""
+			for _, e := range c.Env {
+				if e.Name == engine.SGLangHealthGenerationEnv {
+					got = e.Value
+				}
+			}
+			if got != tc.want {
+				t.Errorf("%s = %q, want %q", engine.SGLangHealthGenerationEnv, got, tc.want)
+			}
+			if p := c.ReadinessProbe.HTTPGet.Path; p != engine.ProtocolFor(tc.cfg.Engine).ProbePath() || p != "/health" {
+				t.Errorf("readiness probe path %q", p)
+			}
+		})
+	}
+}
+
+// TestClassifyEndGPUBusy: a pod whose vLLM died of its start-up memory
+// guard (vllm/v1/worker/gpu_worker.py) is gpu_busy, a wait, not a
+// startup_crash; an out-of-memory line is still oom.
+func TestClassifyEndGPUBusy(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want engine.FailureClass
+	}{
+		{"ValueError: Free memory on device (3.25/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.", engine.ClassGPUBusy},
+		{"torch.OutOfMemoryError: CUDA out of memory.", engine.ClassOOM},
+		{"error: unrecognized arguments: --bad", engine.ClassStartupCrash},
+	} {
+		h := &handle{ring: engine.NewLogRing(10)}
+		h.ring.Add(tc.line)
+		if f := h.classifyEnd(1, "container exited (status 1)", false); f.Class != tc.want {
+			t.Errorf("%q: class %s, want %s", tc.line, f.Class, tc.want)
+		}
+	}
+}

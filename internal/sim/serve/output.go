@@ -214,9 +214,10 @@ func (o *output) finishWhole(w http.ResponseWriter) {
 		"choices": []any{choice}, "usage": usage})
 }
 
-// metrics writes Prometheus text with vLLM's metric names. With
-// data-parallel replicas each engine series comes once per replica, labeled
-// engine="0", engine="1", ... as vLLM's DP deployments label them.
+// metrics writes Prometheus text with the imitated engine's metric names
+// (face.names; a series the engine lacks is left out). With data-parallel
+// replicas each engine series comes once per replica, labeled engine="0",
+// engine="1", ... as vLLM's DP deployments label them.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	st, reps := s.loop.snapshot()
 	model := strconv.Quote(s.cfg.ServedModelNames[0])
@@ -231,25 +232,47 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 			engines = append(engines, engineStat{rp.Stats, rp.Finished})
 		}
 	}
+	n := s.face.names
 	var b strings.Builder
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	series := func(typ, name, help string, v func(e engineStat) float64) {
+		if name == "" {
+			return
+		}
 		b.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " " + typ + "\n")
 		for k, e := range engines {
 			b.WriteString(name + `{engine="` + strconv.Itoa(k) + `",model_name=` + model + "} " + num(v(e)) + "\n")
 		}
 	}
-	series("gauge", "vllm:num_requests_running", "Number of requests in model execution batches.", func(e engineStat) float64 { return float64(e.Running) })
-	series("gauge", "vllm:num_requests_waiting", "Number of requests waiting to be processed.", func(e engineStat) float64 { return float64(e.Waiting) })
-	series("gauge", "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", func(e engineStat) float64 { return e.KVUsage })
-	series("gauge", "vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage. (deprecated name)", func(e engineStat) float64 { return e.KVUsage })
-	series("counter", "vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", func(e engineStat) float64 { return float64(e.Preemptions) })
-	series("counter", "vllm:prompt_tokens_total", "Number of prefill tokens processed.", func(e engineStat) float64 { return float64(e.PromptTokens) })
-	series("counter", "vllm:generation_tokens_total", "Number of generation tokens processed.", func(e engineStat) float64 { return float64(e.GenerationTokens) })
-	b.WriteString("# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n")
-	for k, e := range engines {
-		b.WriteString(`vllm:request_success_total{engine="` + strconv.Itoa(k) + `",finished_reason="length",model_name=` + model + "} " + strconv.FormatInt(e.ok, 10) + "\n")
+	series("gauge", n.running, "Number of requests in model execution batches.", func(e engineStat) float64 { return float64(e.Running) })
+	series("gauge", n.waiting, "Number of requests waiting to be processed.", func(e engineStat) float64 { return float64(e.Waiting) })
+	series("gauge", n.kvUsage, "KV-cache usage. 1 means 100 percent usage.", func(e engineStat) float64 { return e.KVUsage })
+	series("gauge", n.kvUsageOld, "GPU KV-cache usage. 1 means 100 percent usage. (deprecated name)", func(e engineStat) float64 { return e.KVUsage })
+	series("counter", n.preemptions, "Cumulative number of preemption from the engine.", func(e engineStat) float64 { return float64(e.Preemptions) })
+	series("counter", n.promptTokens, "Number of prefill tokens processed.", func(e engineStat) float64 { return float64(e.PromptTokens) })
+	series("counter", n.generationTokens, "Number of generation tokens processed.", func(e engineStat) float64 { return float64(e.GenerationTokens) })
+	if n.success != "" {
+		b.WriteString("# HELP " + n.success + " Count of successfully processed requests.\n# TYPE " + n.success + " counter\n")
+		for k, e := range engines {
+			b.WriteString(n.success + `{engine="` + strconv.Itoa(k) + `",finished_reason="length",model_name=` + model + "} " + strconv.FormatInt(e.ok, 10) + "\n")
+		}
 	}
+	// Prefix-cache lookups and hits are counted on the prompts' text at the
+	// front end, once for all replicas.
+	q, h := s.prefix.counts()
+	one := func(typ, name, help string, v float64) {
+		if name == "" {
+			return
+		}
+		b.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " " + typ + "\n" + name + `{engine="0",model_name=` + model + "} " + num(v) + "\n")
+	}
+	one("counter", n.prefixQueries, "Prefix cache queries, in terms of number of queried tokens.", float64(q))
+	one("counter", n.prefixHits, "Prefix cache hits, in terms of number of cached tokens.", float64(h))
+	rate := 0.0
+	if q > 0 {
+		rate = float64(h) / float64(q)
+	}
+	one("gauge", n.prefixHitRate, "The prefix cache hit rate.", rate)
 	labels := `{engine="0",model_name=` + model + `}`
 	gauge := func(name, help string, v float64) {
 		b.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + labels + " " + num(v) + "\n")

@@ -198,10 +198,14 @@ func TestRunDataParallel(t *testing.T) {
 		name string
 		argv []string
 		dp   int
+		// gen and ok are the engine's names for generated tokens and
+		// finished requests.
+		gen, ok string
 	}{
-		{"vllm dp1", []string{"vllm", "serve", "Qwen/Qwen3-14B", "--max-num-seqs", "4"}, 1},
-		{"vllm dp2", []string{"vllm", "serve", "Qwen/Qwen3-14B", "--max-num-seqs", "4", "--data-parallel-size", "2"}, 2},
-		{"sglang dp2", []string{"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-14B", "--max-running-requests", "4", "--dp-size", "2"}, 2},
+		{"vllm dp1", []string{"vllm", "serve", "Qwen/Qwen3-14B", "--max-num-seqs", "4"}, 1, "vllm:generation_tokens_total", "vllm:request_success_total"},
+		{"vllm dp2", []string{"vllm", "serve", "Qwen/Qwen3-14B", "--max-num-seqs", "4", "--data-parallel-size", "2"}, 2, "vllm:generation_tokens_total", "vllm:request_success_total"},
+		{"sglang dp2", []string{"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-14B", "--max-running-requests", "4", "--dp-size", "2", "--enable-metrics"}, 2,
+			"sglang:generation_tokens_total", "sglang:num_requests_total"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			engine := strings.Fields(tc.name)[0]
@@ -259,17 +263,17 @@ func TestRunDataParallel(t *testing.T) {
 				text = string(b)
 				// The success counter moves after the last write, which the
 				// client may see first: wait for both.
-				if (sumSeries(text, "vllm:generation_tokens_total") == n*40 && sumSeries(text, "vllm:request_success_total") == n) || time.Now().After(deadline) {
+				if (sumSeries(text, tc.gen) == n*40 && sumSeries(text, tc.ok) == n) || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			gen := seriesByEngine(text, "vllm:generation_tokens_total")
-			ok := seriesByEngine(text, "vllm:request_success_total")
+			gen := seriesByEngine(text, tc.gen)
+			ok := seriesByEngine(text, tc.ok)
 			if len(gen) != tc.dp || len(ok) != tc.dp {
 				t.Fatalf("%d generation series and %d success series, want %d each:\n%s", len(gen), len(ok), tc.dp, text)
 			}
-			if sumSeries(text, "vllm:generation_tokens_total") != n*40 || sumSeries(text, "vllm:request_success_total") != n {
+			if sumSeries(text, tc.gen) != n*40 || sumSeries(text, tc.ok) != n {
 				t.Errorf("totals: %v generated, %v succeeded; want %d and %d", gen, ok, n*40, n)
 			}
 			for k, v := range ok {

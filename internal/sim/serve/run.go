@@ -45,6 +45,11 @@ type Options struct {
 	Stderr io.Writer
 	// Ready, when set, is called with the listening address once serving.
 	Ready func(addr string)
+	// OccupiedGiB is GPU memory other processes hold on each simulated
+	// GPU at start (a previous server still releasing it): an engine with
+	// a start-up memory guard (vLLM) refuses to start when what is left
+	// is below what it asks for.
+	OccupiedGiB float64
 }
 
 // ExitError is a failure the way the engine fails: its log lines were
@@ -117,6 +122,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer ln.Close()
 
+	if msg := memoryGuard(p, o.OccupiedGiB); msg != "" {
+		lg.fatal(msg)
+		lg.fatal("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}")
+		return &ExitError{Code: 1, Err: errors.New("serve: " + msg)}
+	}
 	eng, err := sim.New(p, o.Coefficients)
 	wall := time.Duration(float64(o.StartupDelay) / o.TimeScale)
 	if err != nil {
@@ -162,7 +172,8 @@ func Run(ctx context.Context, o Options) error {
 	crashc := make(chan crash, 1)
 	srv, err := New(Config{Engine: rp.Engine, Model: model, Root: p.Model, ServedModelNames: res.Server.ServedModelNames,
 		MaxModelLen: rp.MaxModelLen, TimeScale: o.TimeScale, Counter: o.Counter, APIKey: res.Server.APIKey,
-		DevMode: o.Env["VLLM_SERVER_DEV_MODE"] == "1",
+		DevMode: o.Env["VLLM_SERVER_DEV_MODE"] == "1", Metrics: res.Server.Metrics,
+		NoHealthGeneration: envFalse(o.Env["SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"]),
 		OnCrash: func(err error, at time.Time) {
 			select {
 			case crashc <- crash{err, at}:
@@ -351,4 +362,39 @@ func commas(n int) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// memoryGuard is the line an engine with a start-up memory guard (vLLM,
+// face.memoryGuard) dies with when occupied GiB of its GPU are taken by
+// others, or "". vLLM's words and arithmetic, vllm/v1/worker/gpu_worker.py
+// (Worker.init_device): requested = gpu_memory_utilization × total, and
+// it must fit in the free memory.
+func memoryGuard(p sim.Params, occupied float64) string {
+	if occupied <= 0 || !faceFor(p.Engine).memoryGuard {
+		return ""
+	}
+	hw, err := sim.LookupGPU(p.GPU)
+	if err != nil {
+		return ""
+	}
+	util := p.MemFraction
+	if util == 0 {
+		util = 0.9 // vLLM's default gpu_memory_utilization
+	}
+	free, want := max(hw.MemGiB-occupied, 0), util*hw.MemGiB
+	if free >= want {
+		return ""
+	}
+	return fmt.Sprintf("ValueError: Free memory on device (%.2f/%.2f GiB) on startup is less than desired GPU memory utilization (%g, %.2f GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+		free, hw.MemGiB, util, want)
+}
+
+// envFalse reads a Python-style boolean variable as SGLang's EnvBool does:
+// "0", "false", "no", "off" (any case) are false.
+func envFalse(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "0", "false", "no", "off":
+		return true
+	}
+	return false
 }

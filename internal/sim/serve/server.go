@@ -121,6 +121,13 @@ type Config struct {
 	// DevMode is vLLM's VLLM_SERVER_DEV_MODE=1: it serves
 	// POST /reset_prefix_cache.
 	DevMode bool
+	// Metrics is the engine started with its Prometheus metrics on
+	// (SGLang --enable-metrics; trtllm-serve return_perf_metrics): without
+	// it, those engines serve none. vLLM serves them always.
+	Metrics bool
+	// NoHealthGeneration is SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION off:
+	// SGLang's /health answers without generating.
+	NoHealthGeneration bool
 }
 
 // Server is the OpenAI-compatible HTTP face of a simulated engine.
@@ -133,6 +140,8 @@ type Server struct {
 	ok      atomic.Int64 // finished requests
 	closing chan struct{}
 	bodies  budget
+	face    face
+	prefix  prefixCounter
 }
 
 // New builds a server and starts its event loop; Close stops it.
@@ -167,24 +176,26 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Engine == "" {
 		cfg.Engine = sim.EngineVLLM
 	}
-	s := &Server{cfg: cfg, loop: newLoop(cfg.Model, cfg.TimeScale), created: time.Now().Unix(), closing: make(chan struct{})}
+	s := &Server{cfg: cfg, loop: newLoop(cfg.Model, cfg.TimeScale), created: time.Now().Unix(), closing: make(chan struct{}), face: faceFor(cfg.Engine)}
 	s.loop.onCrash = cfg.OnCrash
 	s.bodies.limit = cfg.MaxInflightBodyBytes
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
 	s.mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
 	s.mux.HandleFunc("GET /v1/models", s.auth(s.models))
-	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	s.mux.HandleFunc("GET /metrics", s.metrics)
+	s.mux.HandleFunc("GET /health", s.health)
 	s.mux.HandleFunc("GET /version", s.version)
-	// The engines' prefix-cache resets, where the engine has one: vLLM's
-	// only in its development mode, SGLang's always; TensorRT-LLM's
-	// server has none.
-	switch {
-	case cfg.Engine == sim.EngineVLLM && cfg.DevMode:
-		s.mux.HandleFunc("POST /reset_prefix_cache", s.resetPrefixCache)
-	case cfg.Engine == sim.EngineSGLang:
-		s.mux.HandleFunc("/flush_cache", s.resetPrefixCache)
+	// Metrics only where and as the engine serves them (see faces).
+	if (cfg.Metrics || s.face.metricsAlways) && s.face.promPath != "" {
+		s.mux.HandleFunc("GET "+s.face.promPath, s.metrics)
+	}
+	if s.face.statsPath != "" {
+		s.mux.HandleFunc("GET "+s.face.statsPath, s.iterationStats)
+	}
+	// The engine's prefix-cache reset, where it has one (vLLM's only in
+	// its development mode; TensorRT-LLM's server has none).
+	if s.face.reset != "" && (!s.face.resetDevMode || cfg.DevMode) {
+		s.mux.HandleFunc(s.face.reset, s.resetPrefixCache)
 	}
 	go s.loop.run()
 	return s, nil
@@ -236,7 +247,7 @@ func apiError(w http.ResponseWriter, code int, typ, msg string) {
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	owner := map[string]string{"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"}[s.cfg.Engine]
+	owner := s.face.owner
 	data := []map[string]any{}
 	for _, name := range s.cfg.ServedModelNames {
 		data = append(data, map[string]any{
@@ -305,10 +316,16 @@ func (m chatMessage) text() (string, error) {
 // resetPrefixCache answers the engines' cache-reset endpoints: 200 when the
 // cache was reset, 400 while requests are running (nothing is reset then).
 func (s *Server) resetPrefixCache(w http.ResponseWriter, r *http.Request) {
-	if !s.loop.resetPrefixCache() {
+	ok := s.loop.resetPrefixCache()
+	if ok {
+		s.prefix.reset()
+	}
+	if !ok && !s.face.resetBlind {
 		apiError(w, http.StatusBadRequest, "BadRequestError", "the prefix cache was not reset: requests are running")
 		return
 	}
+	// vLLM answers 200 either way: its API server does not check what the
+	// scheduler did.
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -358,6 +375,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, req *request) 
 	if err == nil {
 		err = json.Unmarshal(data, req)
 	}
+	if err == nil {
+		if f := s.face.unknownField(data); f != "" {
+			data = nil
+			release()
+			apiError(w, http.StatusBadRequest, "BadRequestError",
+				fmt.Sprintf("1 validation error for request\n%s\n  Extra inputs are not permitted [type=extra_forbidden]", f))
+			return release, false
+		}
+	}
 	data = nil
 	if err == nil {
 		return release, true
@@ -401,6 +427,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	promptLen, err := s.promptLen(&req, chat)
+	if err == nil {
+		s.prefix.observe(promptText(&req, chat), promptLen)
+	}
 	// The prompt is counted: its text is garbage now (a non-streamed
 	// request holds this frame until it ends), and its charge comes back.
 	req.Prompt, req.Messages = nil, nil
@@ -539,4 +568,21 @@ func (s *Server) cancel(id string) {
 	case s.loop.inbox <- msg{kind: msgCancel, req: sim.Req{ID: id}}:
 	case <-s.closing:
 	}
+}
+
+// promptText is the text the prefix counter hashes: the messages' texts
+// (roles included) or the prompt as sent.
+func promptText(req *request, chat bool) string {
+	if !chat {
+		return string(bytes.TrimSpace(req.Prompt))
+	}
+	var b strings.Builder
+	for _, m := range req.Messages {
+		t, _ := m.text()
+		b.WriteString(m.Role)
+		b.WriteByte('\n')
+		b.WriteString(t)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

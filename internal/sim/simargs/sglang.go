@@ -110,6 +110,9 @@ func parseSGLang(version string, argv []string, env map[string]string) (*Result,
 	if p.has("--port") {
 		res.Server.Port = p.int("--port")
 	}
+	// /metrics exists only with --enable-metrics
+	// (python/sglang/srt/entrypoints/http_server.py).
+	res.Server.Metrics = p.vals["--enable-metrics"].on
 	res.Server.ServedModelNames = []string{pr.Model}
 	if p.has("--served-model-name") {
 		res.Server.ServedModelNames = []string{p.str("--served-model-name")}

@@ -32,6 +32,10 @@ type Server struct {
 	APIKey string
 	// Tokenizer is the tokenizer path or repo the argv names ("" = model).
 	Tokenizer string
+	// Metrics says the engine serves Prometheus metrics as started: vLLM
+	// always, SGLang with --enable-metrics, trtllm-serve with
+	// return_perf_metrics in its options file.
+	Metrics bool
 }
 
 // Warning is a non-fatal remark the engine would log (a deprecated spelling).

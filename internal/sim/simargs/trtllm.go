@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -88,7 +90,7 @@ func parseTRTLLM(version string, argv []string, env map[string]string, read func
 		pr.MemFraction = p.vals["--kv_cache_free_gpu_memory_fraction"].num
 	}
 	if p.has("--extra_llm_api_options") {
-		if err := trtllmExtra(p.str("--extra_llm_api_options"), pr, read); err != nil {
+		if err := trtllmExtra(p.str("--extra_llm_api_options"), pr, &res.Server, read); err != nil {
 			return nil, err
 		}
 	}
@@ -102,17 +104,30 @@ func parseTRTLLM(version string, argv []string, env map[string]string, read func
 		}
 	}
 
-	res.Server = Server{Host: p.str("--host"), Port: DefaultPort(sim.EngineTRTLLM), Tokenizer: p.str("--tokenizer")}
+	res.Server = Server{Host: p.str("--host"), Port: DefaultPort(sim.EngineTRTLLM), Tokenizer: p.str("--tokenizer"),
+		Metrics: res.Server.Metrics} // read from the options file above
 	if p.has("--port") {
 		res.Server.Port = p.int("--port")
 	}
-	res.Server.ServedModelNames = []string{pr.Model}
+	res.Server.ServedModelNames = []string{TRTLLMListedName(pr.Model)}
 	return res, nil
+}
+
+// TRTLLMListedName is the name trtllm-serve lists in /v1/models for its
+// MODEL argument: model_dir.name, the last path component, when it is an
+// existing directory, else the argument as given; there is no
+// --served_model_name (tensorrt_llm/serve/openai_server.py,
+// OpenAIServer.__init__).
+func TRTLLMListedName(model string) string {
+	if st, err := os.Stat(model); err == nil && st.IsDir() {
+		return filepath.Base(filepath.Clean(model))
+	}
+	return model
 }
 
 // trtllmExtra applies the --extra_llm_api_options YAML, which overrides the
 // trtllm-serve flags it repeats.
-func trtllmExtra(path string, pr *sim.Params, read func(string) ([]byte, error)) error {
+func trtllmExtra(path string, pr *sim.Params, srv *Server, read func(string) ([]byte, error)) error {
 	b, err := read(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -212,6 +227,10 @@ func trtllmExtra(path string, pr *sim.Params, read func(string) ([]byte, error))
 			}
 		case "kv_cache_config":
 			err = trtllmKV(path, v, pr, getInt, getBool, bad)
+		case "return_perf_metrics":
+			// Prometheus text at /prometheus/metrics
+			// (tensorrt_llm/serve/openai_server.py, mount_metrics).
+			srv.Metrics, err = getBool(k, v)
 		case "speculative_config":
 			err = trtllmSpec(v, pr, getInt, bad)
 		case "quant_config":
@@ -249,6 +268,11 @@ func trtllmKV(path string, v any, pr *sim.Params, getInt func(string, any) (int,
 		sort.Strings(extra)
 		return pydanticExtra(path, "KvCacheConfig", extra)
 	}
+	// The block replaces the KvCacheConfig trtllm-serve built from its
+	// flags (llm_args | yaml_dict in update_llm_args_with_extra_dict,
+	// tensorrt_llm/llmapi/llm_args.py): a fraction given as
+	// --kv_cache_free_gpu_memory_fraction is dropped for the default.
+	pr.MemFraction = 0
 	if x, ok := kv["free_gpu_memory_fraction"]; ok {
 		switch f := x.(type) {
 		case float64:

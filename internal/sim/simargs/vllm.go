@@ -125,6 +125,7 @@ func parseVLLM(version string, argv []string, env map[string]string) (*Result, e
 	if p.has("--port") {
 		res.Server.Port = p.int("--port")
 	}
+	res.Server.Metrics = true // vLLM mounts /metrics unconditionally
 	res.Server.ServedModelNames = p.vals["--served-model-name"].list
 	if len(res.Server.ServedModelNames) == 0 {
 		res.Server.ServedModelNames = []string{pr.Model}

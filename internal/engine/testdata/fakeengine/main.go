@@ -1,6 +1,6 @@
 // Command fakeengine is a tiny stand-in for an inference server, used by the
 // engine package's runtime tests. FAKE_MODE picks its behaviour: serve,
-// slowload, crash, oom, hang, unhealthy, wrongmodel.
+// slowload, crash, oom, gpubusy, hang, unhealthy, wrongmodel.
 package main
 
 import (
@@ -68,6 +68,12 @@ func main() {
 	case "oom":
 		fmt.Println("Loading weights took 3.2 seconds")
 		fmt.Fprintln(os.Stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+		os.Exit(1)
+	case "gpubusy":
+		// vLLM's start-up memory guard (vllm/v1/worker/gpu_worker.py),
+		// before any weight is loaded.
+		fmt.Fprintln(os.Stderr, "(EngineCore_DP0 pid=1) ValueError: Free memory on device (3.25/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.")
+		fmt.Fprintln(os.Stderr, "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}")
 		os.Exit(1)
 	case "hang":
 		fmt.Println("Loading safetensors checkpoint shards:   0% Completed | 0/8")
