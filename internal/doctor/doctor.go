@@ -141,8 +141,8 @@ type check func(ctx context.Context, e *Env) []Check
 var suites = map[string][]check{
 	runtimes.SimPredict: {simulator},
 	runtimes.Sim:        {simulator},
-	runtimes.Process:    {gpus, shm, memlock(false), hfCache, hfToken},
-	runtimes.Docker:     {gpus, dockerAPI, shm, memlock(true), hfCache, hfToken},
+	runtimes.Process:    {gpus, shm, memlock(false), hfCache(false), hfToken},
+	runtimes.Docker:     {gpus, dockerAPI, shm, memlock(true), hfCache(true), hfToken},
 	runtimes.Kubernetes: {kubeChecks},
 }
 

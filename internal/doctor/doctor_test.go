@@ -372,3 +372,23 @@ func TestParseQueryErrorsNameTheLine(t *testing.T) {
 		}
 	}
 }
+
+// TestHFCacheOfEachRuntime: a local engine downloads into HF_HUB_CACHE when
+// it is set; a container into the HF_HOME the docker runtime mounts. Each
+// runtime checks its own.
+func TestHFCacheOfEachRuntime(t *testing.T) {
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := hostEnv(t, map[string]string{"HF_HUB_CACHE": filepath.Join(file, "hub"), "HF_HOME": tmp}, gib, 500*gib, 0, true)
+	local := hfCacheAt(&env, false)[0]
+	if local.Status != Error || !strings.Contains(local.Found, "HF_HUB_CACHE") {
+		t.Errorf("process runtime: %+v, want HF_HUB_CACHE not writable", local)
+	}
+	mounted := hfCacheAt(&env, true)[0]
+	if mounted.Status != OK || !strings.Contains(mounted.Found, "(HF_HOME)") {
+		t.Errorf("docker runtime: %+v, want the mounted HF_HOME, ok", mounted)
+	}
+}

@@ -74,9 +74,20 @@ func memlock(containers bool) check {
 }
 
 // hfCache checks the Hugging Face cache the engines download into: that
-// it can be written and that the weights fit.
-func hfCache(_ context.Context, e *Env) []Check {
-	dir, from := e.getenv("HF_HUB_CACHE"), "HF_HUB_CACHE"
+// it can be written and that the weights fit. A local engine honours
+// HF_HUB_CACHE; the docker runtime mounts HF_HOME (or the default) into
+// each container and passes no HF_HUB_CACHE, so there that is the cache.
+func hfCache(containers bool) check {
+	return func(_ context.Context, e *Env) []Check {
+		return hfCacheAt(e, containers)
+	}
+}
+
+func hfCacheAt(e *Env, containers bool) []Check {
+	dir, from := "", ""
+	if !containers {
+		dir, from = e.getenv("HF_HUB_CACHE"), "HF_HUB_CACHE"
+	}
 	if dir == "" {
 		dir, from = e.getenv("HF_HOME"), "HF_HOME"
 	}

@@ -49,17 +49,17 @@ func kubeChecks(ctx context.Context, e *Env) []Check {
 
 // loadKube loads the client as the runtime does: the kubeconfig's context
 // (or the one named), else the in-cluster config.
-func loadKube(context string) (k8s.Interface, string, string, error) {
+func loadKube(kubeContext string) (k8s.Interface, string, string, error) {
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		clientcmd.NewDefaultClientConfigLoadingRules(),
-		&clientcmd.ConfigOverrides{CurrentContext: context})
+		&clientcmd.ConfigOverrides{CurrentContext: kubeContext})
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return nil, "", "", fmt.Errorf("no usable kubeconfig (KUBECONFIG, ~/.kube/config) and not in a cluster: %w", err)
 	}
 	desc := "in-cluster config"
 	if raw, err := cc.RawConfig(); err == nil {
-		name := context
+		name := kubeContext
 		if name == "" {
 			name = raw.CurrentContext
 		}
