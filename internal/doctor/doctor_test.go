@@ -392,3 +392,20 @@ func TestHFCacheOfEachRuntime(t *testing.T) {
 		t.Errorf("docker runtime: %+v, want the mounted HF_HOME, ok", mounted)
 	}
 }
+
+// TestRealNvidiaSMIOutput: the query line and banner as a real nvidia-smi
+// printed them (an H200 on driver 580.159.04, 2026-11-26), so the stand-in's
+// format is the real one.
+func TestRealNvidiaSMIOutput(t *testing.T) {
+	list, err := parseQuery([]byte("NVIDIA H200, 580.159.04, 143771 MiB\n"))
+	if err != nil || len(list) != 1 || list[0] != (hostGPU{Name: "NVIDIA H200", Driver: "580.159.04", Memory: "143771 MiB"}) {
+		t.Errorf("query: %+v, %v", list, err)
+	}
+	banner := "| NVIDIA-SMI 580.159.04             Driver Version: 580.159.04     CUDA Version: 13.0     |\n"
+	if m := cudaRE.FindStringSubmatch(banner); m == nil || m[1] != "13.0" {
+		t.Errorf("banner: CUDA %v, want 13.0", m)
+	}
+	if c := judgeDriver("driver", "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc1", list[0].Driver); c.Status != OK {
+		t.Errorf("TensorRT-LLM 1.2 on 580.159.04: %+v", c)
+	}
+}
