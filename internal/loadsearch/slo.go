@@ -207,3 +207,57 @@ func (s SLO) Check(p Point) (ok bool, why string) {
 	}
 	return true, ""
 }
+
+// Judge gives a measured point its verdict against the SLO and says
+// whether more evidence (a longer window) could change it. In order: a
+// point the client could not deliver is not scored; nor is one with too
+// few requests for the SLO's percentile; a broken bound is a miss, since a
+// window's fill-up only flatters the latency; so is a server that did not
+// keep up (Point.Overload); a window too short to tell whether it kept up
+// (Point.Short) is not scored; the rest meets the SLO. more is true for
+// the two verdicts a longer window could change: too few requests, too
+// short.
+func (s SLO) Judge(p Point, minRequests int) (out Point, more bool) {
+	p.Meets, p.Why = false, ""
+	if p.NeedsMore {
+		// Judged before: the flag was this function's, not the client's.
+		p.Flag, p.NeedsMore = "", false
+	}
+	if p.Flag != "" {
+		p.Why = "not scored: " + p.Flag
+		return p, false
+	}
+	if p.SuccessRate >= s.MinSuccess && p.Completed < minRequests {
+		p.Flag = fmt.Sprintf("too few requests: %d completed in the measured window, the SLO's percentile needs %d", p.Completed, minRequests)
+		p.Why, p.NeedsMore = "not scored: "+p.Flag, true
+		return p, true
+	}
+	if ok, why := s.Check(p); !ok {
+		p.Why = why
+		return p, false
+	}
+	if p.Overload != "" {
+		p.Why = p.Overload
+		return p, false
+	}
+	if p.Short != "" {
+		p.Flag = p.Short
+		p.Why, p.NeedsMore = "not scored: "+p.Flag, true
+		return p, true
+	}
+	p.Meets = true
+	return p, false
+}
+
+// worst is the bound the point misses by the largest factor, and that
+// factor (measured over bound; 0 when no bound was measured).
+func (s SLO) worst(p Point) (Bound, float64) {
+	var wb Bound
+	w := 0.0
+	for _, b := range s.Bounds {
+		if v, ok := p.Latency(b.Metric, b.P); ok && v/b.MaxMs > w {
+			wb, w = b, v/b.MaxMs
+		}
+	}
+	return wb, w
+}
