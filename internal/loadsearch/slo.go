@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/perflab/perflab/internal/metrics"
 )
 
 // Latency metrics an SLO may bound, spelled as vLLM's --percentile-metrics.
@@ -260,4 +262,65 @@ func (s SLO) worst(p Point) (Bound, float64) {
 		}
 	}
 	return wb, w
+}
+
+// certainty counts, as a run's window requests finish, those over each
+// latency bound: once more are over a bound than the percentile allows of
+// the whole window, the bound is broken whatever the others do.
+type certainty struct {
+	s        SLO
+	window   int
+	queue    bool
+	over     []int
+	finished int
+}
+
+func (s SLO) certainty(window int, includeQueue bool) *certainty {
+	return &certainty{s: s, window: window, queue: includeQueue, over: make([]int, len(s.Bounds))}
+}
+
+// add counts a finished request and says whether a bound is now certainly
+// broken. Failed requests count against no latency bound (vLLM leaves them
+// out of the percentiles), and ITL, a per-chunk figure, is not counted.
+func (c *certainty) add(r metrics.Record) bool {
+	c.finished++
+	if !r.Success || c.window <= 0 {
+		return false
+	}
+	for i, b := range c.s.Bounds {
+		v, ok := recordMs(r, b.Metric, c.queue)
+		if !ok || v <= b.MaxMs {
+			continue
+		}
+		c.over[i]++
+		// numpy's linear percentile of N values lies at or above the
+		// value at floor(p/100·(N-1)) in ascending order: once
+		// N-floor(p/100·(N-1)) values exceed the bound, that one does.
+		// The count needed only falls with N, so a run stopped here
+		// (fewer values) breaks the bound too.
+		if c.over[i] >= c.window-int(math.Floor(b.P/100*float64(c.window-1))) {
+			return true
+		}
+	}
+	return false
+}
+
+// recordMs is a request's value of an SLO metric in ms.
+func recordMs(r metrics.Record, metric string, includeQueue bool) (float64, bool) {
+	switch metric {
+	case MetricTTFT:
+		t := r.TTFT
+		if includeQueue {
+			t += r.QueueTime
+		}
+		return 1000 * t, true
+	case MetricE2EL:
+		return 1000 * r.Latency, true
+	case MetricTPOT:
+		if r.OutputLen <= 1 {
+			return 0, false
+		}
+		return 1000 * (r.Latency - r.TTFT) / float64(r.OutputLen-1), true
+	}
+	return 0, false
 }
