@@ -95,7 +95,8 @@ func TestMaxLoadUnderSLO(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok, _ := opt.SLO.Check(p); !ok || !p.Scored() {
+			// Judged as the search judges: an overloaded point misses.
+			if p, _ = opt.SLO.Judge(p, opt.SLO.MinRequests()); !p.Meets {
 				break
 			}
 			truth = load
@@ -421,7 +422,8 @@ func TestSLOExampleSweep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok, _ := opt.SLO.Check(p); !ok || !p.Scored() {
+			// Judged as the search judges: an overloaded point misses.
+			if p, _ = opt.SLO.Judge(p, opt.SLO.MinRequests()); !p.Meets {
 				break
 			}
 			truth = load
@@ -449,7 +451,7 @@ func noiseBracket(s *Spec, sr *loadsearch.Result, slo loadsearch.SLO, truth floa
 	var over *loadsearch.Point
 	for i := range sr.Points {
 		p := &sr.Points[i]
-		if ok, _ := slo.Check(*p); p.Load > sr.Sustainable && !ok && (over == nil || p.Load < over.Load) {
+		if p.Load > sr.Sustainable && p.Scored() && !p.Meets && (over == nil || p.Load < over.Load) {
 			over = p
 		}
 	}
@@ -460,7 +462,7 @@ func noiseBracket(s *Spec, sr *loadsearch.Result, slo loadsearch.SLO, truth floa
 	if f >= 1 {
 		return ""
 	}
-	_, why := slo.Check(*over)
+	why := over.Why
 	return fmt.Sprintf("the point at %.3g req/s, within the SLO without noise (the sweep's threshold is %.3f), was judged over (%s) with its noise draw x%.4f (latencies /%.4f): the search is off by that draw, not by its method",
 		over.Load, truth, why, f, f)
 }
