@@ -248,6 +248,8 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	switch {
 	case !sr.Found:
 		r.why, r.kind = "SLO: "+sr.Summary(), WhySLO
+	case sr.Unmeasured:
+		r.why, r.kind = fmt.Sprintf("no score: %.4g %s is only a lower bound (%s)", sr.Sustainable, lo.axis().Unit(), sr.Limit), WhyUnmeasured
 	case r.obs.SuccessRate() < l.Spec.MinSuccessRate:
 		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%% at its sustainable load", 100*r.obs.SuccessRate(), 100*l.Spec.MinSuccessRate), WhyLowSuccess
 	}

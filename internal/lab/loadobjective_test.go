@@ -264,6 +264,15 @@ func TestLoadReport(t *testing.T) {
 			t.Errorf("%s: sustainable %v above what the client delivered", ls.Name, ls.Result.Sustainable)
 		}
 	}
+	// A search stopped below a point the client could not deliver found
+	// a lower bound, not a score: no gain is reported against it (a busy
+	// host once made a baseline 0.94 req/s and a winner "+593.3%").
+	if sum.Baseline.Why != WhyUnmeasured || sum.Gain != 0 || sum.Winner.Gain != 0 {
+		t.Errorf("baseline %q (%s), gain %v: a search the client cut short was scored", sum.Baseline.Why, sum.Baseline.Reason, sum.Gain)
+	}
+	if !strings.Contains(lines.String(), "no gain") || strings.Contains(lines.String(), "over baseline") {
+		t.Errorf("the last line reports a gain over an unmeasured baseline:\n%s", lines.String()[max(0, lines.Len()-600):])
+	}
 	runRec, err := st.RunByName(ctx, "load")
 	if err != nil {
 		t.Fatal(err)

@@ -98,8 +98,13 @@ type Result struct {
 	Points []Point `json:"points"`
 	// Limit says why the search stopped short of a bracketed answer
 	// ("" when the bracket closed to the tolerance).
-	Limit     string  `json:"limit,omitempty"`
-	Tolerance float64 `json:"tolerance"`
+	Limit string `json:"limit,omitempty"`
+	// Unmeasured says that the load above Sustainable is a point that
+	// could not be scored (the client did not deliver it, no verdict
+	// within the point's limits): the threshold lies somewhere above, and
+	// Sustainable is a lower bound, not an answer to rank by.
+	Unmeasured bool    `json:"unmeasured,omitempty"`
+	Tolerance  float64 `json:"tolerance"`
 	// MinRequests is how many completed requests a point's window needed.
 	MinRequests int `json:"min_requests"`
 }
@@ -247,6 +252,7 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 		}
 	}
 	res.Sustainable, res.Found, res.Ceiling = lo, lo > 0, hi
+	res.Unmeasured = hiFlagged && res.Found
 	if hiFlagged && res.Limit == "" {
 		p, _ := res.At(hi)
 		res.Limit = fmt.Sprintf("the load above %v %s could not be measured: %s", lo, o.Axis.Unit(), p.Flag)
