@@ -86,12 +86,13 @@ func TestMaxLoadUnderSLO(t *testing.T) {
 		// the SLO breaks; the true threshold is the last load that held.
 		truth := 0.0
 		for load := 0.9 * sr.Sustainable; load < 64; load *= 1.01 {
-			w := s.Objective.Load.pointWorkload(*s.Tuning, load)
-			b, err := r.GuessResult(context.Background(), cfg, w, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := w.Point.pointOf(b)
+			p, err := s.Objective.Load.sized(opt.SLO, *s.Tuning, load, func(w Workload) (loadsearch.Point, error) {
+				b, err := r.GuessResult(context.Background(), cfg, w, 0)
+				if err != nil {
+					return loadsearch.Point{}, err
+				}
+				return w.Point.pointOf(b)
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -422,12 +423,13 @@ func TestSLOExampleSweep(t *testing.T) {
 		}
 		truth := 0.0
 		for load := 0.9 * sr.Sustainable; load < s.Objective.Load.Max; load *= 1.01 {
-			w := s.Objective.Load.pointWorkload(*s.Tuning, load)
-			b, err := r.GuessResult(ctx, cfg, w, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := w.Point.pointOf(b)
+			p, err := s.Objective.Load.sized(opt.SLO, *s.Tuning, load, func(w Workload) (loadsearch.Point, error) {
+				b, err := r.GuessResult(ctx, cfg, w, 0)
+				if err != nil {
+					return loadsearch.Point{}, err
+				}
+				return w.Point.pointOf(b)
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
