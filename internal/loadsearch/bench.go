@@ -95,7 +95,7 @@ func (b *Bench) Measure(ctx context.Context, load float64) (Point, error) {
 			if why == "" {
 				why = fmt.Sprintf("a run of %d requests would pass the point's limit (%d requests, %gs)", next, maxN, b.MaxPointSeconds)
 			}
-			p.Flag, p.NeedsMore = fmt.Sprintf("undecided at the point's limit (%s): %s", why, p.Flag), false
+			p.Flag, p.NeedsMore, p.Limited = fmt.Sprintf("undecided at the point's limit (%s): %s", why, p.Flag), false, true
 			more = false
 		}
 		if !more {
@@ -243,7 +243,7 @@ func WriteCurve(w io.Writer, r *Result) error {
 		if p.Load == r.Sustainable && r.Found {
 			verdict += " <- sustainable"
 		}
-		row = append(row, fmt.Sprintf("%.0f", p.TotalThroughput), verdict)
+		row = append(row, rate(finite(p.TotalThroughput)), verdict)
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	return tw.Flush()

@@ -145,3 +145,20 @@ func TestSearchFloorEndsFast(t *testing.T) {
 		t.Errorf("found %v after %d points, limit %q", res.Found, len(res.Points), res.Limit)
 	}
 }
+
+// TestSearchStopsAtUndecidedLimit: a point undecided at its limits ends
+// the halving, since a lower load's point only lasts longer.
+func TestSearchStopsAtUndecidedLimit(t *testing.T) {
+	slo, _ := ParseSLO("ttft_p50<=1s")
+	calls := 0
+	res, err := Search(context.Background(), Options{SLO: slo, Start: 8}, func(_ context.Context, load float64) (Point, error) {
+		calls++
+		return Point{Load: load, Flag: "undecided at the point's limit", Limited: true}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 || res.Found || !strings.Contains(res.Limit, "reached its limits undecided") {
+		t.Errorf("%d points, found %v, limit %q", calls, res.Found, res.Limit)
+	}
+}

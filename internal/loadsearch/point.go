@@ -127,6 +127,10 @@ type Point struct {
 	// NeedsMore says that Flag is SLO.Judge's for want of evidence (too
 	// few requests, too short a window): a longer point may decide it.
 	NeedsMore bool `json:"needs_more,omitempty"`
+	// Limited says that the point reached its limits (time, requests)
+	// without a verdict: a lower rate, whose runs last longer, will not
+	// do better.
+	Limited bool `json:"limited,omitempty"`
 	// Requests and Seconds are what the point cost: the requests it sent,
 	// warm-up included, and its wall-clock (or simulated) seconds.
 	Requests int     `json:"requests,omitempty"`

@@ -234,6 +234,10 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 				res.Limit = "no lower load can meet the SLO: " + why
 				break
 			}
+			if p, _ := res.At(next); p.Limited {
+				res.Limit = fmt.Sprintf("the point at %v %s reached its limits undecided (%s); a lower load's points last longer", next, o.Axis.Unit(), p.Flag)
+				break
+			}
 		}
 	}
 	for lo > 0 && hi > 0 && hi-lo > o.Tolerance*lo {
