@@ -243,7 +243,11 @@ func WriteCurve(w io.Writer, r *Result) error {
 		if p.Load == r.Sustainable && r.Found {
 			verdict += " <- sustainable"
 		}
-		row = append(row, rate(finite(p.TotalThroughput)), verdict)
+		tps := "-"
+		if v := finite(p.TotalThroughput); v > 0 {
+			tps = fmt.Sprintf("%.0f", v)
+		}
+		row = append(row, tps, verdict)
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	return tw.Flush()
