@@ -86,7 +86,7 @@ func (b *Bench) Measure(ctx context.Context, load float64) (Point, error) {
 		if b.SLO != nil {
 			_, more = b.SLO.Judge(p, b.SLO.MinRequests())
 		}
-		next := 2 * n
+		next := max(2*n, b.settled(p, load))
 		// The next run's length, at the offered rate: a run that cannot
 		// end within the point's time left is not started.
 		tooLong := b.MaxPointSeconds > 0 && b.Axis == AxisRate && time.Since(start).Seconds()+float64(next)/load > b.MaxPointSeconds
@@ -95,7 +95,10 @@ func (b *Bench) Measure(ctx context.Context, load float64) (Point, error) {
 			if why == "" {
 				why = fmt.Sprintf("a run of %d requests would pass the point's limit (%d requests, %gs)", next, maxN, b.MaxPointSeconds)
 			}
-			p.Flag, p.NeedsMore, p.Limited = fmt.Sprintf("undecided at the point's limit (%s): %s", why, p.Flag), false, true
+			p.Flag, p.NeedsMore = fmt.Sprintf("undecided at the point's limit (%s): %s", why, p.Flag), false
+			// Out of time, a lower rate (longer runs) will not decide
+			// either; out of requests, it may (its window is longer).
+			p.Limited = stopped != "" || tooLong
 			more = false
 		}
 		if !more {
@@ -112,6 +115,23 @@ func (b *Bench) Measure(ctx context.Context, load float64) (Point, error) {
 		}
 		n = next
 	}
+}
+
+// settled is how many requests a run at load needs for its window to
+// outlast the server's fill-up, by the last run's median latency, with a
+// quarter to spare (0 when that run says nothing of it): a point at a rate
+// far beyond the server's needs far more than twice its prompts, and
+// learns at once that its limit forbids them.
+func (b *Bench) settled(p Point, load float64) int {
+	k := p.KeepUp
+	if b.Axis != AxisRate || k == nil || !(k.MedianE2ES > 0) {
+		return 0
+	}
+	need := 1.25*settleFills*k.MedianE2ES*load + minTrend + float64(b.Warmup)
+	if need > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(math.Ceil(need))
 }
 
 // requests returns n requests: Config's, then More's or Config's again.
