@@ -181,7 +181,9 @@ func Window(recs []metrics.Record, duration float64, warmup int) ([]metrics.Reco
 // FromResult reads a point from the metrics of its measured window (a
 // result computed with MetricsOptions). It flags the point when the client
 // did not deliver the load: on the rate axis, requests leaving more than 1%
-// slower than offered or a send stalled for half the window's span, or a
+// slower (or, catching up, faster) than offered and more than one request
+// behind (ahead of) the schedule by the end, or a send stalled for half the
+// window's span, or a
 // concurrency cap that made requests wait for a slot; on the concurrency
 // axis, a window that never had that many requests in flight. It also
 // judges from the keep-up figures whether the server kept up (Overload)
@@ -237,13 +239,24 @@ func FromResult(res *metrics.Result, axis Axis, load float64, warmup int) Point 
 	if res.MaxConcurrency == 0 {
 		late += p.ClientQueueMaxMs
 	}
+	// How many requests the sends ended behind (ahead of, when < 0) the
+	// schedule: the offered rate times the drift of the lag. Fewer than
+	// one is a jitter of the last sends, not a different load.
+	behind := 0.0
+	if n := p.Completed + p.Failed; p.OfferedRate > 0 && p.AchievedRate > 0 && n > 1 {
+		behind = float64(n-1) * (p.OfferedRate/p.AchievedRate - 1)
+	}
 	switch {
 	case res.MaxConcurrency > 0 && p.ClientQueueMaxMs > behindShare*span:
 		p.Flag = fmt.Sprintf("a concurrency cap of %d closed the loop: requests waited up to %.1f ms for a slot", res.MaxConcurrency, p.ClientQueueMaxMs)
-	case p.OfferedRate > 0 && p.AchievedRate < (1-behindShare)*p.OfferedRate:
+	case behind > 1 && p.AchievedRate < (1-behindShare)*p.OfferedRate:
 		p.Flag = fmt.Sprintf("client fell behind: achieved %.4g of %.4g req/s offered", p.AchievedRate, p.OfferedRate)
+	case behind < -1 && p.AchievedRate > (1+behindShare)*p.OfferedRate:
+		// Late sends caught up in a burst: the server saw a faster
+		// rate than the one offered.
+		p.Flag = fmt.Sprintf("client fell behind and caught up in a burst: sent %.4g req/s against %.4g offered", p.AchievedRate, p.OfferedRate)
 	case span > 0 && late > stallShare*span:
-		p.Flag = fmt.Sprintf("client stalled: a request left %.1f ms late, over half the %.0f ms schedule", late, span)
+		p.Flag = fmt.Sprintf("client fell behind: a request left %.1f ms late, over half the %.0f ms schedule", late, span)
 	}
 	p.Overload, p.Short = keptUp(p.KeepUp)
 	return p

@@ -191,6 +191,10 @@ func TestFromResultFlags(t *testing.T) {
 	}{
 		{"on schedule", func(*metrics.Result) {}, AxisRate, ""},
 		{"achieved 2% short", func(r *metrics.Result) { r.Perflab.AchievedRate = 9.8 }, AxisRate, "achieved"},
+		// 18 requests 2% slow: the last left 8 ms late on a 25 ms gap,
+		// a third of a request behind.
+		{"short window, last sends jittered", func(r *metrics.Result) { r.Completed = 18; r.Perflab.AchievedRate = 9.8 }, AxisRate, ""},
+		{"caught up 16% fast", func(r *metrics.Result) { r.Perflab.AchievedRate = 11.6 }, AxisRate, "caught up in a burst"},
 		// Every send late by about as much shifts the schedule: the
 		// arrivals the server sees are the offered ones (the issue's
 		// 1-6 ms on a 17-277 ms schedule at the offered rate).
