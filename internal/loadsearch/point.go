@@ -121,8 +121,8 @@ type Point struct {
 	// since they grow for as long as such a load lasts.
 	Overload string `json:"overload,omitempty"`
 	// Short, when set, says why the window is too short to tell whether
-	// the server kept up; a point that otherwise meets the SLO is then
-	// not scored (a longer point decides it).
+	// the server kept up; a point that breaks no bound is then not scored
+	// (a longer point decides it), overloaded or not.
 	Short string `json:"short,omitempty"`
 	// NeedsMore says that Flag is SLO.Judge's for want of evidence (too
 	// few requests, too short a window): a longer point may decide it.

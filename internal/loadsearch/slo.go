@@ -214,9 +214,9 @@ func (s SLO) Check(p Point) (ok bool, why string) {
 // whether more evidence (a longer window) could change it. In order: a
 // point the client could not deliver is not scored; nor is one with too
 // few requests for the SLO's percentile; a broken bound is a miss, since a
-// window's fill-up only flatters the latency; so is a server that did not
-// keep up (Point.Overload); a window too short to tell whether it kept up
-// (Point.Short) is not scored; the rest meets the SLO. more is true for
+// window's fill-up only flatters the latency; a window too short to tell
+// whether the server kept up (Point.Short) is not scored; a server that did
+// not keep up (Point.Overload) is a miss; the rest meets the SLO. more is true for
 // the two verdicts a longer window could change: too few requests, too
 // short.
 func (s SLO) Judge(p Point, minRequests int) (out Point, more bool) {
@@ -238,14 +238,17 @@ func (s SLO) Judge(p Point, minRequests int) (out Point, more bool) {
 		p.Why = why
 		return p, false
 	}
-	if p.Overload != "" {
-		p.Why = p.Overload
-		return p, false
-	}
 	if p.Short != "" {
+		// Before the overload test: in a window shorter than a few
+		// latencies the server may still be filling, which looks like
+		// the start of an overload.
 		p.Flag = p.Short
 		p.Why, p.NeedsMore = "not scored: "+p.Flag, true
 		return p, true
+	}
+	if p.Overload != "" {
+		p.Why = p.Overload
+		return p, false
 	}
 	p.Meets = true
 	return p, false
