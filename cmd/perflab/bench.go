@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,7 @@ type benchFlags struct {
 	searchMax       float64
 	searchTolerance float64
 	searchWarmup    int
+	searchPointSecs float64
 }
 
 func newBenchCmd() *cobra.Command {
@@ -148,6 +150,7 @@ result block and writes vLLM's --save-result JSON (plus a "perflab" section).
 	fl.Float64Var(&f.searchMax, "search-max", 4096, "perflab: highest load the --slo search may try")
 	fl.Float64Var(&f.searchTolerance, "search-tolerance", loadsearch.DefaultTolerance, "perflab: relative precision of the --slo search")
 	fl.IntVar(&f.searchWarmup, "search-warmup", -1, "perflab: leading requests of each --slo point not counted (default: 10% of --num-prompts)")
+	fl.Float64Var(&f.searchPointSecs, "search-point-seconds", 600, "perflab: most seconds one --slo point may take, its longer runs included (0: no limit); --max-seconds caps each run too")
 	return cmd
 }
 
@@ -391,7 +394,15 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 		cfg.Progress = os.Stderr
 	}
 	if f.slo != "" || f.search != "" {
-		return runSLOSearch(ctx, f, cfg, stdout, info)
+		// A point too short for a verdict runs again on more prompts of
+		// the same dataset, not the same prompts again (a server's prefix
+		// cache would serve those from memory).
+		more := func(n int) ([]dataset.Request, error) {
+			o := f.dataset
+			o.NumPrompts = n
+			return dataset.Sample(o, tok)
+		}
+		return runSLOSearch(ctx, f, cfg, more, stdout, info, stderr)
 	}
 	out, runErr := bench.Run(ctx, cfg)
 	if out == nil || out.Result == nil {
@@ -428,8 +439,9 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 }
 
 // runSLOSearch is --slo/--search: the load search, the curve and vLLM's
-// block at the sustainable load.
-func runSLOSearch(ctx context.Context, f *benchFlags, cfg bench.Config, stdout, info io.Writer) error {
+// block at the sustainable load. The points measured are printed even when
+// the search stops on an error.
+func runSLOSearch(ctx context.Context, f *benchFlags, cfg bench.Config, more func(int) ([]dataset.Request, error), stdout, info, stderr io.Writer) error {
 	if f.slo == "" || f.search == "" {
 		return errors.New("bench: --slo and --search go together (e.g. --slo ttft_p99<=200ms --search rate)")
 	}
@@ -441,6 +453,9 @@ func runSLOSearch(ctx context.Context, f *benchFlags, cfg bench.Config, stdout, 
 	if err != nil {
 		return fmt.Errorf("bench: --search: %w", err)
 	}
+	if f.searchPointSecs < 0 {
+		return fmt.Errorf("bench: --search-point-seconds %v: want 0 (no limit) or more", f.searchPointSecs)
+	}
 	warmup := f.searchWarmup
 	if warmup < 0 {
 		warmup = len(cfg.Requests) / 10
@@ -450,23 +465,60 @@ func runSLOSearch(ctx context.Context, f *benchFlags, cfg bench.Config, stdout, 
 			slo, need, len(cfg.Requests), warmup, len(cfg.Requests)-warmup)
 	}
 	cfg.Log, cfg.Progress = nil, nil
-	b := &loadsearch.Bench{Config: cfg, Axis: axis, Warmup: warmup, OnPoint: func(p loadsearch.Point) {
-		fmt.Fprintf(info, "measured %s %.4g: %d requests counted after %d warm-up\n", axis, p.Load, p.Completed, p.Warmup)
-	}}
+	b := &loadsearch.Bench{Config: cfg, Axis: axis, SLO: &slo, Warmup: warmup, MaxPointSeconds: f.searchPointSecs, More: more}
+	var saveErr error
+	b.OnPoint = func(p loadsearch.Point) {
+		fmt.Fprintf(info, "measured %s %.4g: %d requests counted after %d warm-up (%d requests sent, %.1f s)\n",
+			axis, p.Load, p.Completed, p.Warmup, p.Requests, p.Seconds)
+		if f.result.save && saveErr == nil {
+			saveErr = savePoint(f, cfg, axis, p, b.Result(p.Load), stderr)
+		}
+	}
 	res, err := loadsearch.Search(ctx, loadsearch.Options{SLO: slo, Axis: axis, Start: f.searchStart, Max: f.searchMax,
 		Tolerance: f.searchTolerance}, b.Measure)
+	switch {
+	case err == nil:
+		fmt.Fprintln(stdout, res.Summary())
+	case res != nil && len(res.Points) > 0:
+		fmt.Fprintf(stdout, "search stopped after %d points:\n", len(res.Points))
+	}
+	if res != nil && len(res.Points) > 0 {
+		if werr := loadsearch.WriteCurve(stdout, res); werr != nil && err == nil {
+			err = werr
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	fmt.Fprintln(stdout, res.Summary())
-	if err := loadsearch.WriteCurve(stdout, res); err != nil {
-		return err
+	if saveErr != nil {
+		return saveErr
 	}
 	if !res.Found {
 		return fmt.Errorf("bench: %w: %s", loadsearch.ErrNotFound, res.Summary())
 	}
 	fmt.Fprintf(stdout, "\nAt the sustainable load (%.4g %s, measured window):\n", res.Sustainable, axis.Unit())
 	return b.Result(res.Sustainable).WriteTextWith(stdout, metrics.TextOptions{Perflab: f.perflabMetrics})
+}
+
+// savePoint is --save-result under --slo: each point's window result,
+// named as vLLM names a run at that load (--result-filename gets the load
+// before its extension).
+func savePoint(f *benchFlags, cfg bench.Config, axis loadsearch.Axis, p loadsearch.Point, res *metrics.Result, stderr io.Writer) error {
+	if res == nil {
+		return nil
+	}
+	ld := loadShape{backend: f.backend, rate: p.Load}
+	if axis == loadsearch.AxisConcurrency {
+		ld = loadShape{backend: f.backend, rate: math.Inf(1), maxConcurrency: int(p.Load)}
+	}
+	date := time.Now().Format("20060102-150405")
+	res.Label, res.Date = f.result.label, date
+	name := f.result.name(cfg.Model, ld, date)
+	if f.result.filename != "" {
+		ext := filepath.Ext(name)
+		name = fmt.Sprintf("%s-%s%g%s", strings.TrimSuffix(name, ext), axis, p.Load, ext)
+	}
+	return f.result.write(stderr, "bench", name, res)
 }
 
 // ErrNoSuccess is wrapped when not one request of a benchmark succeeded.

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/sim/serve"
 )
@@ -99,5 +101,57 @@ func TestBenchSLOClientBehind(t *testing.T) {
 		if load, _ := strconv.ParseFloat(m[1], 64); load >= 20000 {
 			t.Errorf("sustainable load %v: the flagged point counted", load)
 		}
+	}
+}
+
+// TestBenchSLONothingSustainable: an SLO below the server's unloaded
+// latency ends after a few points and says so, with --max-seconds cutting
+// each run (it used to abort the search at its first point, printing
+// none), and every point measured is in the table.
+func TestBenchSLONothingSustainable(t *testing.T) {
+	tok := sharedTokenizer(t)
+	url := simServer(t, 50)
+	stdout, stderr, err := runBenchCmd(t, "--base-url", url, "--model", "Qwen/Qwen3-14B", "--tokenizer", tok,
+		"--dataset-name", "random", "--random-input-len", "256", "--random-output-len", "16", "--num-prompts", "40",
+		"--slo", "ttft_p50<=1ms", "--search", "rate", "--search-start", "8", "--max-seconds", "10", "--disable-tqdm")
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if !errors.Is(err, loadsearch.ErrNotFound) {
+		t.Fatalf("err %v, want ErrNotFound", err)
+	}
+	if !strings.Contains(stdout, "no lower load can meet the SLO") {
+		t.Errorf("the search does not say that no lower load can meet the SLO")
+	}
+	rows := 0
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.Contains(l, "breaks: ttft p50") {
+			rows++
+		}
+	}
+	if rows == 0 || rows > 3 {
+		t.Errorf("%d points printed: want the few measured before the search gave up", rows)
+	}
+}
+
+// TestBenchSLOConcurrencyUnreachable: 100 prompts cannot keep 512
+// requests in flight; the search must not print 512 sustainable.
+func TestBenchSLOConcurrencyUnreachable(t *testing.T) {
+	tok := sharedTokenizer(t)
+	url := simServer(t, 100)
+	stdout, stderr, err := runBenchCmd(t, "--base-url", url, "--model", "Qwen/Qwen3-14B", "--tokenizer", tok,
+		"--dataset-name", "random", "--random-input-len", "64", "--random-output-len", "16", "--num-prompts", "100",
+		"--slo", "tpot_p90<=10s", "--search", "concurrency", "--search-start", "64", "--search-max", "512", "--disable-tqdm")
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sustainableLine.FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatal("no sustainable load printed")
+	}
+	if load, _ := strconv.ParseFloat(m[1], 64); load > 100 {
+		t.Errorf("sustainable %v concurrent requests with 100 prompts", load)
+	}
+	if !strings.Contains(stdout, "not reached") {
+		t.Errorf("the unreachable concurrency is not flagged")
 	}
 }

@@ -268,11 +268,12 @@ func pointVerdict(lp *LoadPoint, result []byte, slo loadsearch.SLO) string {
 	if err != nil {
 		return "unreadable: " + err.Error()
 	}
-	if !p.Scored() {
+	p, _ = slo.Judge(p, slo.MinRequests())
+	switch {
+	case !p.Scored():
 		return "not scored: " + p.Flag
-	}
-	if ok, why := slo.Check(p); !ok {
-		return "over: " + why
+	case !p.Meets:
+		return "over: " + p.Why
 	}
 	return "within"
 }

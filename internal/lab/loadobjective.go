@@ -107,6 +107,38 @@ func (o *LoadObjective) pointWorkload(w Workload, load float64) Workload {
 	return p
 }
 
+// maxPointGrowth is how many times its workload's prompts a load point may
+// grow to when its window is too short for a verdict.
+const maxPointGrowth = 8
+
+// sized measures a point sized by its evidence: the tuning workload at the
+// load, and, while the verdict needs a longer window (loadsearch's
+// SLO.Judge says so: too few requests, too short to tell whether the
+// server kept up), the same with twice the prompts, up to maxPointGrowth
+// times; each size is a trial of its own. The point returned is the
+// longest one's, with the requests of all sizes.
+func (o *LoadObjective) sized(slo loadsearch.SLO, w Workload, load float64, run func(Workload) (loadsearch.Point, error)) (loadsearch.Point, error) {
+	opt, _ := w.resolve()
+	n := opt.NumPrompts
+	if n == 0 {
+		n = 1000
+	}
+	sent := 0
+	for f := 1; ; f *= 2 {
+		g := w
+		g.NumPrompts = n * f
+		p, err := run(o.pointWorkload(g, load))
+		if err != nil {
+			return p, err
+		}
+		sent += p.Requests
+		p.Requests = sent
+		if _, more := slo.Judge(p, slo.MinRequests()); !more || 2*f > maxPointGrowth {
+			return p, nil
+		}
+	}
+}
+
 // window leaves a point's warm-up out of its records and asks for every
 // figure an SLO may bound; a workload that is no point is left as it is.
 func (p *LoadPoint) window(recs []metrics.Record, dur float64, opt *metrics.Options) ([]metrics.Record, float64) {
@@ -123,7 +155,9 @@ func (p *LoadPoint) pointOf(result []byte) (loadsearch.Point, error) {
 	if err != nil {
 		return loadsearch.Point{}, fmt.Errorf("lab: read load point %g: %w", p.Load, err)
 	}
-	return loadsearch.FromResult(res, loadsearch.Axis(p.Axis), p.Load, p.Warmup), nil
+	pt := loadsearch.FromResult(res, loadsearch.Axis(p.Axis), p.Load, p.Warmup)
+	pt.Requests, pt.Seconds = res.NumPrompts+p.Warmup, res.Duration
+	return pt, nil
 }
 
 // LoadSearch is one config's search as the summary keeps it.
@@ -191,30 +225,31 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	at := map[float64]*result{}
 	var failed *result
 	measure := func(ctx context.Context, load float64) (loadsearch.Point, error) {
-		pw := lo.pointWorkload(t.Workload, load)
-		ps := t
-		ps.Workload, ps.Key = pw, TrialKey(t.Stage, t.Config, pw, t.Repeat)
-		// The name (not part of the key) says which load the trial was,
-		// in the progress lines and the store.
-		ps.Name = fmt.Sprintf("%s @ %g %s", t.Name, load, lo.axis().Unit())
-		rs, err := l.run2(ctx, []TrialSpec{ps}, budget)
-		if err != nil {
-			return loadsearch.Point{}, err
-		}
-		r := rs[0]
-		if r.failed != "" {
-			failed = r
-			return loadsearch.Point{}, errConfigFailed
-		}
-		p, err := pw.Point.pointOf(r.trial.Result)
-		if err != nil {
-			r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), WhyFailed
-			failed = r
-			return loadsearch.Point{}, errConfigFailed
-		}
-		p.Ref = r.trial.Key
-		at[load] = r
-		return p, nil
+		return lo.sized(opt.SLO, t.Workload, load, func(pw Workload) (loadsearch.Point, error) {
+			ps := t
+			ps.Workload, ps.Key = pw, TrialKey(t.Stage, t.Config, pw, t.Repeat)
+			// The name (not part of the key) says which load the trial
+			// was, in the progress lines and the store.
+			ps.Name = fmt.Sprintf("%s @ %g %s", t.Name, load, lo.axis().Unit())
+			rs, err := l.run2(ctx, []TrialSpec{ps}, budget)
+			if err != nil {
+				return loadsearch.Point{}, err
+			}
+			r := rs[0]
+			if r.failed != "" {
+				failed = r
+				return loadsearch.Point{}, errConfigFailed
+			}
+			p, err := pw.Point.pointOf(r.trial.Result)
+			if err != nil {
+				r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), WhyFailed
+				failed = r
+				return loadsearch.Point{}, errConfigFailed
+			}
+			p.Ref = r.trial.Key
+			at[load] = r
+			return p, nil
+		})
 	}
 	sr, err := loadsearch.Search(ctx, opt, measure)
 	switch {
@@ -248,6 +283,8 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	switch {
 	case !sr.Found:
 		r.why, r.kind = "SLO: "+sr.Summary(), WhySLO
+	case sr.Unmeasured:
+		r.why, r.kind = fmt.Sprintf("no score: %.4g %s is only a lower bound (%s)", sr.Sustainable, lo.axis().Unit(), sr.Limit), WhyUnmeasured
 	case r.obs.SuccessRate() < l.Spec.MinSuccessRate:
 		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%% at its sustainable load", 100*r.obs.SuccessRate(), 100*l.Spec.MinSuccessRate), WhyLowSuccess
 	}
@@ -362,13 +399,14 @@ func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w Workload, pr
 	}
 	raw := map[float64][]byte{}
 	sr, err := loadsearch.Search(ctx, opt, func(ctx context.Context, load float64) (loadsearch.Point, error) {
-		pw := g.lo.pointWorkload(w, load)
-		b, err := g.inner.GuessResult(ctx, cfg, pw, prompts)
-		if err != nil {
-			return loadsearch.Point{}, err
-		}
-		raw[load] = b
-		return pw.Point.pointOf(b)
+		return g.lo.sized(opt.SLO, w, load, func(pw Workload) (loadsearch.Point, error) {
+			b, err := g.inner.GuessResult(ctx, cfg, pw, prompts)
+			if err != nil {
+				return loadsearch.Point{}, err
+			}
+			raw[load] = b
+			return pw.Point.pointOf(b)
+		})
 	})
 	if err != nil {
 		return Observation{}, err

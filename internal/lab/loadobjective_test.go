@@ -86,16 +86,18 @@ func TestMaxLoadUnderSLO(t *testing.T) {
 		// the SLO breaks; the true threshold is the last load that held.
 		truth := 0.0
 		for load := 0.9 * sr.Sustainable; load < 64; load *= 1.01 {
-			w := s.Objective.Load.pointWorkload(*s.Tuning, load)
-			b, err := r.GuessResult(context.Background(), cfg, w, 0)
+			p, err := s.Objective.Load.sized(opt.SLO, *s.Tuning, load, func(w Workload) (loadsearch.Point, error) {
+				b, err := r.GuessResult(context.Background(), cfg, w, 0)
+				if err != nil {
+					return loadsearch.Point{}, err
+				}
+				return w.Point.pointOf(b)
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := w.Point.pointOf(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ok, _ := opt.SLO.Check(p); !ok || !p.Scored() {
+			// Judged as the search judges: an overloaded point misses.
+			if p, _ = opt.SLO.Judge(p, opt.SLO.MinRequests()); !p.Meets {
 				break
 			}
 			truth = load
@@ -263,6 +265,15 @@ func TestLoadReport(t *testing.T) {
 			t.Errorf("%s: sustainable %v above what the client delivered", ls.Name, ls.Result.Sustainable)
 		}
 	}
+	// A search stopped below a point the client could not deliver found
+	// a lower bound, not a score: no gain is reported against it (a busy
+	// host once made a baseline 0.94 req/s and a winner "+593.3%").
+	if sum.Baseline.Why != WhyUnmeasured || sum.Gain != 0 || sum.Winner.Gain != 0 {
+		t.Errorf("baseline %q (%s), gain %v: a search the client cut short was scored", sum.Baseline.Why, sum.Baseline.Reason, sum.Gain)
+	}
+	if !strings.Contains(lines.String(), "no gain") || strings.Contains(lines.String(), "over baseline") {
+		t.Errorf("the last line reports a gain over an unmeasured baseline:\n%s", lines.String()[max(0, lines.Len()-600):])
+	}
 	runRec, err := st.RunByName(ctx, "load")
 	if err != nil {
 		t.Fatal(err)
@@ -412,16 +423,18 @@ func TestSLOExampleSweep(t *testing.T) {
 		}
 		truth := 0.0
 		for load := 0.9 * sr.Sustainable; load < s.Objective.Load.Max; load *= 1.01 {
-			w := s.Objective.Load.pointWorkload(*s.Tuning, load)
-			b, err := r.GuessResult(ctx, cfg, w, 0)
+			p, err := s.Objective.Load.sized(opt.SLO, *s.Tuning, load, func(w Workload) (loadsearch.Point, error) {
+				b, err := r.GuessResult(ctx, cfg, w, 0)
+				if err != nil {
+					return loadsearch.Point{}, err
+				}
+				return w.Point.pointOf(b)
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := w.Point.pointOf(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ok, _ := opt.SLO.Check(p); !ok || !p.Scored() {
+			// Judged as the search judges: an overloaded point misses.
+			if p, _ = opt.SLO.Judge(p, opt.SLO.MinRequests()); !p.Meets {
 				break
 			}
 			truth = load
@@ -449,7 +462,7 @@ func noiseBracket(s *Spec, sr *loadsearch.Result, slo loadsearch.SLO, truth floa
 	var over *loadsearch.Point
 	for i := range sr.Points {
 		p := &sr.Points[i]
-		if ok, _ := slo.Check(*p); p.Load > sr.Sustainable && !ok && (over == nil || p.Load < over.Load) {
+		if p.Load > sr.Sustainable && p.Scored() && !p.Meets && (over == nil || p.Load < over.Load) {
 			over = p
 		}
 	}
@@ -460,7 +473,7 @@ func noiseBracket(s *Spec, sr *loadsearch.Result, slo loadsearch.SLO, truth floa
 	if f >= 1 {
 		return ""
 	}
-	_, why := slo.Check(*over)
+	why := over.Why
 	return fmt.Sprintf("the point at %.3g req/s, within the SLO without noise (the sweep's threshold is %.3f), was judged over (%s) with its noise draw x%.4f (latencies /%.4f): the search is off by that draw, not by its method",
 		over.Load, truth, why, f, f)
 }

@@ -86,8 +86,17 @@ func printDone(w io.Writer, e Event) {
 		return
 	}
 	if sum.Winner != nil {
-		fmt.Fprintf(w, "winner: %s, %.1f %s (%+.1f%% over baseline); %d tuning trials, %d run now, %d from the store, %s\n",
-			sum.Winner.Name, sum.Winner.Score, sum.Unit, 100*sum.Gain, sum.TuningTrials, sum.TrialsRun, sum.TrialsReused,
+		gain := fmt.Sprintf("%+.1f%% over baseline", 100*sum.Gain)
+		// A score that is no measurement (a load search stopped below a
+		// load the client could not deliver) has no gain against it.
+		switch b := sum.Baseline; {
+		case sum.Winner.Why == WhyUnmeasured:
+			gain = "no score, no gain: " + sum.Winner.Reason
+		case b != nil && b.Why == WhyUnmeasured:
+			gain = "no gain: the baseline has no score: " + b.Reason
+		}
+		fmt.Fprintf(w, "winner: %s, %.1f %s (%s); %d tuning trials, %d run now, %d from the store, %s\n",
+			sum.Winner.Name, sum.Winner.Score, sum.Unit, gain, sum.TuningTrials, sum.TrialsRun, sum.TrialsReused,
 			time.Duration(e.ElapsedSeconds*float64(time.Second)).Round(time.Millisecond))
 	}
 	if sum.Stopped != "" {

@@ -16,6 +16,10 @@ const (
 	WhySLO Why = "slo"
 	// WhyNoScore: the objective is not a positive number.
 	WhyNoScore Why = "no_score"
+	// WhyUnmeasured: a load search stopped below a point the client could
+	// not deliver (or decide within its limits), so its load is a lower
+	// bound and no score: no gain is reported against it.
+	WhyUnmeasured Why = "unmeasured"
 	// WhyUnsupported: the engine version cannot run the config (not run).
 	WhyUnsupported Why = "unsupported"
 	// WhyBudget: the budget stopped it before a decision.

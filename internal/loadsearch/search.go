@@ -98,8 +98,13 @@ type Result struct {
 	Points []Point `json:"points"`
 	// Limit says why the search stopped short of a bracketed answer
 	// ("" when the bracket closed to the tolerance).
-	Limit     string  `json:"limit,omitempty"`
-	Tolerance float64 `json:"tolerance"`
+	Limit string `json:"limit,omitempty"`
+	// Unmeasured says that the load above Sustainable is a point that
+	// could not be scored (the client did not deliver it, no verdict
+	// within the point's limits): the threshold lies somewhere above, and
+	// Sustainable is a lower bound, not an answer to rank by.
+	Unmeasured bool    `json:"unmeasured,omitempty"`
+	Tolerance  float64 `json:"tolerance"`
 	// MinRequests is how many completed requests a point's window needed.
 	MinRequests int `json:"min_requests"`
 }
@@ -114,9 +119,16 @@ func (r *Result) At(load float64) (Point, bool) {
 	return Point{}, false
 }
 
+// floorShare: halving the load must bring the broken latency bound down to
+// below this share of its excess, or the search stops descending.
+const floorShare = 0.9
+
 // Search finds the highest load within the SLO: from Start it doubles while
 // the SLO holds (halves while it does not) until a bracket [lo, hi) holds
-// the threshold, then bisects until hi-lo is at most Tolerance·lo. A point
+// the threshold, then bisects until hi-lo is at most Tolerance·lo. Halving
+// stops early when it does not bring the broken latency bound down by a
+// tenth (floorShare): the SLO is below what the server does unloaded. A
+// point judged overloaded misses the SLO (see SLO.Judge). A point
 // the client could not deliver, or with too few requests for the SLO's
 // percentile, is not scored: it bounds the search from above as the load
 // the client cannot measure, and the Result's Limit says so. No load is
@@ -127,6 +139,9 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Axis: o.Axis, SLO: o.SLO, Tolerance: o.Tolerance, MinRequests: o.SLO.MinRequests()}
+	// The points measured so far are the caller's even when the search
+	// stops on an error: a user sees what was measured before it.
+	defer func() { sort.Slice(res.Points, func(i, j int) bool { return res.Points[i].Load < res.Points[j].Load }) }()
 	seen := map[float64]int{}
 	// probe measures a load once and says whether it met the SLO; a
 	// flagged point counts as not met (not scored).
@@ -140,17 +155,31 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 			return false, false, fmt.Errorf("loadsearch: measure %s %s: %w", strconv.FormatFloat(load, 'g', 6, 64), o.Axis.Unit(), err)
 		}
 		p.Load = load
-		if p.Flag == "" && p.SuccessRate >= o.SLO.MinSuccess && p.Completed < res.MinRequests {
-			p.Flag = fmt.Sprintf("too few requests: %d completed in the measured window, the SLO's percentile needs %d", p.Completed, res.MinRequests)
-		}
-		if p.Scored() {
-			p.Meets, p.Why = o.SLO.Check(p)
-		} else {
-			p.Meets, p.Why = false, "not scored: "+p.Flag
-		}
+		p, _ = o.SLO.Judge(p, res.MinRequests)
 		seen[load] = len(res.Points)
 		res.Points = append(res.Points, p)
 		return p.Meets, !p.Scored(), nil
+	}
+	// floor says whether a point failed for a latency that halving the
+	// load did not bring down: the SLO asks for less than the server's
+	// unloaded latency, and lower loads cannot meet it either.
+	floor := func(lower, higher float64) (string, bool) {
+		pl, pok := res.At(lower)
+		ph, hok := res.At(higher)
+		// Only a lower point known to be light counts: measured long
+		// enough, kept up with, its arrivals all served.
+		if !pok || !hok || !pl.Scored() || !ph.Scored() || pl.KeepUp == nil || pl.Overload != "" || pl.Short != "" ||
+			pl.Completed+pl.Failed != pl.KeepUp.Arrivals {
+			return "", false
+		}
+		b, rl := o.SLO.worst(pl)
+		_, rh := o.SLO.worst(ph)
+		if rl > 1 && rl >= floorShare*rh {
+			v, _ := pl.Latency(b.Metric, b.P)
+			return fmt.Sprintf("%s p%g stays at %.4g ms (bound %g ms) from %v down to %v %s: the bound is below the latency of a lightly loaded server",
+				b.Metric, b.P, v, b.MaxMs, higher, lower, o.Axis.Unit()), true
+		}
+		return "", false
 	}
 	round := func(x float64) float64 {
 		if o.Axis == AxisConcurrency {
@@ -197,8 +226,17 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 			}
 			if ok {
 				lo = next
-			} else {
-				hi, hiFlagged = next, fl
+				continue
+			}
+			prev := hi
+			hi, hiFlagged = next, fl
+			if why, stuck := floor(next, prev); stuck {
+				res.Limit = "no lower load can meet the SLO: " + why
+				break
+			}
+			if p, _ := res.At(next); p.Limited {
+				res.Limit = fmt.Sprintf("the point at %v %s reached its limits undecided (%s); a lower load's points last longer", next, o.Axis.Unit(), p.Flag)
+				break
 			}
 		}
 	}
@@ -218,11 +256,11 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 		}
 	}
 	res.Sustainable, res.Found, res.Ceiling = lo, lo > 0, hi
+	res.Unmeasured = hiFlagged && res.Found
 	if hiFlagged && res.Limit == "" {
 		p, _ := res.At(hi)
 		res.Limit = fmt.Sprintf("the load above %v %s could not be measured: %s", lo, o.Axis.Unit(), p.Flag)
 	}
-	sort.Slice(res.Points, func(i, j int) bool { return res.Points[i].Load < res.Points[j].Load })
 	return res, nil
 }
 

@@ -182,7 +182,7 @@ func TestFromResultFlags(t *testing.T) {
 		return &metrics.Result{Completed: 1000, Percentiles: map[string][]metrics.PercentileValue{"ttft": {{P: 99, Value: 120}}},
 			Perflab: &metrics.Perflab{OfferedRate: 10, AchievedRate: 10, DispatchLag: lag(2), ClientQueue: lag(0)}}
 	}
-	// 1000 requests at 10 req/s span 99.9 s: 1% is 999 ms.
+	// 1000 requests at 10 req/s span 99.9 s: half of it is 49.95 s.
 	for _, tc := range []struct {
 		name string
 		edit func(r *metrics.Result)
@@ -191,10 +191,23 @@ func TestFromResultFlags(t *testing.T) {
 	}{
 		{"on schedule", func(*metrics.Result) {}, AxisRate, ""},
 		{"achieved 2% short", func(r *metrics.Result) { r.Perflab.AchievedRate = 9.8 }, AxisRate, "achieved"},
-		{"late by 1.2 s", func(r *metrics.Result) { r.Perflab.DispatchLag = lag(1200) }, AxisRate, "left up to 1200.0 ms late"},
-		{"slow sender, no cap", func(r *metrics.Result) { r.Perflab.ClientQueue = lag(1000) }, AxisRate, "left up to 1002.0 ms late"},
+		// 18 requests 2% slow: the last left 8 ms late on a 25 ms gap,
+		// a third of a request behind.
+		{"short window, last sends jittered", func(r *metrics.Result) { r.Completed = 18; r.Perflab.AchievedRate = 9.8 }, AxisRate, ""},
+		{"caught up 16% fast", func(r *metrics.Result) { r.Perflab.AchievedRate = 11.6 }, AxisRate, "caught up in a burst"},
+		// Every send late by about as much shifts the schedule: the
+		// arrivals the server sees are the offered ones (the issue's
+		// 1-6 ms on a 17-277 ms schedule at the offered rate).
+		{"late by 1.2 s, rate kept", func(r *metrics.Result) { r.Perflab.DispatchLag = lag(1200) }, AxisRate, ""},
+		{"stalled 60 s", func(r *metrics.Result) { r.Perflab.DispatchLag = lag(60000) }, AxisRate, "left 60000.0 ms late"},
+		{"slow sender, no cap", func(r *metrics.Result) { r.Perflab.ClientQueue = lag(55000) }, AxisRate, "left 55002.0 ms late"},
 		{"capped", func(r *metrics.Result) { r.Perflab.ClientQueue = lag(5000); r.MaxConcurrency = 8 }, AxisRate, "cap of 8 closed the loop"},
-		{"closed loop waits by design", func(r *metrics.Result) { r.Perflab.ClientQueue = lag(5000); r.Perflab.OfferedRate = math.Inf(1) }, AxisConcurrency, ""},
+		{"closed loop waits by design", func(r *metrics.Result) {
+			r.Perflab.ClientQueue = lag(5000)
+			r.Perflab.OfferedRate = math.Inf(1)
+			r.Perflab.PeakConcurrency = 10
+		}, AxisConcurrency, ""},
+		{"concurrency never reached", func(r *metrics.Result) { r.Perflab.PeakConcurrency = 9 }, AxisConcurrency, "concurrency 10 not reached: at most 9"},
 		{"no perflab section", func(r *metrics.Result) { r.Perflab = nil }, AxisRate, "no dispatch record"},
 	} {
 		r := base()

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/perflab/perflab/internal/metrics"
 )
 
 // Latency metrics an SLO may bound, spelled as vLLM's --percentile-metrics.
@@ -206,4 +208,122 @@ func (s SLO) Check(p Point) (ok bool, why string) {
 		}
 	}
 	return true, ""
+}
+
+// Judge gives a measured point its verdict against the SLO and says
+// whether more evidence (a longer window) could change it. In order: a
+// point the client could not deliver is not scored; nor is one with too
+// few requests for the SLO's percentile; a broken bound is a miss, since a
+// window's fill-up only flatters the latency; a window too short to tell
+// whether the server kept up (Point.Short) is not scored; a server that did
+// not keep up (Point.Overload) is a miss; the rest meets the SLO. more is true for
+// the two verdicts a longer window could change: too few requests, too
+// short.
+func (s SLO) Judge(p Point, minRequests int) (out Point, more bool) {
+	p.Meets, p.Why = false, ""
+	if p.NeedsMore {
+		// Judged before: the flag was this function's, not the client's.
+		p.Flag, p.NeedsMore = "", false
+	}
+	if p.Flag != "" {
+		p.Why = "not scored: " + p.Flag
+		return p, false
+	}
+	if p.SuccessRate >= s.MinSuccess && p.Completed < minRequests {
+		p.Flag = fmt.Sprintf("too few requests: %d completed in the measured window, the SLO's percentile needs %d", p.Completed, minRequests)
+		p.Why, p.NeedsMore = "not scored: "+p.Flag, true
+		return p, true
+	}
+	if ok, why := s.Check(p); !ok {
+		p.Why = why
+		return p, false
+	}
+	if p.Short != "" {
+		// Before the overload test: in a window shorter than a few
+		// latencies the server may still be filling, which looks like
+		// the start of an overload.
+		p.Flag = p.Short
+		p.Why, p.NeedsMore = "not scored: "+p.Flag, true
+		return p, true
+	}
+	if p.Overload != "" {
+		p.Why = p.Overload
+		return p, false
+	}
+	p.Meets = true
+	return p, false
+}
+
+// worst is the bound the point misses by the largest factor, and that
+// factor (measured over bound; 0 when no bound was measured).
+func (s SLO) worst(p Point) (Bound, float64) {
+	var wb Bound
+	w := 0.0
+	for _, b := range s.Bounds {
+		if v, ok := p.Latency(b.Metric, b.P); ok && v/b.MaxMs > w {
+			wb, w = b, v/b.MaxMs
+		}
+	}
+	return wb, w
+}
+
+// certainty counts, as a run's window requests finish, those over each
+// latency bound: once more are over a bound than the percentile allows of
+// the whole window, the bound is broken whatever the others do.
+type certainty struct {
+	s        SLO
+	window   int
+	queue    bool
+	over     []int
+	finished int
+}
+
+func (s SLO) certainty(window int, includeQueue bool) *certainty {
+	return &certainty{s: s, window: window, queue: includeQueue, over: make([]int, len(s.Bounds))}
+}
+
+// add counts a finished request and says whether a bound is now certainly
+// broken. Failed requests count against no latency bound (vLLM leaves them
+// out of the percentiles), and ITL, a per-chunk figure, is not counted.
+func (c *certainty) add(r metrics.Record) bool {
+	c.finished++
+	if !r.Success || c.window <= 0 {
+		return false
+	}
+	for i, b := range c.s.Bounds {
+		v, ok := recordMs(r, b.Metric, c.queue)
+		if !ok || v <= b.MaxMs {
+			continue
+		}
+		c.over[i]++
+		// numpy's linear percentile of N values lies at or above the
+		// value at floor(p/100·(N-1)) in ascending order: once
+		// N-floor(p/100·(N-1)) values exceed the bound, that one does.
+		// The count needed only falls with N, so a run stopped here
+		// (fewer values) breaks the bound too.
+		if c.over[i] >= c.window-int(math.Floor(b.P/100*float64(c.window-1))) {
+			return true
+		}
+	}
+	return false
+}
+
+// recordMs is a request's value of an SLO metric in ms.
+func recordMs(r metrics.Record, metric string, includeQueue bool) (float64, bool) {
+	switch metric {
+	case MetricTTFT:
+		t := r.TTFT
+		if includeQueue {
+			t += r.QueueTime
+		}
+		return 1000 * t, true
+	case MetricE2EL:
+		return 1000 * r.Latency, true
+	case MetricTPOT:
+		if r.OutputLen <= 1 {
+			return 0, false
+		}
+		return 1000 * (r.Latency - r.TTFT) / float64(r.OutputLen-1), true
+	}
+	return 0, false
 }

@@ -31,6 +31,9 @@ type Options struct {
 	Burstiness float64
 	// Detailed keeps the per-request arrays (vLLM's --save-detailed).
 	Detailed bool
+	// KeepUp adds the figures that tell whether the server kept up with
+	// the arrivals (Perflab.KeepUp), which a load search judges.
+	KeepUp bool
 }
 
 // DefaultOptions returns vLLM's defaults: percentiles of ttft, tpot and itl at
@@ -162,6 +165,9 @@ func Compute(recs []Record, duration float64, opt Options) *Result {
 	}
 	r.MaxOutputTokensPerS, r.MaxConcurrentRequests, r.Perflab.MaxConcurrentRequestsV011, r.Perflab.PeakOutputTokensPerS = peaks(recs)
 	computePerflab(r, recs, duration, e2els)
+	if opt.KeepUp {
+		r.Perflab.KeepUp = ComputeKeepUp(recs)
+	}
 
 	if opt.Detailed {
 		r.OutputLens = outputLens

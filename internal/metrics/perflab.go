@@ -64,6 +64,10 @@ type Perflab struct {
 	// per-request arrays.
 	Quantiles map[string][]float64 `json:"quantiles_ms,omitempty"`
 
+	// KeepUp holds whether the server kept up with the window's arrivals
+	// (see KeepUp), when Options.KeepUp asked for it.
+	KeepUp *KeepUp `json:"keep_up,omitempty"`
+
 	// Per-request arrays, saved only with Detailed (like vLLM's arrays).
 	ScheduledTimes  []float64 `json:"scheduled_times,omitempty"`
 	SentTimes       []float64 `json:"sent_times,omitempty"`

@@ -288,7 +288,7 @@ func writeLoadSection(p func(string, ...any), r *Report) {
 	}
 	p("\n")
 	for _, c := range lr.Curves {
-		p("#### Curve: %s\n\n| Load | Offered / achieved req/s | Dispatch lag p99 (ms) | Requests counted (warm-up) | Total TPS | P99 TTFT (ms) | P99 TPOT (ms) | Verdict |\n|---|---|---|---|---|---|---|---|\n", c.Name)
+		p("#### Curve: %s\n\n| Load | Offered / achieved req/s | Dispatch lag p99 (ms) | Requests counted (warm-up) | Requests sent, seconds | Total TPS | P99 TTFT (ms) | P99 TPOT (ms) | Verdict |\n|---|---|---|---|---|---|---|---|---|\n", c.Name)
 		for _, pt := range c.Points {
 			v := "meets"
 			switch {
@@ -300,8 +300,8 @@ func writeLoadSection(p func(string, ...any), r *Report) {
 			if c.Found && pt.Load == c.Sustainable {
 				v += " (sustainable)"
 			}
-			p("| %.4g | %s | %.2f | %d (%d) | %.2f | %.1f | %.2f | %s |\n", pt.Load, offeredCell(pt), pt.DispatchLagP99Ms, pt.Completed, pt.Warmup,
-				pt.TotalThroughput, pt.Latencies["ttft_p99"], pt.Latencies["tpot_p99"], v)
+			p("| %.4g | %s | %.2f | %d (%d) | %d, %.1f s | %.2f | %.1f | %.2f | %s |\n", pt.Load, offeredCell(pt), pt.DispatchLagP99Ms, pt.Completed, pt.Warmup,
+				pt.Requests, pt.Seconds, pt.TotalThroughput, pt.Latencies["ttft_p99"], pt.Latencies["tpot_p99"], v)
 		}
 		p("\n")
 	}
