@@ -221,6 +221,7 @@ func TestCheckAddr(t *testing.T) {
 		{"[::]:8088", "", false},
 		{"lab.example:8088", "", false},
 		{"0.0.0.0:8088", "t", true},
+		{"0.0.0.0:8088", "  \t", false},
 		{"nonsense", "", false},
 	} {
 		err := CheckAddr(tc.addr, tc.token)
@@ -230,6 +231,26 @@ func TestCheckAddr(t *testing.T) {
 		if err != nil && tc.addr != "nonsense" && !strings.Contains(err.Error(), "token is required") {
 			t.Errorf("CheckAddr(%q): %v does not say a token is required", tc.addr, err)
 		}
+	}
+}
+
+// TestBlankTokenEnv: a PERFLAB_TOKEN of blanks is no token, so a server
+// off loopback refuses to start rather than accept a token any client
+// could send.
+func TestBlankTokenEnv(t *testing.T) {
+	for _, v := range []string{"", " ", "\t\n"} {
+		t.Setenv("PERFLAB_TOKEN", v)
+		tok, err := ReadToken("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckAddr("0.0.0.0:8088", tok); err == nil {
+			t.Errorf("PERFLAB_TOKEN=%q off loopback: accepted", v)
+		}
+	}
+	t.Setenv("PERFLAB_TOKEN", " s3cret \n")
+	if tok, _ := ReadToken(""); tok != "s3cret" {
+		t.Errorf("PERFLAB_TOKEN with blanks around: token %q, want s3cret", tok)
 	}
 }
 

@@ -257,7 +257,7 @@ func startedOf(r store.Run) started {
 func (s *Server) postLab(w http.ResponseWriter, r *http.Request) {
 	ct := r.Header.Get("Content-Type")
 	if ct != "" && !strings.Contains(ct, "yaml") && !strings.Contains(ct, "json") && !strings.HasPrefix(ct, "text/plain") {
-		writeError(w, http.StatusUnsupportedMediaType, apiError{Error: "content type " + ct + ": want application/yaml or application/json"})
+		refuse(w, r, http.StatusUnsupportedMediaType, apiError{Error: "content type " + ct + ": want application/yaml or application/json"})
 		return
 	}
 	body, ok := s.readBody(w, r)
@@ -419,6 +419,8 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
+	// Stopping engines may take longer than a call's write deadline.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.Limits.WriteTimeout))
 	s.writeRun(w, r, id)
 }
 
@@ -465,6 +467,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	defer keepalive.Stop()
 	for {
 		evs, wake, ended := h.after(after)
+		// Each write has its own deadline: a client that stops reading
+		// is cut, a stream that is only long lives on.
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Limits.WriteTimeout))
 		for _, ev := range evs {
 			b, err := json.Marshal(ev)
 			if err != nil {
@@ -486,6 +491,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-wake:
 		case <-keepalive.C:
+			_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Limits.WriteTimeout))
 			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil || rc.Flush() != nil {
 				return
 			}
