@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -275,6 +276,46 @@ func TestImport(t *testing.T) {
 	}
 	if code, b := ts.do(t, "POST", "/api/v1/imports", "application/json", strings.NewReader(`{"x": 1}`)); code != 400 {
 		t.Errorf("import of nonsense: %d %s, want 400", code, b)
+	}
+	// A chart name the file system refuses is no chart: 404, and the
+	// answer names no path of the server's.
+	if code, b := ts.do(t, "GET", fmt.Sprintf("/api/v1/runs/%d/report.md", im.ID), "", nil); code != 200 {
+		t.Fatalf("report.md of the import: %d %s", code, b)
+	}
+	for _, name := range []string{"a%00.svg", "a%00b.png", "%2e%2e.svg"} {
+		code, b := ts.do(t, "GET", fmt.Sprintf("/api/v1/runs/%d/charts/%s", im.ID, name), "", nil)
+		if code != 404 || strings.Contains(string(b), os.TempDir()) {
+			t.Errorf("GET charts/%s: %d %s, want 404 naming no server path", name, code, b)
+		}
+	}
+}
+
+// TestStaleReportDirs: a server removes the report caches that servers
+// killed before they could clean up left behind, and keeps those of
+// servers still running.
+func TestStaleReportDirs(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip("no true(1):", err)
+	}
+	stale := filepath.Join(tmp, fmt.Sprintf("%s%d-123", reportDirPrefix, dead.Process.Pid))
+	live := filepath.Join(tmp, fmt.Sprintf("%s%d-456", reportDirPrefix, os.Getppid()))
+	for _, d := range []string{stale, live} {
+		if err := os.MkdirAll(filepath.Join(d, "1"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := newTestServer(t, stores(t)["sqlite"](t), Config{})
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("the report cache of a dead server is still there")
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Error("the report cache of a running server was removed")
+	}
+	if !strings.HasPrefix(srv.reports.dir, filepath.Join(tmp, fmt.Sprintf("%s%d-", reportDirPrefix, os.Getpid()))) {
+		t.Errorf("report cache %s: want the pid in its name", srv.reports.dir)
 	}
 }
 
