@@ -235,7 +235,7 @@ func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error)
 		return su.Predict, nil
 	}
 	tokPath := spec.Tokenizer
-	if _, err := os.Stat(tokPath); err != nil {
+	if !filepath.IsAbs(tokPath) {
 		tokPath = "" // a Hub id: sim serve then counts tokens without one
 	}
 	timeScale := 0.0
@@ -303,11 +303,14 @@ func Tokenizer(ctx context.Context, spec *lab.Spec) (*tokenizer.Tokenizer, error
 	return resolveTokenizer(ctx, ref)
 }
 
-// resolveTokenizer loads a tokenizer: a local path when it exists, else a
-// model id through the HF cache and the Hub.
+// resolveTokenizer loads a tokenizer: a local path when ref is absolute
+// (a spec or the server made every local path so, through
+// lab.PathResolver), else a model id through the HF cache and the Hub only:
+// a relative name is never looked for in the working directory, which on
+// a server is not the data root.
 func resolveTokenizer(ctx context.Context, ref string) (*tokenizer.Tokenizer, error) {
-	var opt tokenizer.ResolveOptions
-	if _, err := os.Stat(ref); err == nil {
+	opt := tokenizer.ResolveOptions{HubOnly: true}
+	if filepath.IsAbs(ref) {
 		opt.Path = ref
 	}
 	tok, err := tokenizer.Resolve(ctx, ref, opt)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -265,7 +264,7 @@ func (s *Server) postLab(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// JSON is YAML: one parser, with lines, for both.
-	spec, err := lab.ParseSpecIn("spec", body, s.cfg.DataRoot)
+	spec, err := lab.ParseSpecConfined("spec", body, s.cfg.DataRoot)
 	if err != nil {
 		writeSpecError(w, err)
 		return
@@ -306,18 +305,19 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request, spec *lab.Spec, 
 	writeJSON(w, code, startedOf(run))
 }
 
-// outsideRoot finds the first host path the spec names outside the data
-// root (symbolic links followed, so a link cannot lead out).
+// paths is the resolver every host path sent to this server goes
+// through: confined to the data root.
+func (s *Server) paths() lab.PathResolver {
+	return lab.PathResolver{Base: s.cfg.DataRoot, Confined: true}
+}
+
+// outsideRoot finds the first host path of the parsed spec outside the
+// data root: the parse confined those the spec names, this checks the
+// ones filled in since (the default dataset).
 func (s *Server) outsideRoot(spec *lab.Spec) (apiError, bool) {
 	for _, hp := range spec.HostPaths() {
-		p := filepath.Clean(hp.Path)
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
-		}
-		rel, err := filepath.Rel(s.cfg.DataRoot, p)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
-			return apiError{Error: fmt.Sprintf("spec: %s: %s is outside the data root %s; a spec sent to the server may name only files under it (--data-root)", hp.Field, hp.Path, s.cfg.DataRoot),
-				Field: hp.Field, Path: hp.Path}, true
+		if err := s.paths().Check(hp.Path); err != nil {
+			return apiError{Error: fmt.Sprintf("spec: %s: %v", hp.Field, err), Field: hp.Field, Path: hp.Path}, true
 		}
 	}
 	return apiError{}, false
@@ -336,6 +336,10 @@ func writeSpecError(w http.ResponseWriter, err error) {
 		if e.Field == "" {
 			e.Field = fieldOf(se.Msg)
 		}
+	}
+	var pe *lab.PathError
+	if errors.As(err, &pe) {
+		e.Path = pe.Value
 	}
 	writeError(w, http.StatusBadRequest, e)
 }
@@ -375,7 +379,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %d (%s) has no spec to resume from (an import)", id, run.Name)})
 		return
 	}
-	spec, err := lab.ParseSpecIn(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
+	spec, err := lab.ParseSpecConfined(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
 	if err != nil {
 		writeSpecError(w, err)
 		return
@@ -393,7 +397,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Parsed again for the lab: Apply above was to check the key.
-	spec, _ = lab.ParseSpecIn(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
+	spec, _ = lab.ParseSpecConfined(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
 	s.launch(w, r, spec, false, http.StatusAccepted)
 }
 
