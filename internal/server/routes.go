@@ -86,15 +86,20 @@ func (s *Server) deadlines(next http.Handler, stream bool) http.Handler {
 	})
 }
 
+// refuseGrace is how long a refused request's body may still take to
+// arrive, to be discarded, before its connection is closed.
+const refuseGrace = time.Second
+
 // refuse answers an error before the body is read, and closes the
 // connection after it: otherwise the server would first read (to discard)
 // the body the request declared, and a client that never sends it would
 // wait for the answer until the body timeout, then hold the connection
-// as long again.
+// as long again. A client that does send its body gets refuseGrace to
+// finish, so that its connection is not reset under the answer.
 func refuse(w http.ResponseWriter, r *http.Request, code int, e apiError) {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refuseGrace))
 	}
 	writeError(w, code, e)
 }
