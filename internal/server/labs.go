@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/perflab/perflab/internal/app"
@@ -35,7 +38,8 @@ type hub struct {
 	runID int64
 
 	mu     sync.Mutex
-	events []wireEvent
+	events []wireEvent // in id order; compact drops some
+	n      int64       // events ever added: the last id
 	wake   chan struct{}
 	ended  bool
 }
@@ -47,7 +51,8 @@ func newHub(runID int64) *hub { return &hub{runID: runID, wake: make(chan struct
 func (h *hub) add(ev wireEvent) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ev.ID, ev.RunID = int64(len(h.events)+1), h.runID
+	h.n++
+	ev.ID, ev.RunID = h.n, h.runID
 	h.events = append(h.events, ev)
 	close(h.wake)
 	h.wake = make(chan struct{})
@@ -87,11 +92,36 @@ func (h *hub) reopen() {
 func (h *hub) after(id int64) ([]wireEvent, <-chan struct{}, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	i := sort.Search(len(h.events), func(i int) bool { return h.events[i].ID > id })
 	var out []wireEvent
-	if id < int64(len(h.events)) {
-		out = append(out, h.events[max(id, 0):]...)
+	if i < len(h.events) {
+		out = append(out, h.events[i:]...)
 	}
 	return out, h.wake, h.ended
+}
+
+// compact drops what an ended lab's stream no longer needs: the progress
+// events but the last, and the end; the incumbents stay (a run without a
+// summary shows them). A lab's events are its largest part in memory (a
+// long lab holds thousands), and the server keeps a hub for every run it
+// ran, for as long as it runs. Ids go on from where they were.
+func (h *hub) compact() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lastProgress := -1
+	for i := len(h.events) - 1; i >= 0; i-- {
+		if h.events[i].Type != eventEnd {
+			lastProgress = i
+			break
+		}
+	}
+	var keep []wireEvent
+	for i, e := range h.events {
+		if e.Type == eventEnd || e.Type == lab.EventBest || i == lastProgress {
+			keep = append(keep, e)
+		}
+	}
+	h.events = keep
 }
 
 // last is the latest progress event (not end), if any.
@@ -121,14 +151,16 @@ func (h *hub) incumbents() []decision {
 	return out
 }
 
-// labRun is a lab this server started on a run: running, or ended with
-// its error.
+// labRun is a lab this server started on a run: queued, running, or
+// ended with its error.
 type labRun struct {
 	id     int64
 	hub    *hub
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
+	// queued is set while the lab waits for a slot (Config.MaxLabs).
+	queued atomic.Bool
 }
 
 // result is the error the lab ended with; nil while it runs (err is
@@ -161,17 +193,29 @@ func (s *Server) activeLab(id int64) *labRun {
 	return nil
 }
 
-func (s *Server) labsRunning() int {
+// labsRunning counts this server's labs that run, and those queued.
+func (s *Server) labsRunning() (running, queued int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
 	for _, lr := range s.labs {
-		if lr.active() {
-			n++
+		switch {
+		case !lr.active():
+		case lr.queued.Load():
+			queued++
+		default:
+			running++
 		}
 	}
-	return n
+	return running, queued
 }
+
+// StatusQueued is the status the API gives a run whose lab waits for a
+// slot (Config.MaxLabs); the store never holds it.
+const StatusQueued = "queued"
+
+// eventQueued is a queued lab's first event; its start follows when it
+// gets a slot.
+const eventQueued lab.EventType = "queued"
 
 // errBusy says that a lab of this server already runs the run.
 var errBusy = errors.New("a lab of this server is already running this run")
@@ -201,6 +245,14 @@ func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh
 	}
 	lctx, cancel := context.WithCancel(s.base)
 	lr := &labRun{id: run.ID, hub: h, cancel: cancel, done: make(chan struct{})}
+	// A slot now, or a place in the queue: decided here, so the answer
+	// says which.
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		lr.queued.Store(true)
+		h.add(wireEvent{Event: lab.Event{Type: eventQueued, Time: time.Now()}, Status: StatusQueued})
+	}
 	s.labs[run.ID] = lr
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -209,9 +261,20 @@ func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh
 	if s.cfg.Log != nil {
 		events.Add(&lab.LineProgress{W: s.cfg.Log})
 	}
+	queuedStatus := run.Status
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
+		if lr.queued.Load() {
+			select {
+			case s.slots <- struct{}{}:
+				lr.queued.Store(false)
+			case <-lctx.Done():
+				s.endQueued(lr, run, queuedStatus)
+				return
+			}
+		}
+		defer s.releaseSlot()
 		_, stored, err := su.Run(lctx, spec, s.cfg.Store, app.RunOptions{Progress: events, Fresh: fresh})
 		status := stored.Status
 		if stored.ID == 0 {
@@ -221,10 +284,62 @@ func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh
 		}
 		lr.err = err
 		h.end(status, err)
+		s.compactLater(h)
 		close(lr.done)
 	}()
 	run.Status = "running"
+	if lr.queued.Load() {
+		run.Status = StatusQueued
+	}
 	return run, nil
+}
+
+// endQueued ends a lab stopped (DELETE, or the server stopping) before it
+// left the queue: nothing ran, so a run created for it is left
+// interrupted, resumable, and one that existed keeps its status.
+func (s *Server) endQueued(lr *labRun, run store.Run, status string) {
+	err := errors.New("stopped while queued: nothing ran")
+	if status == "running" {
+		run.Status = store.StatusInterrupted
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if uerr := s.cfg.Store.UpdateRun(ctx, &run); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+		cancel()
+		status = store.StatusInterrupted
+	}
+	lr.queued.Store(false)
+	lr.err = err
+	lr.hub.end(status, err)
+	s.compactLater(lr.hub)
+	close(lr.done)
+}
+
+// compactDelay is how long an ended lab's whole stream stays, for the
+// clients that reconnect (Last-Event-ID) to read to its end.
+var compactDelay = time.Minute
+
+// compactLater compacts an ended lab's hub after compactDelay, unless it
+// was reopened (a resume) meanwhile.
+func (s *Server) compactLater(h *hub) {
+	time.AfterFunc(compactDelay, func() {
+		h.mu.Lock()
+		ended := h.ended
+		h.mu.Unlock()
+		if ended {
+			h.compact()
+		}
+	})
+}
+
+// releaseSlot gives a lab's slot back; when no lab runs any more, the
+// memory the labs took goes back to the system now rather than over the
+// runtime's minutes (a lab's requests and tokenizer are hundreds of MB).
+func (s *Server) releaseSlot() {
+	<-s.slots
+	if len(s.slots) == 0 {
+		go debug.FreeOSMemory()
+	}
 }
 
 // allFailed is app.AllFailed on the stored trials: a lab none of whose

@@ -58,6 +58,41 @@ type Config struct {
 	// Limits are the HTTP server's timeouts and caps (zero fields: the
 	// defaults, DefaultLimits).
 	Limits Limits
+	// MaxLabs is how many labs run at once (0: DefaultMaxLabs); more wait
+	// in a queue, listed as queued.
+	MaxLabs int
+}
+
+// labMemory is what one lab may take at its peak on the simulator: 50 labs
+// of the small spec at once peaked at about this each (docs/benchmarks.md).
+const labMemory = 512 << 20
+
+// DefaultMaxLabs is how many labs a server runs at once by default: one
+// per CPU, since a lab on the simulator keeps a CPU busy and more at once
+// only slows each, and no more than the memory holds at labMemory each.
+func DefaultMaxLabs() int {
+	n := runtime.NumCPU()
+	if mem := memTotal(); mem > 0 {
+		n = min(n, int(mem/labMemory))
+	}
+	return max(n, 1)
+}
+
+// memTotal is the machine's memory from /proc/meminfo (0 when unknown).
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			var kb int64
+			if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // Limits are what one client may hold of the server: time to send its
@@ -134,6 +169,8 @@ type Server struct {
 	mu   sync.Mutex
 	labs map[int64]*labRun
 	wg   sync.WaitGroup
+	// slots holds one token per running lab (Config.MaxLabs).
+	slots chan struct{}
 }
 
 // New builds a server on cfg; its labs run until Close.
@@ -159,11 +196,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.DataRoot = root
 	cfg.Limits = cfg.Limits.withDefaults()
+	if cfg.MaxLabs <= 0 {
+		cfg.MaxLabs = DefaultMaxLabs()
+	}
 	cache, err := newReportCache()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), reports: cache, labs: map[int64]*labRun{}}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), reports: cache, labs: map[int64]*labRun{},
+		slots: make(chan struct{}, cfg.MaxLabs)}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.routes = s.apiRoutes()
 	for _, r := range s.routes {
@@ -174,6 +215,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	return s, nil
 }
+
+// MaxLabs is how many labs run at once.
+func (s *Server) MaxLabs() int { return s.cfg.MaxLabs }
 
 // DataRoot is the absolute data root specs may name files under.
 func (s *Server) DataRoot() string { return s.cfg.DataRoot }
