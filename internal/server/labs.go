@@ -238,6 +238,13 @@ func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh
 		s.mu.Unlock()
 		return run, errBusy
 	}
+	// A lab of another server (or a perflab lab) holding the run would
+	// make this one's lab fail at its start: refused now, not answered
+	// 202 and then ended.
+	if err := s.cfg.Store.Holder(ctx, run.ID); err != nil {
+		s.mu.Unlock()
+		return run, err
+	}
 	h := newHub(run.ID)
 	if prev != nil {
 		h = prev.hub // event ids go on across a resume
@@ -409,7 +416,8 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request, spec *lab.Spec, 
 		return
 	}
 	run, err := s.start(r.Context(), spec, su, fresh)
-	if errors.Is(err, errBusy) {
+	var held *store.HeldError
+	if errors.Is(err, errBusy) || errors.As(err, &held) {
 		writeError(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %d: %v", run.ID, err)})
 		return
 	}

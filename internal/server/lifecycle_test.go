@@ -73,11 +73,36 @@ func TestCancelResume(t *testing.T) {
 				t.Fatalf("resumable runs: %+v", page)
 			}
 
+			// Held by another server's lab: refused, not started to fail.
+			other := store.NewOwner()
+			if err := st.AcquireRun(context.Background(), s.ID, other, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if code, b := ts.do(t, "POST", fmt.Sprintf("/api/v1/runs/%d/resume", s.ID), "", nil); code != http.StatusConflict {
+				t.Errorf("resume of a run another lab holds: %d %s, want 409", code, b)
+			}
+			if err := st.ReleaseRun(context.Background(), s.ID, other); err != nil {
+				t.Fatal(err)
+			}
+
 			code, b := ts.do(t, "POST", fmt.Sprintf("/api/v1/runs/%d/resume", s.ID), "", nil)
 			if code != http.StatusAccepted {
 				t.Fatalf("resume: %d %s", code, b)
 			}
-			more := ts.follow(t, s.ID, last.id, nil)
+			stored := ""
+			more := ts.follow(t, s.ID, last.id, func(e sseEvent) bool {
+				if e.typ == "trial_ended" && stored == "" {
+					r, err := st.Run(context.Background(), s.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					stored = r.Status
+				}
+				return true
+			})
+			if stored != "running" {
+				t.Errorf("the store lists the resumed run %q while it runs, want running", stored)
+			}
 			if more[0].id != last.id+1 || more[0].typ != "start" || more[0].data.Stored != len(kept) {
 				t.Errorf("resumed stream starts with %s id %d stored %d, want start id %d stored %d", more[0].typ, more[0].id, more[0].data.Stored, last.id+1, len(kept))
 			}

@@ -103,6 +103,25 @@ func (s *Store) AcquireRun(ctx context.Context, runID int64, owner Owner, ttl ti
 	return fmt.Errorf("store: lease run %d: lost the race twice", runID)
 }
 
+// Holder returns a *HeldError naming the live lab that holds the run (its
+// lease not lapsed, and not a dead process of this host), nil when none
+// does: what AcquireRun would say, without taking the run.
+func (s *Store) Holder(ctx context.Context, runID int64) error {
+	var holder string
+	var until int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT owner, lease_until_ms FROM runs WHERE id = ?`), runID).Scan(&holder, &until)
+	if err != nil {
+		return fmt.Errorf("store: lease of run %d: %w", runID, err)
+	}
+	if holder == "" || until < time.Now().UnixMilli() {
+		return nil
+	}
+	if o, ok := parseOwner(holder); ok && o.dead() {
+		return nil
+	}
+	return &HeldError{RunID: runID, Owner: holder, Until: time.UnixMilli(until)}
+}
+
 // RenewLease extends owner's lease; it returns a *HeldError when the run
 // is no longer owner's (its lease lapsed and another lab took it).
 func (s *Store) RenewLease(ctx context.Context, runID int64, owner Owner, ttl time.Duration) error {
