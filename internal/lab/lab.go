@@ -245,8 +245,10 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	}
 	if err != nil {
 		status = "failed"
-		if ctx.Err() != nil {
-			status = store.StatusInterrupted // a rerun resumes it
+		if ctx.Err() != nil || store.IsDiskFull(err) {
+			// A rerun resumes it: what it finished is stored, and a full
+			// disk is no fault of the configurations tried.
+			status = store.StatusInterrupted
 		}
 	}
 	l.run.Status = status

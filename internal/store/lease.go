@@ -103,6 +103,30 @@ func (s *Store) AcquireRun(ctx context.Context, runID int64, owner Owner, ttl ti
 	return fmt.Errorf("store: lease run %d: lost the race twice", runID)
 }
 
+// IsDiskFull says whether err comes of a full disk: the host's (ENOSPC),
+// SQLite's SQLITE_FULL or PostgreSQL's disk_full (53100). A lab stopped by
+// one has lost nothing it finished and can go on once there is room:
+// interrupted, not failed.
+func IsDiskFull(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) {
+		return true
+	}
+	// The drivers' error types, by their methods: modernc.org/sqlite's
+	// Code (extended codes keep the primary one in the low byte) and
+	// pgconn's SQLState.
+	var lite interface{ Code() int }
+	if errors.As(err, &lite) && lite.Code()&0xff == sqliteFull {
+		return true
+	}
+	var pg interface{ SQLState() string }
+	return errors.As(err, &pg) && pg.SQLState() == pgDiskFull
+}
+
+const (
+	sqliteFull = 13      // SQLITE_FULL
+	pgDiskFull = "53100" // disk_full
+)
+
 // Holder returns a *HeldError naming the live lab that holds the run (its
 // lease not lapsed, and not a dead process of this host), nil when none
 // does: what AcquireRun would say, without taking the run.
