@@ -226,6 +226,16 @@ func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh
 	if s.base.Err() != nil {
 		return store.Run{}, errors.New("server: stopping")
 	}
+	if fresh {
+		// The earlier run is archived, not emptied: a fresh lab stopped
+		// at once (DELETE) must not take its trials with it.
+		if old, err := s.cfg.Store.RunByKey(ctx, spec.Key()); err == nil && s.activeLab(old.ID) != nil {
+			return old, errBusy
+		}
+		if err := app.StartOver(ctx, s.cfg.Store, spec.Key()); err != nil {
+			return store.Run{}, err
+		}
+	}
 	// The run exists before the lab does, so its id can be answered now;
 	// the lab's own EnsureRun finds the same one by key.
 	run, err := s.cfg.Store.EnsureRun(ctx, spec.Key(), spec.Name, spec.YAML(), false)

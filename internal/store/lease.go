@@ -146,6 +146,36 @@ func (s *Store) Holder(ctx context.Context, runID int64) error {
 	return &HeldError{RunID: runID, Owner: holder, Until: time.UnixMilli(until)}
 }
 
+// ArchiveRun sets a run aside under a key of its own ("KEY#archived-MS"),
+// its trials, summary, name and status kept, so that the next lab of its
+// spec starts a new run (a fresh start) and nothing measured is lost. A
+// run a live lab holds is not archived: a *HeldError says who holds it.
+func (s *Store) ArchiveRun(ctx context.Context, runID int64) error {
+	var holder string
+	var until int64
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT owner, lease_until_ms FROM runs WHERE id = ?`), runID).Scan(&holder, &until); err != nil {
+		return fmt.Errorf("store: archive run %d: %w", runID, err)
+	}
+	if err := s.Holder(ctx, runID); err != nil {
+		return err
+	}
+	// Only if the lease is still as read: a lab that took the run since
+	// keeps it.
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE runs SET key = key || ?, owner = '', lease_until_ms = 0
+		WHERE id = ? AND owner = ? AND lease_until_ms = ?`),
+		fmt.Sprintf("#archived-%d", time.Now().UnixMilli()), runID, holder, until)
+	if err != nil {
+		return fmt.Errorf("store: archive run %d: %w", runID, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		if err := s.Holder(ctx, runID); err != nil {
+			return err
+		}
+		return fmt.Errorf("store: archive run %d: its lease changed meanwhile; try again", runID)
+	}
+	return nil
+}
+
 // RenewLease extends owner's lease; it returns a *HeldError when the run
 // is no longer owner's (its lease lapsed and another lab took it).
 func (s *Store) RenewLease(ctx context.Context, runID int64, owner Owner, ttl time.Duration) error {
