@@ -3,6 +3,8 @@ package server
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -135,5 +137,37 @@ func TestConnectionCap(t *testing.T) {
 	resp, err := http.ReadResponse(bufio.NewReader(third), nil)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("the third connection once one closed: %v %v", resp, err)
+	}
+}
+
+// TestStreamOutlivesDeadlines: an event stream is not cut by the body or
+// write timeouts: a queued lab's stream stays open three times longer than
+// both, then follows the lab to its end.
+func TestStreamOutlivesDeadlines(t *testing.T) {
+	srv, addr := serveLoopback(t, Config{MaxLabs: 1, Limits: Limits{BodyTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond},
+		Options: app.Options{Analytic: true}})
+	srv.slots <- struct{}{} // the only slot, taken: the lab waits
+	resp, err := http.Post("http://"+addr+"/api/v1/labs", "application/yaml", strings.NewReader(smallSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st started
+	json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if st.Status != StatusQueued {
+		t.Fatalf("submitted: %+v, want queued", st)
+	}
+	ev, err := http.Get(fmt.Sprintf("http://%s/api/v1/runs/%d/events", addr, st.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Body.Close()
+	time.AfterFunc(time.Second, func() { <-srv.slots })
+	b, err := io.ReadAll(ev.Body)
+	if err != nil {
+		t.Fatalf("stream cut after %d bytes: %v", len(b), err)
+	}
+	if !strings.Contains(string(b), "event: queued") || !strings.Contains(string(b), `"status":"done"`) {
+		t.Errorf("stream: %.300s … %.300s", b, b[max(0, len(b)-300):])
 	}
 }

@@ -63,8 +63,9 @@ type Config struct {
 	MaxLabs int
 }
 
-// labMemory is what one lab may take at its peak on the simulator: 50 labs
-// of the small spec at once peaked at about this each (docs/benchmarks.md).
+// labMemory is the memory set aside per lab: a lab of a small spec on the
+// simulator peaked at about 230 MiB (50 posted at once, two running: 505
+// MiB RSS; docs/benchmarks.md), and larger workloads take more.
 const labMemory = 512 << 20
 
 // DefaultMaxLabs is how many labs a server runs at once by default: one
