@@ -19,6 +19,9 @@ func TestDataRootConfinement(t *testing.T) {
 	if err != nil || home == "/" {
 		t.Skip("no home directory")
 	}
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	cache := t.TempDir()
+	t.Setenv("HF_HUB_CACHE", cache)
 	root := t.TempDir()
 	outside := t.TempDir()
 	os.WriteFile(filepath.Join(outside, "exists.json"), []byte("[]"), 0o644)
@@ -82,11 +85,25 @@ func TestDataRootConfinement(t *testing.T) {
 	// A name that is not a file under the root is a Hub id, whatever the
 	// working directory holds: private/tok (there) and private/nope (not)
 	// are answered alike.
+	ends := map[string]string{}
 	for _, tok := range []string{"private/tok", "private/nope"} {
-		code, e := post("/api/v1/benchmarks", "application/json", bench("tokenizer", tok))
+		code, b := ts.do(t, "POST", "/api/v1/benchmarks", "application/json", strings.NewReader(bench("tokenizer", tok)))
 		if code != 202 {
-			t.Errorf("bench tokenizer %s: %d %+v, want 202 (a Hub id)", tok, code, e)
+			t.Fatalf("bench tokenizer %s: %d %s, want 202 (a Hub id)", tok, code, b)
 		}
+		var st started
+		json.Unmarshal(b, &st)
+		evs := ts.follow(t, st.ID, 0, nil)
+		end := evs[len(evs)-1].data
+		// Offline, with an empty cache: not found, and the error names
+		// neither the working directory's file nor the cache's directory.
+		if end.Error == "" || strings.Contains(end.Error, cache) || strings.Contains(end.Error, wd) {
+			t.Errorf("bench tokenizer %s ended %q: %s", tok, end.Status, end.Error)
+		}
+		ends[tok] = strings.ReplaceAll(strings.ReplaceAll(end.Error, tok, "NAME"), strings.ReplaceAll(tok, "/", "--"), "NAME")
+	}
+	if ends["private/tok"] != ends["private/nope"] {
+		t.Errorf("the benchmarks' errors tell the working directory's private/tok from a missing name:\n%s\n%s", ends["private/tok"], ends["private/nope"])
 	}
 	// Under the root, relative names resolve there as before.
 	os.MkdirAll(filepath.Join(root, "toks", "q"), 0o755)

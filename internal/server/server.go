@@ -197,6 +197,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.DataRoot = root
 	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Options.HidePaths = true
 	if cfg.MaxLabs <= 0 {
 		cfg.MaxLabs = DefaultMaxLabs()
 	}

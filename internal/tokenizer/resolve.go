@@ -24,6 +24,9 @@ type ResolveOptions struct {
 	// working directory on a client's word), and a name that can only be
 	// a path is an error.
 	HubOnly bool
+	// HidePaths names the hub cache by its role in errors, not by its
+	// directory: a server's client is not to learn the host's paths.
+	HidePaths bool
 	// Revision is the branch, tag or commit; default "main".
 	Revision string
 	// CacheDir is the hub cache; default HF_HUB_CACHE, else HF_HOME/hub,
@@ -122,7 +125,11 @@ func resolveRepo(ctx context.Context, repo string, opt ResolveOptions, tried *[]
 	if dir, ok := hub.Cached(repo, tokenizerFiles[0]); ok {
 		return Load(dir)
 	} else {
-		*tried = append(*tried, "cache: "+dir+" (no tokenizer.json)")
+		if opt.HidePaths {
+			*tried = append(*tried, "cache: the server's HF cache holds no tokenizer.json for "+repo)
+		} else {
+			*tried = append(*tried, "cache: "+dir+" (no tokenizer.json)")
+		}
 	}
 	if opt.Offline {
 		*tried = append(*tried, fmt.Sprintf("hub: %s skipped (offline: HF_HUB_OFFLINE is set)", repo))
