@@ -36,7 +36,7 @@ most recent run with trials is used. With SPEC, pass the same --runtime,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := store.Open(ctx, db)
+			st, err := store.OpenExisting(ctx, db)
 			if err != nil {
 				return err
 			}

@@ -46,7 +46,7 @@ func newRunsCmd(use string) *cobra.Command {
 			if output != "text" && output != "json" {
 				return fmt.Errorf("runs: --output %q: want text or json", output)
 			}
-			st, err := store.Open(cmd.Context(), db)
+			st, err := store.OpenExisting(cmd.Context(), db)
 			if err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 
 func newServeCmd() *cobra.Command {
 	var addr, db, tokenFile, dataRoot string
+	var maxLabs int
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the lab as a service: REST API, live progress (SSE) and the dashboard",
@@ -27,10 +28,14 @@ By default it listens on 127.0.0.1 only, without a token. Any other address
 needs a token (--token-file, or PERFLAB_TOKEN), checked on every API call. A
 spec sent to the server may name files under --data-root only (relative paths
 resolve against it). On SIGTERM or Ctrl-C the labs are stopped, their engines
-too, and their runs marked interrupted: resumable after a restart.`,
+too, and their runs marked interrupted: resumable after a restart. At most
+--max-labs labs run at once; more wait their turn, listed as queued.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if maxLabs < 0 {
+				return fmt.Errorf("serve: --max-labs %d: want 1 or more (0: the default, from the machine)", maxLabs)
+			}
 			token, err := server.ReadToken(tokenFile)
 			if err != nil {
 				return err
@@ -44,7 +49,7 @@ too, and their runs marked interrupted: resumable after a restart.`,
 			}
 			defer st.Close()
 			server.ShareCPU()
-			srv, err := server.New(server.Config{Store: st, Token: token, DataRoot: dataRoot,
+			srv, err := server.New(server.Config{Store: st, Token: token, DataRoot: dataRoot, MaxLabs: maxLabs,
 				Dashboard: web.Handler(), Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
@@ -57,7 +62,7 @@ too, and their runs marked interrupted: resumable after a restart.`,
 			if token != "" {
 				auth = "token required"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "perflab serve: http://%s/ (API /api/v1, %s; data root %s)\n", ln.Addr(), auth, srv.DataRoot())
+			fmt.Fprintf(cmd.ErrOrStderr(), "perflab serve: http://%s/ (API /api/v1, %s; data root %s; %d labs at once)\n", ln.Addr(), auth, srv.DataRoot(), srv.MaxLabs())
 			return srv.Serve(ctx, ln, time.Minute)
 		},
 	}
@@ -67,6 +72,7 @@ too, and their runs marked interrupted: resumable after a restart.`,
 	f.StringVar(&db, "db", defaultDB, "store: sqlite:PATH, a path, or postgres://...")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the API token (default: $PERFLAB_TOKEN; none on loopback)")
 	f.StringVar(&dataRoot, "data-root", wd, "the only directory whose files a spec sent to the server may name; relative spec paths resolve against it")
+	f.IntVar(&maxLabs, "max-labs", 0, "labs run at once, more wait in a queue (default: one per CPU, at most one per 512 MiB of memory)")
 	return cmd
 }
 func init() { rootCmd.AddCommand(newServeCmd()) }

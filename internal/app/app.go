@@ -52,6 +52,10 @@ type Options struct {
 	// KubeContext and Namespace override the spec's kubernetes context
 	// and namespace (not part of the run key).
 	KubeContext, Namespace string
+	// HidePaths keeps host paths out of the errors a lab or benchmark may
+	// end with (the HF cache's directory): perflab serve's, whose clients
+	// are not to learn the host's paths outside the data root.
+	HidePaths bool
 }
 
 // ParseImages reads --image values: ENGINE=IMAGE for one engine, or a bare
@@ -203,7 +207,7 @@ func NewSetup(ctx context.Context, spec *lab.Spec, coef *sim.Coefficients, opts 
 		)
 		requests = func(w lab.Workload) ([]dataset.Request, error) {
 			once.Do(func() {
-				tok, err := Tokenizer(context.WithoutCancel(ctx), spec)
+				tok, err := tokenizerOf(context.WithoutCancel(ctx), spec, opts.HidePaths)
 				if err != nil {
 					tokErr = err
 					return
@@ -235,7 +239,7 @@ func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error)
 		return su.Predict, nil
 	}
 	tokPath := spec.Tokenizer
-	if _, err := os.Stat(tokPath); err != nil {
+	if !filepath.IsAbs(tokPath) {
 		tokPath = "" // a Hub id: sim serve then counts tokens without one
 	}
 	timeScale := 0.0
@@ -296,18 +300,25 @@ func checkJSONFile(path string) error {
 // spec made it absolute), else a model id resolved through the HF cache
 // and the Hub.
 func Tokenizer(ctx context.Context, spec *lab.Spec) (*tokenizer.Tokenizer, error) {
+	return tokenizerOf(ctx, spec, false)
+}
+
+func tokenizerOf(ctx context.Context, spec *lab.Spec, hidePaths bool) (*tokenizer.Tokenizer, error) {
 	ref := spec.Tokenizer
 	if ref == "" {
 		ref = spec.Model
 	}
-	return resolveTokenizer(ctx, ref)
+	return resolveTokenizer(ctx, ref, hidePaths)
 }
 
-// resolveTokenizer loads a tokenizer: a local path when it exists, else a
-// model id through the HF cache and the Hub.
-func resolveTokenizer(ctx context.Context, ref string) (*tokenizer.Tokenizer, error) {
-	var opt tokenizer.ResolveOptions
-	if _, err := os.Stat(ref); err == nil {
+// resolveTokenizer loads a tokenizer: a local path when ref is absolute
+// (a spec or the server made every local path so, through
+// lab.PathResolver), else a model id through the HF cache and the Hub only:
+// a relative name is never looked for in the working directory, which on
+// a server is not the data root.
+func resolveTokenizer(ctx context.Context, ref string, hidePaths bool) (*tokenizer.Tokenizer, error) {
+	opt := tokenizer.ResolveOptions{HubOnly: true, HidePaths: hidePaths}
+	if filepath.IsAbs(ref) {
 		opt.Path = ref
 	}
 	tok, err := tokenizer.Resolve(ctx, ref, opt)

@@ -206,3 +206,39 @@ func FuzzParseBenchmark(f *testing.F) {
 		}
 	})
 }
+
+// TestTokenizerNeverFromWorkingDir: a tokenizer name that is not an
+// absolute path (what a spec leaves of a name that is not a file under
+// its base) is a Hub id only: a directory of that name in the working
+// directory is not read, and the error is the same whether it exists or
+// not (no file-existence oracle).
+func TestTokenizerNeverFromWorkingDir(t *testing.T) {
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	qwen3 := shareddata.Path(t, "data", "tokenizers", "qwen3")
+	wd := t.TempDir()
+	t.Chdir(wd)
+	if err := os.MkdirAll(filepath.Join(wd, "private"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(qwen3, filepath.Join(wd, "private", "tok")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	msg := map[string]string{}
+	for _, ref := range []string{"private/tok", "private/nope"} {
+		tok, err := Tokenizer(ctx, &lab.Spec{Model: "Qwen/Qwen3-14B", Tokenizer: ref})
+		if err == nil {
+			t.Fatalf("tokenizer %s: loaded %v from the working directory", ref, tok)
+		}
+		msg[ref] = strings.ReplaceAll(err.Error(), ref, "NAME")
+		msg[ref] = strings.ReplaceAll(msg[ref], strings.ReplaceAll(ref, "/", "--"), "NAME")
+	}
+	if msg["private/tok"] != msg["private/nope"] {
+		t.Errorf("the errors tell an existing directory from a missing one:\n%s\n%s", msg["private/tok"], msg["private/nope"])
+	}
+	// An absolute path (a spec's own, resolved) loads as before.
+	if _, err := Tokenizer(ctx, &lab.Spec{Model: "m", Tokenizer: filepath.Join(wd, "private", "tok")}); err != nil {
+		t.Errorf("absolute tokenizer path: %v", err)
+	}
+}

@@ -137,7 +137,9 @@ func (b *Benchmark) Run(ctx context.Context, st *store.Store, run store.Run) (st
 		}
 		return run, err
 	}
-	tok, err := resolveTokenizer(ctx, tokRef)
+	// A benchmark is the server's alone (perflab bench resolves its own):
+	// its errors name no host path.
+	tok, err := resolveTokenizer(ctx, tokRef, true)
 	if err != nil {
 		return fail(err)
 	}

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 
 	"github.com/perflab/perflab/internal/lab"
@@ -12,7 +14,8 @@ import (
 type RunOptions struct {
 	// Progress receives the lab's events (nil: none).
 	Progress lab.Progress
-	// Fresh starts the run over; Grid also runs the exhaustive grid;
+	// Fresh starts the run over, the earlier one archived (StartOver);
+	// Grid also runs the exhaustive grid;
 	// RetryFailed runs every stored failed trial again.
 	Fresh, Grid, RetryFailed bool
 }
@@ -28,6 +31,11 @@ func (su *Setup) Run(ctx context.Context, spec *lab.Spec, st *store.Store, ro Ru
 	if err := su.Preflight(spec); err != nil {
 		return nil, store.Run{}, err
 	}
+	if ro.Fresh {
+		if err := StartOver(ctx, st, spec.Key()); err != nil {
+			return nil, store.Run{}, err
+		}
+	}
 	runner, err := su.Runner(ctx, spec)
 	if err != nil {
 		return nil, store.Run{}, err
@@ -41,4 +49,31 @@ func (su *Setup) Run(ctx context.Context, spec *lab.Spec, st *store.Store, ro Ru
 		RetryFailed: ro.RetryFailed, Progress: ro.Progress, GuideKey: su.GuideKey}
 	sum, err := l.Run(ctx)
 	return sum, l.StoredRun(), err
+}
+
+// StartOver readies a fresh start of the spec whose run key is key: a
+// stored run with trials is archived (store.ArchiveRun), kept whole under
+// a key of its own, and the lab starts a new run. Deleting the trials
+// instead lost them for good when the fresh lab was stopped before its
+// first trial, and took away what the earlier run had measured. A run
+// without trials has nothing to keep and is simply reused.
+func StartOver(ctx context.Context, st *store.Store, key string) error {
+	run, err := st.RunByKey(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("lab: start over: %w", err)
+	}
+	trials, err := st.TrialHeads(ctx, run.ID)
+	if err != nil {
+		return fmt.Errorf("lab: start over: %w", err)
+	}
+	if len(trials) == 0 {
+		return nil
+	}
+	if err := st.ArchiveRun(ctx, run.ID); err != nil {
+		return fmt.Errorf("lab: start run %s over: %w", run.Name, err)
+	}
+	return nil
 }

@@ -140,6 +140,14 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 			}
 			l.run.Status, l.run.Summary, l.run.Spec = "running", nil, s.YAML()
 		}
+		if l.run.Status != "running" {
+			// A resumed run runs: listed as interrupted (or failed) while
+			// it does, it would look stopped and resumable to everyone.
+			l.run.Status = "running"
+			if err := l.Store.UpdateRun(ctx, &l.run); err != nil {
+				return nil, fmt.Errorf("lab: mark run %d running: %w", run.ID, err)
+			}
+		}
 	}
 	if sw, ok := l.Runner.(sweeper); ok {
 		// Now that this lab holds the run, whatever servers are still up
@@ -237,8 +245,10 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	}
 	if err != nil {
 		status = "failed"
-		if ctx.Err() != nil {
-			status = store.StatusInterrupted // a rerun resumes it
+		if ctx.Err() != nil || store.IsDiskFull(err) {
+			// A rerun resumes it: what it finished is stored, and a full
+			// disk is no fault of the configurations tried.
+			status = store.StatusInterrupted
 		}
 	}
 	l.run.Status = status

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -550,3 +551,54 @@ func TestFeatureLabels(t *testing.T) {
 		t.Errorf("%q carries a feature key", got)
 	}
 }
+
+// fullDiskStore fails every save after the first n with ENOSPC, as a
+// store on a full disk does.
+type fullDiskStore struct {
+	*memStore
+	n     int
+	saves int
+}
+
+func (f *fullDiskStore) SaveTrial(ctx context.Context, t *store.Trial) error {
+	f.mu.Lock()
+	f.saves++
+	full := f.saves > f.n
+	f.mu.Unlock()
+	if full {
+		return fmt.Errorf("sqlite: write: %w", syscall.ENOSPC)
+	}
+	return f.memStore.SaveTrial(ctx, t)
+}
+
+// TestDiskFullInterrupts: a lab stopped by a full disk leaves its run
+// interrupted, resumable with what it finished, not failed.
+func TestDiskFullInterrupts(t *testing.T) {
+	s := mustSpec(t, smallSpec)
+	st := &fullDiskStore{memStore: newMemStore(), n: 2}
+	_, err := analyticLab(s, st).Run(context.Background())
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("lab on a full disk: %v, want ENOSPC", err)
+	}
+	run, _ := st.EnsureRun(context.Background(), s.Key(), s.Name, "", false)
+	if run.Status != store.StatusInterrupted {
+		t.Errorf("run stopped by a full disk: %s, want %s", run.Status, store.StatusInterrupted)
+	}
+	if n := len(st.trials[run.ID]); n != 2 {
+		t.Errorf("%d trials kept, want the 2 saved before the disk filled", n)
+	}
+	for _, e := range []error{fmt.Errorf("x: %w", syscall.ENOSPC), liteErr(13), liteErr(13 | 3<<8)} {
+		if !store.IsDiskFull(e) {
+			t.Errorf("IsDiskFull(%v) = false", e)
+		}
+	}
+	if store.IsDiskFull(liteErr(5)) || store.IsDiskFull(errors.New("disk full")) {
+		t.Error("IsDiskFull of SQLITE_BUSY or a bare message")
+	}
+}
+
+// liteErr is an error with a SQLite result code, as modernc.org/sqlite's.
+type liteErr int
+
+func (e liteErr) Error() string { return fmt.Sprintf("sqlite error %d", int(e)) }
+func (e liteErr) Code() int     { return int(e) }

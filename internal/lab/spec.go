@@ -379,7 +379,12 @@ type SpecError struct {
 	// Field is the YAML path of the value at fault ("$.stages[1].knob"),
 	// when the check knows it.
 	Field string
+	// Err is the cause when it is an error of its own (a *PathError).
+	Err error
 }
+
+// Unwrap returns the cause, if any.
+func (e *SpecError) Unwrap() error { return e.Err }
 
 func (e *SpecError) Error() string {
 	if e.Line > 0 {
@@ -414,18 +419,30 @@ func ParseSpec(name string, data []byte) (*Spec, error) {
 // fills the defaults and validates it. name is used in error messages
 // (file:line).
 func ParseSpecIn(name string, data []byte, base string) (*Spec, error) {
-	if base == "" {
+	return parseSpec(name, data, PathResolver{Base: base})
+}
+
+// ParseSpecConfined is ParseSpecIn for a spec sent to a server: every
+// host path it names must lie under root (PathResolver.Confined), which
+// relative paths resolve against, and a name that is not a path under
+// root is a Hub id, never a file of the server's working directory.
+func ParseSpecConfined(name string, data []byte, root string) (*Spec, error) {
+	return parseSpec(name, data, PathResolver{Base: root, Confined: true})
+}
+
+func parseSpec(name string, data []byte, paths PathResolver) (*Spec, error) {
+	if paths.Base == "" {
 		wd, err := os.Getwd()
 		if err != nil {
 			return nil, fmt.Errorf("lab: spec %s: %w", name, err)
 		}
-		base = wd
+		paths.Base = wd
 	}
 	s, line, err := decodeSpec(name, data)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.resolvePaths(base, line); err != nil {
+	if err := s.resolvePaths(paths, line); err != nil {
 		return nil, err
 	}
 	if err := s.checkDatasets(line); err != nil {
@@ -909,20 +926,26 @@ func under(base, p string) string {
 // when it is written as one or names something that exists under base; a
 // path that does not exist is an error at its line, here, rather than an
 // engine's start-up crash in another directory later.
-func (s *Spec) resolvePaths(base string, line func(string) int) error {
+func (s *Spec) resolvePaths(paths PathResolver, line func(string) int) error {
+	base := paths.Base
+	refused := func(path string, err error) error {
+		return &SpecError{File: s.file, Line: line(path), Field: path, Msg: fmt.Sprintf("%s: %v", strings.TrimPrefix(path, "$."), err), Err: err}
+	}
 	ref := func(field, path string, v *string) error {
 		if *v == "" {
 			return nil
 		}
-		p := under(base, *v)
-		if _, err := os.Stat(p); err == nil {
+		p, local, err := paths.Ref(*v)
+		if err != nil {
+			return refused(path, err)
+		}
+		if local {
+			if _, err := os.Stat(p); err != nil {
+				return &SpecError{File: s.file, Line: line(path), Field: path, Msg: fmt.Sprintf("%s %s: no such file or directory (%s; relative paths resolve against %s)", field, *v, p, base)}
+			}
 			*v = p
-			return nil
 		}
-		if pathLike(*v) {
-			return &SpecError{File: s.file, Line: line(path), Field: path, Msg: fmt.Sprintf("%s %s: no such file or directory (%s; relative paths resolve against %s)", field, *v, p, base)}
-		}
-		return nil // a Hugging Face id, resolved later
+		return nil // else a Hugging Face id, resolved later
 	}
 	if err := ref("tokenizer", "$.tokenizer", &s.Tokenizer); err != nil {
 		return err
@@ -934,22 +957,45 @@ func (s *Spec) resolvePaths(base string, line func(string) int) error {
 		return err
 	}
 	if s.Tuning != nil && s.Tuning.Path != "" {
-		s.Tuning.Path = under(base, s.Tuning.Path)
+		p, err := paths.Path(s.Tuning.Path)
+		if err != nil {
+			return refused("$.tuning.path", err)
+		}
+		s.Tuning.Path = p
 	}
 	for i, v := range s.Volumes {
 		host, rest, ok := strings.Cut(v, ":")
 		if !ok || host == "" {
 			continue // validate names it
 		}
-		p := under(base, host)
+		field := fmt.Sprintf("$.volumes[%d]", i)
+		p, err := paths.Path(host)
+		if err != nil {
+			return refused(field, err)
+		}
 		if _, err := os.Stat(p); err != nil {
-			return &SpecError{File: s.file, Line: line(fmt.Sprintf("$.volumes[%d]", i)), Field: fmt.Sprintf("$.volumes[%d]", i), Msg: fmt.Sprintf("volumes: %s: no such file or directory (%s; relative paths resolve against %s)", host, p, base)}
+			return &SpecError{File: s.file, Line: line(field), Field: field, Msg: fmt.Sprintf("volumes: %s: no such file or directory (%s; relative paths resolve against %s)", host, p, base)}
 		}
 		s.Volumes[i] = p + ":" + rest
 	}
 	for i := range s.Generalization {
 		if s.Generalization[i].Path != "" {
-			s.Generalization[i].Path = under(base, s.Generalization[i].Path)
+			p, err := paths.Path(s.Generalization[i].Path)
+			if err != nil {
+				return refused(fmt.Sprintf("$.generalization[%d].path", i), err)
+			}
+			s.Generalization[i].Path = p
+		}
+	}
+	if k := s.Kubernetes; paths.Confined && k != nil && k.HFCacheHostPath != "" {
+		// A directory of the node, which a server on that node would
+		// expose: confined like the rest (not followed, being the
+		// node's).
+		if !filepath.IsAbs(k.HFCacheHostPath) {
+			return refused("$.kubernetes.hf_cache_host_path", &PathError{Value: k.HFCacheHostPath, Reason: "must be absolute (a directory of the node)"})
+		}
+		if _, err := paths.Path(k.HFCacheHostPath); err != nil {
+			return refused("$.kubernetes.hf_cache_host_path", err)
 		}
 	}
 	return nil

@@ -57,7 +57,8 @@ func runID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "labs_running": s.labsRunning()})
+	running, queued := s.labsRunning()
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "labs_running": running, "labs_queued": queued})
 }
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
@@ -131,7 +132,15 @@ func (s *Server) info(ri store.RunInfo) (runInfo, *summaryHead) {
 		st := ri.Started
 		out.Started = &st
 	}
-	out.Active = s.activeLab(ri.ID) != nil
+	lr := s.activeLab(ri.ID)
+	out.Active = lr != nil
+	if lr != nil {
+		// The store has the run's last status; its lab here says more.
+		out.Status = "running"
+		if lr.queued.Load() {
+			out.Status = StatusQueued
+		}
+	}
 	out.Resumable = !out.Active && ri.Spec != "" &&
 		(ri.Status == store.StatusInterrupted || (ri.Status == "running" && ri.LeaseUntil.Before(time.Now())))
 	if out.Resumable {
@@ -184,9 +193,9 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	status, model := q.Get("status"), q.Get("model")
 	switch status {
-	case "", "running", "done", "failed", store.StatusInterrupted:
+	case "", "running", "done", "failed", store.StatusInterrupted, StatusQueued:
 	default:
-		writeError(w, http.StatusBadRequest, apiError{Error: "status=" + status + ": want running, done, failed or interrupted", Field: "status"})
+		writeError(w, http.StatusBadRequest, apiError{Error: "status=" + status + ": want queued, running, done, failed or interrupted", Field: "status"})
 		return
 	}
 	resumable := q.Get("resumable")
@@ -197,10 +206,10 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	page := runPage{Runs: []runInfo{}}
 	for _, ri := range infos {
-		if status != "" && ri.Status != status {
+		info, _ := s.info(ri)
+		if status != "" && info.Status != status {
 			continue
 		}
-		info, _ := s.info(ri)
 		if model != "" && info.Model != model {
 			continue
 		}

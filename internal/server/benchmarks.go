@@ -2,10 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/perflab/perflab/internal/app"
@@ -27,27 +27,29 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b := *pb
-	// Host paths resolve against the data root and stay under it.
-	for _, f := range []struct {
-		field string
-		v     *string
-		path  bool
-	}{{"tokenizer", &b.Tokenizer, false}, {"dataset_path", &b.DatasetPath, true}} {
-		if *f.v == "" {
-			continue
+	// Host paths resolve against the data root and stay under it; a
+	// tokenizer that is not a file there is a Hub id.
+	if b.Tokenizer != "" {
+		p, local, err := s.paths().Ref(b.Tokenizer)
+		if err == nil && local && !exists(p) {
+			err = &lab.PathError{Value: b.Tokenizer, Reason: "no such file or directory under the data root"}
 		}
-		p := *f.v
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(s.cfg.DataRoot, p)
-		}
-		if !f.path && !fileExists(p) && !filepath.IsAbs(*f.v) {
-			continue // a Hub id ("Qwen/Qwen3-14B")
-		}
-		if e, bad := s.checkPath(f.field, p); bad {
-			writeError(w, http.StatusBadRequest, e)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, pathError("tokenizer", err))
 			return
 		}
-		*f.v = p
+		b.Tokenizer = p
+	}
+	if b.DatasetPath != "" {
+		p, err := s.paths().Path(b.DatasetPath)
+		if err == nil && !exists(p) {
+			err = &lab.PathError{Value: b.DatasetPath, Reason: "no such file under the data root"}
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, pathError("dataset_path", err))
+			return
+		}
+		b.DatasetPath = p
 	}
 	if prof, _ := dataset.LookupProfile(b.Profile); prof.Dataset.Name == dataset.NameShareGPT && b.DatasetPath == "" {
 		writeError(w, http.StatusBadRequest, apiError{Error: "benchmark: profile " + b.Profile + " reads ShareGPT: dataset_path (under the data root) is required", Field: "dataset_path"})
@@ -91,22 +93,17 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, startedOf(run))
 }
 
-// checkPath refuses a host path outside the data root (symbolic links
-// followed).
-func (s *Server) checkPath(field, p string) (apiError, bool) {
-	spec := &lab.Spec{Tokenizer: p}
-	if field != "tokenizer" {
-		spec = &lab.Spec{Tuning: &lab.Workload{Path: p}}
+// pathError is the answer to a host path the resolver refused.
+func pathError(field string, err error) apiError {
+	e := apiError{Error: fmt.Sprintf("benchmark: %s: %v", field, err), Field: field}
+	var pe *lab.PathError
+	if errors.As(err, &pe) {
+		e.Path = pe.Value
 	}
-	e, bad := s.outsideRoot(spec)
-	if bad {
-		e.Field = field
-		e.Error = fmt.Sprintf("benchmark: %s: %s is outside the data root %s (--data-root)", field, p, s.cfg.DataRoot)
-	}
-	return e, bad
+	return e
 }
 
-func fileExists(p string) bool {
+func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }

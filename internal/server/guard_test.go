@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,8 +87,8 @@ func TestBadRequests(t *testing.T) {
 		{"not yaml", "application/yaml", "name: [", 400, 1, "", ""},
 		{"json spec error", "application/json", `{"name": "j", "model": "m", "hardware": {"gpu": "H100", "count": -1}}`, 400, 0, "", "count"},
 		{"dataset outside root", "application/yaml", strings.Replace(smallSpec, "tuning: {name: rnd, dataset: random,", "tuning: {name: rnd, dataset: sharegpt, path: "+filepath.Join(outside, "d.json")+",", 1), 400, 0, "tuning.path", filepath.Join(outside, "d.json")},
-		{"relative path out", "application/yaml", strings.Replace(smallSpec, "model: Qwen/Qwen3-14B\n", "model: ../"+filepath.Base(outside)+"\n", 1), 400, 0, "model", outside},
-		{"symlink out", "application/yaml", strings.Replace(smallSpec, "model: Qwen/Qwen3-14B\n", "model: ./link\n", 1), 400, 0, "model", filepath.Join(root, "link")},
+		{"relative path out", "application/yaml", strings.Replace(smallSpec, "model: Qwen/Qwen3-14B\n", "model: ../"+filepath.Base(outside)+"\n", 1), 400, 0, "model", "../" + filepath.Base(outside)},
+		{"symlink out", "application/yaml", strings.Replace(smallSpec, "model: Qwen/Qwen3-14B\n", "model: ./link\n", 1), 400, 0, "model", "./link"},
 		{"default dataset outside root", "application/yaml", strings.Replace(smallSpec, "tuning: {name: rnd, dataset: random, input_len: 512, output_len: 128, num_prompts: 200, seed: 42}\n", "", 1), 400, 0, "tuning.path", "sharegpt"},
 		{"too large", "application/yaml", smallSpec + "#" + strings.Repeat("x", 70<<10) + "\n", 413, 0, "", "limit"},
 		{"form post", "application/x-www-form-urlencoded", "a=b", 415, 0, "", "content type"},
@@ -221,6 +222,7 @@ func TestCheckAddr(t *testing.T) {
 		{"[::]:8088", "", false},
 		{"lab.example:8088", "", false},
 		{"0.0.0.0:8088", "t", true},
+		{"0.0.0.0:8088", "  \t", false},
 		{"nonsense", "", false},
 	} {
 		err := CheckAddr(tc.addr, tc.token)
@@ -230,6 +232,26 @@ func TestCheckAddr(t *testing.T) {
 		if err != nil && tc.addr != "nonsense" && !strings.Contains(err.Error(), "token is required") {
 			t.Errorf("CheckAddr(%q): %v does not say a token is required", tc.addr, err)
 		}
+	}
+}
+
+// TestBlankTokenEnv: a PERFLAB_TOKEN of blanks is no token, so a server
+// off loopback refuses to start rather than accept a token any client
+// could send.
+func TestBlankTokenEnv(t *testing.T) {
+	for _, v := range []string{"", " ", "\t\n"} {
+		t.Setenv("PERFLAB_TOKEN", v)
+		tok, err := ReadToken("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckAddr("0.0.0.0:8088", tok); err == nil {
+			t.Errorf("PERFLAB_TOKEN=%q off loopback: accepted", v)
+		}
+	}
+	t.Setenv("PERFLAB_TOKEN", " s3cret \n")
+	if tok, _ := ReadToken(""); tok != "s3cret" {
+		t.Errorf("PERFLAB_TOKEN with blanks around: token %q, want s3cret", tok)
 	}
 }
 
@@ -254,6 +276,46 @@ func TestImport(t *testing.T) {
 	}
 	if code, b := ts.do(t, "POST", "/api/v1/imports", "application/json", strings.NewReader(`{"x": 1}`)); code != 400 {
 		t.Errorf("import of nonsense: %d %s, want 400", code, b)
+	}
+	// A chart name the file system refuses is no chart: 404, and the
+	// answer names no path of the server's.
+	if code, b := ts.do(t, "GET", fmt.Sprintf("/api/v1/runs/%d/report.md", im.ID), "", nil); code != 200 {
+		t.Fatalf("report.md of the import: %d %s", code, b)
+	}
+	for _, name := range []string{"a%00.svg", "a%00b.png", "%2e%2e.svg"} {
+		code, b := ts.do(t, "GET", fmt.Sprintf("/api/v1/runs/%d/charts/%s", im.ID, name), "", nil)
+		if code != 404 || strings.Contains(string(b), os.TempDir()) {
+			t.Errorf("GET charts/%s: %d %s, want 404 naming no server path", name, code, b)
+		}
+	}
+}
+
+// TestStaleReportDirs: a server removes the report caches that servers
+// killed before they could clean up left behind, and keeps those of
+// servers still running.
+func TestStaleReportDirs(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip("no true(1):", err)
+	}
+	stale := filepath.Join(tmp, fmt.Sprintf("%s%d-123", reportDirPrefix, dead.Process.Pid))
+	live := filepath.Join(tmp, fmt.Sprintf("%s%d-456", reportDirPrefix, os.Getppid()))
+	for _, d := range []string{stale, live} {
+		if err := os.MkdirAll(filepath.Join(d, "1"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := newTestServer(t, stores(t)["sqlite"](t), Config{})
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("the report cache of a dead server is still there")
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Error("the report cache of a running server was removed")
+	}
+	if !strings.HasPrefix(srv.reports.dir, filepath.Join(tmp, fmt.Sprintf("%s%d-", reportDirPrefix, os.Getpid()))) {
+		t.Errorf("report cache %s: want the pid in its name", srv.reports.dir)
 	}
 }
 

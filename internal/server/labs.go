@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
+	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/perflab/perflab/internal/app"
@@ -36,7 +38,8 @@ type hub struct {
 	runID int64
 
 	mu     sync.Mutex
-	events []wireEvent
+	events []wireEvent // in id order; compact drops some
+	n      int64       // events ever added: the last id
 	wake   chan struct{}
 	ended  bool
 }
@@ -48,7 +51,8 @@ func newHub(runID int64) *hub { return &hub{runID: runID, wake: make(chan struct
 func (h *hub) add(ev wireEvent) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ev.ID, ev.RunID = int64(len(h.events)+1), h.runID
+	h.n++
+	ev.ID, ev.RunID = h.n, h.runID
 	h.events = append(h.events, ev)
 	close(h.wake)
 	h.wake = make(chan struct{})
@@ -88,11 +92,36 @@ func (h *hub) reopen() {
 func (h *hub) after(id int64) ([]wireEvent, <-chan struct{}, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	i := sort.Search(len(h.events), func(i int) bool { return h.events[i].ID > id })
 	var out []wireEvent
-	if id < int64(len(h.events)) {
-		out = append(out, h.events[max(id, 0):]...)
+	if i < len(h.events) {
+		out = append(out, h.events[i:]...)
 	}
 	return out, h.wake, h.ended
+}
+
+// compact drops what an ended lab's stream no longer needs: the progress
+// events but the last, and the end; the incumbents stay (a run without a
+// summary shows them). A lab's events are its largest part in memory (a
+// long lab holds thousands), and the server keeps a hub for every run it
+// ran, for as long as it runs. Ids go on from where they were.
+func (h *hub) compact() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lastProgress := -1
+	for i := len(h.events) - 1; i >= 0; i-- {
+		if h.events[i].Type != eventEnd {
+			lastProgress = i
+			break
+		}
+	}
+	var keep []wireEvent
+	for i, e := range h.events {
+		if e.Type == eventEnd || e.Type == lab.EventBest || i == lastProgress {
+			keep = append(keep, e)
+		}
+	}
+	h.events = keep
 }
 
 // last is the latest progress event (not end), if any.
@@ -122,14 +151,16 @@ func (h *hub) incumbents() []decision {
 	return out
 }
 
-// labRun is a lab this server started on a run: running, or ended with
-// its error.
+// labRun is a lab this server started on a run: queued, running, or
+// ended with its error.
 type labRun struct {
 	id     int64
 	hub    *hub
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
+	// queued is set while the lab waits for a slot (Config.MaxLabs).
+	queued atomic.Bool
 }
 
 // result is the error the lab ended with; nil while it runs (err is
@@ -162,17 +193,29 @@ func (s *Server) activeLab(id int64) *labRun {
 	return nil
 }
 
-func (s *Server) labsRunning() int {
+// labsRunning counts this server's labs that run, and those queued.
+func (s *Server) labsRunning() (running, queued int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
 	for _, lr := range s.labs {
-		if lr.active() {
-			n++
+		switch {
+		case !lr.active():
+		case lr.queued.Load():
+			queued++
+		default:
+			running++
 		}
 	}
-	return n
+	return running, queued
 }
+
+// StatusQueued is the status the API gives a run whose lab waits for a
+// slot (Config.MaxLabs); the store never holds it.
+const StatusQueued = "queued"
+
+// eventQueued is a queued lab's first event; its start follows when it
+// gets a slot.
+const eventQueued lab.EventType = "queued"
 
 // errBusy says that a lab of this server already runs the run.
 var errBusy = errors.New("a lab of this server is already running this run")
@@ -182,6 +225,16 @@ var errBusy = errors.New("a lab of this server is already running this run")
 func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh bool) (store.Run, error) {
 	if s.base.Err() != nil {
 		return store.Run{}, errors.New("server: stopping")
+	}
+	if fresh {
+		// The earlier run is archived, not emptied: a fresh lab stopped
+		// at once (DELETE) must not take its trials with it.
+		if old, err := s.cfg.Store.RunByKey(ctx, spec.Key()); err == nil && s.activeLab(old.ID) != nil {
+			return old, errBusy
+		}
+		if err := app.StartOver(ctx, s.cfg.Store, spec.Key()); err != nil {
+			return store.Run{}, err
+		}
 	}
 	// The run exists before the lab does, so its id can be answered now;
 	// the lab's own EnsureRun finds the same one by key.
@@ -195,6 +248,13 @@ func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh
 		s.mu.Unlock()
 		return run, errBusy
 	}
+	// A lab of another server (or a perflab lab) holding the run would
+	// make this one's lab fail at its start: refused now, not answered
+	// 202 and then ended.
+	if err := s.cfg.Store.Holder(ctx, run.ID); err != nil {
+		s.mu.Unlock()
+		return run, err
+	}
 	h := newHub(run.ID)
 	if prev != nil {
 		h = prev.hub // event ids go on across a resume
@@ -202,6 +262,14 @@ func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh
 	}
 	lctx, cancel := context.WithCancel(s.base)
 	lr := &labRun{id: run.ID, hub: h, cancel: cancel, done: make(chan struct{})}
+	// A slot now, or a place in the queue: decided here, so the answer
+	// says which.
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		lr.queued.Store(true)
+		h.add(wireEvent{Event: lab.Event{Type: eventQueued, Time: time.Now()}, Status: StatusQueued})
+	}
 	s.labs[run.ID] = lr
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -210,9 +278,20 @@ func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh
 	if s.cfg.Log != nil {
 		events.Add(&lab.LineProgress{W: s.cfg.Log})
 	}
+	queuedStatus := run.Status
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
+		if lr.queued.Load() {
+			select {
+			case s.slots <- struct{}{}:
+				lr.queued.Store(false)
+			case <-lctx.Done():
+				s.endQueued(lr, run, queuedStatus)
+				return
+			}
+		}
+		defer s.releaseSlot()
 		_, stored, err := su.Run(lctx, spec, s.cfg.Store, app.RunOptions{Progress: events, Fresh: fresh})
 		status := stored.Status
 		if stored.ID == 0 {
@@ -222,10 +301,62 @@ func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh
 		}
 		lr.err = err
 		h.end(status, err)
+		s.compactLater(h)
 		close(lr.done)
 	}()
 	run.Status = "running"
+	if lr.queued.Load() {
+		run.Status = StatusQueued
+	}
 	return run, nil
+}
+
+// endQueued ends a lab stopped (DELETE, or the server stopping) before it
+// left the queue: nothing ran, so a run created for it is left
+// interrupted, resumable, and one that existed keeps its status.
+func (s *Server) endQueued(lr *labRun, run store.Run, status string) {
+	err := errors.New("stopped while queued: nothing ran")
+	if status == "running" {
+		run.Status = store.StatusInterrupted
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if uerr := s.cfg.Store.UpdateRun(ctx, &run); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+		cancel()
+		status = store.StatusInterrupted
+	}
+	lr.queued.Store(false)
+	lr.err = err
+	lr.hub.end(status, err)
+	s.compactLater(lr.hub)
+	close(lr.done)
+}
+
+// compactDelay is how long an ended lab's whole stream stays, for the
+// clients that reconnect (Last-Event-ID) to read to its end.
+var compactDelay = time.Minute
+
+// compactLater compacts an ended lab's hub after compactDelay, unless it
+// was reopened (a resume) meanwhile.
+func (s *Server) compactLater(h *hub) {
+	time.AfterFunc(compactDelay, func() {
+		h.mu.Lock()
+		ended := h.ended
+		h.mu.Unlock()
+		if ended {
+			h.compact()
+		}
+	})
+}
+
+// releaseSlot gives a lab's slot back; when no lab runs any more, the
+// memory the labs took goes back to the system now rather than over the
+// runtime's minutes (a lab's requests and tokenizer are hundreds of MB).
+func (s *Server) releaseSlot() {
+	<-s.slots
+	if len(s.slots) == 0 {
+		go debug.FreeOSMemory()
+	}
 }
 
 // allFailed is app.AllFailed on the stored trials: a lab none of whose
@@ -257,7 +388,7 @@ func startedOf(r store.Run) started {
 func (s *Server) postLab(w http.ResponseWriter, r *http.Request) {
 	ct := r.Header.Get("Content-Type")
 	if ct != "" && !strings.Contains(ct, "yaml") && !strings.Contains(ct, "json") && !strings.HasPrefix(ct, "text/plain") {
-		writeError(w, http.StatusUnsupportedMediaType, apiError{Error: "content type " + ct + ": want application/yaml or application/json"})
+		refuse(w, r, http.StatusUnsupportedMediaType, apiError{Error: "content type " + ct + ": want application/yaml or application/json"})
 		return
 	}
 	body, ok := s.readBody(w, r)
@@ -265,7 +396,7 @@ func (s *Server) postLab(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// JSON is YAML: one parser, with lines, for both.
-	spec, err := lab.ParseSpecIn("spec", body, s.cfg.DataRoot)
+	spec, err := lab.ParseSpecConfined("spec", body, s.cfg.DataRoot)
 	if err != nil {
 		writeSpecError(w, err)
 		return
@@ -295,7 +426,8 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request, spec *lab.Spec, 
 		return
 	}
 	run, err := s.start(r.Context(), spec, su, fresh)
-	if errors.Is(err, errBusy) {
+	var held *store.HeldError
+	if errors.Is(err, errBusy) || errors.As(err, &held) {
 		writeError(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %d: %v", run.ID, err)})
 		return
 	}
@@ -306,18 +438,19 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request, spec *lab.Spec, 
 	writeJSON(w, code, startedOf(run))
 }
 
-// outsideRoot finds the first host path the spec names outside the data
-// root (symbolic links followed, so a link cannot lead out).
+// paths is the resolver every host path sent to this server goes
+// through: confined to the data root.
+func (s *Server) paths() lab.PathResolver {
+	return lab.PathResolver{Base: s.cfg.DataRoot, Confined: true}
+}
+
+// outsideRoot finds the first host path of the parsed spec outside the
+// data root: the parse confined those the spec names, this checks the
+// ones filled in since (the default dataset).
 func (s *Server) outsideRoot(spec *lab.Spec) (apiError, bool) {
 	for _, hp := range spec.HostPaths() {
-		p := filepath.Clean(hp.Path)
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
-		}
-		rel, err := filepath.Rel(s.cfg.DataRoot, p)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
-			return apiError{Error: fmt.Sprintf("spec: %s: %s is outside the data root %s; a spec sent to the server may name only files under it (--data-root)", hp.Field, hp.Path, s.cfg.DataRoot),
-				Field: hp.Field, Path: hp.Path}, true
+		if err := s.paths().Check(hp.Path); err != nil {
+			return apiError{Error: fmt.Sprintf("spec: %s: %v", hp.Field, err), Field: hp.Field, Path: hp.Path}, true
 		}
 	}
 	return apiError{}, false
@@ -336,6 +469,10 @@ func writeSpecError(w http.ResponseWriter, err error) {
 		if e.Field == "" {
 			e.Field = fieldOf(se.Msg)
 		}
+	}
+	var pe *lab.PathError
+	if errors.As(err, &pe) {
+		e.Path = pe.Value
 	}
 	writeError(w, http.StatusBadRequest, e)
 }
@@ -375,7 +512,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %d (%s) has no spec to resume from (an import)", id, run.Name)})
 		return
 	}
-	spec, err := lab.ParseSpecIn(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
+	spec, err := lab.ParseSpecConfined(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
 	if err != nil {
 		writeSpecError(w, err)
 		return
@@ -393,7 +530,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Parsed again for the lab: Apply above was to check the key.
-	spec, _ = lab.ParseSpecIn(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
+	spec, _ = lab.ParseSpecConfined(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
 	s.launch(w, r, spec, false, http.StatusAccepted)
 }
 
@@ -419,6 +556,8 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
+	// Stopping engines may take longer than a call's write deadline.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.Limits.WriteTimeout))
 	s.writeRun(w, r, id)
 }
 
@@ -465,6 +604,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	defer keepalive.Stop()
 	for {
 		evs, wake, ended := h.after(after)
+		// Each write has its own deadline: a client that stops reading
+		// is cut, a stream that is only long lives on.
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Limits.WriteTimeout))
 		for _, ev := range evs {
 			b, err := json.Marshal(ev)
 			if err != nil {
@@ -486,6 +628,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-wake:
 		case <-keepalive.C:
+			_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Limits.WriteTimeout))
 			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil || rc.Flush() != nil {
 				return
 			}

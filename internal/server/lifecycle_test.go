@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/perflab/perflab/internal/app"
 	"github.com/perflab/perflab/internal/shareddata"
 	"github.com/perflab/perflab/internal/store"
 )
@@ -73,11 +75,36 @@ func TestCancelResume(t *testing.T) {
 				t.Fatalf("resumable runs: %+v", page)
 			}
 
+			// Held by another server's lab: refused, not started to fail.
+			other := store.NewOwner()
+			if err := st.AcquireRun(context.Background(), s.ID, other, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if code, b := ts.do(t, "POST", fmt.Sprintf("/api/v1/runs/%d/resume", s.ID), "", nil); code != http.StatusConflict {
+				t.Errorf("resume of a run another lab holds: %d %s, want 409", code, b)
+			}
+			if err := st.ReleaseRun(context.Background(), s.ID, other); err != nil {
+				t.Fatal(err)
+			}
+
 			code, b := ts.do(t, "POST", fmt.Sprintf("/api/v1/runs/%d/resume", s.ID), "", nil)
 			if code != http.StatusAccepted {
 				t.Fatalf("resume: %d %s", code, b)
 			}
-			more := ts.follow(t, s.ID, last.id, nil)
+			stored := ""
+			more := ts.follow(t, s.ID, last.id, func(e sseEvent) bool {
+				if e.typ == "trial_ended" && stored == "" {
+					r, err := st.Run(context.Background(), s.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					stored = r.Status
+				}
+				return true
+			})
+			if stored != "running" {
+				t.Errorf("the store lists the resumed run %q while it runs, want running", stored)
+			}
 			if more[0].id != last.id+1 || more[0].typ != "start" || more[0].data.Stored != len(kept) {
 				t.Errorf("resumed stream starts with %s id %d stored %d, want start id %d stored %d", more[0].typ, more[0].id, more[0].data.Stored, last.id+1, len(kept))
 			}
@@ -161,5 +188,49 @@ func TestCloseInterrupts(t *testing.T) {
 		if !after[k].Equal(ended) {
 			t.Errorf("trial %s lost or run again", k)
 		}
+	}
+}
+
+// TestFreshKeepsEarlierTrials: ?fresh=true starts a new run and archives
+// the earlier one whole; a DELETE right after (the fresh lab stopped
+// before its first trial) leaves the earlier trials where they were.
+func TestFreshKeepsEarlierTrials(t *testing.T) {
+	st := stores(t)["sqlite"](t)
+	ts := newTestServer(t, st, Config{Options: app.Options{Analytic: true}})
+	first := ts.submit(t, smallSpec)
+	if evs := ts.follow(t, first.ID, 0, nil); evs[len(evs)-1].data.Status != "done" {
+		t.Fatalf("first lab: %v", types(evs))
+	}
+	kept := storedTrials(t, st, first.ID)
+	if len(kept) == 0 {
+		t.Fatal("no trials stored")
+	}
+	code, b := ts.do(t, "POST", "/api/v1/labs?fresh=true", "application/yaml", strings.NewReader(smallSpec))
+	if code != http.StatusAccepted {
+		t.Fatalf("fresh: %d %s", code, b)
+	}
+	var fresh started
+	json.Unmarshal(b, &fresh)
+	if fresh.ID == first.ID {
+		t.Errorf("a fresh start reused run %d", first.ID)
+	}
+	ts.do(t, "DELETE", fmt.Sprintf("/api/v1/runs/%d", fresh.ID), "", nil)
+	after := storedTrials(t, st, first.ID)
+	if len(after) != len(kept) {
+		t.Fatalf("the earlier run has %d trials after a fresh start and a DELETE, had %d", len(after), len(kept))
+	}
+	for k, ended := range kept {
+		if !after[k].Equal(ended) {
+			t.Errorf("trial %s changed", k)
+		}
+	}
+	var page runPage
+	ts.getJSON(t, "/api/v1/runs", &page)
+	found := false
+	for _, r := range page.Runs {
+		found = found || (r.ID == first.ID && r.Trials == len(kept))
+	}
+	if !found {
+		t.Errorf("the earlier run is not listed with its %d trials: %+v", len(kept), page.Runs)
 	}
 }

@@ -97,7 +97,9 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		runs[ri.Status]++
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# HELP perflab_labs_running Labs this server is running.\n# TYPE perflab_labs_running gauge\nperflab_labs_running %d\n", s.labsRunning())
+	running, queued := s.labsRunning()
+	fmt.Fprintf(&b, "# HELP perflab_labs_running Labs this server is running.\n# TYPE perflab_labs_running gauge\nperflab_labs_running %d\n", running)
+	fmt.Fprintf(&b, "# HELP perflab_labs_queued Labs waiting for a slot (--max-labs).\n# TYPE perflab_labs_queued gauge\nperflab_labs_queued %d\n", queued)
 	fmt.Fprintf(&b, "# HELP perflab_trials Trials in the store, by status.\n# TYPE perflab_trials gauge\nperflab_trials{status=\"ok\"} %d\nperflab_trials{status=\"failed\"} %d\n", ok, failed)
 	fmt.Fprintf(&b, "# HELP perflab_runs Runs in the store, by status.\n# TYPE perflab_runs gauge\n")
 	for _, st := range []string{"running", "done", "failed", "interrupted"} {

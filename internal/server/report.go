@@ -6,8 +6,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/store"
@@ -23,12 +27,44 @@ type reportCache struct {
 	stamp map[int64]string // run id → the stamp its files were written at
 }
 
+// reportDirPrefix names the cache directories; the server's pid follows,
+// so a server can tell the directories of servers that died (kill -9,
+// OOM) from those of servers still running, and remove them.
+const reportDirPrefix = "perflab-serve-reports-"
+
 func newReportCache() (*reportCache, error) {
-	dir, err := os.MkdirTemp("", "perflab-serve-reports-")
+	removeStaleReportDirs(os.TempDir())
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", reportDirPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("server: report cache: %w", err)
 	}
 	return &reportCache{dir: dir, stamp: map[int64]string{}}, nil
+}
+
+// removeStaleReportDirs removes the report caches under tmp left by
+// servers of this host that no longer run (a killed server cannot remove
+// its own).
+func removeStaleReportDirs(tmp string) {
+	ents, _ := os.ReadDir(tmp)
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), reportDirPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil {
+			// Before the pid was in the name: its server is gone unless
+			// it started before this one was built; an hour is enough.
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {
+				os.RemoveAll(filepath.Join(tmp, e.Name()))
+			}
+			continue
+		}
+		if pid > 0 && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			os.RemoveAll(filepath.Join(tmp, e.Name()))
+		}
+	}
 }
 
 func (c *reportCache) close() { os.RemoveAll(c.dir) }
@@ -109,7 +145,8 @@ func (s *Server) serveReportFile(w http.ResponseWriter, r *http.Request, name st
 		return
 	}
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+		// The cache's own path is the server's business, not the caller's.
+		writeError(w, http.StatusInternalServerError, apiError{Error: fmt.Sprintf("run %d: read its %s from the report cache failed", id, name)})
 		return
 	}
 	w.Header().Set("Content-Type", contentTypes[filepath.Ext(name)])
@@ -121,13 +158,18 @@ func (s *Server) report(format string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { s.serveReportFile(w, r, "report."+format) }
 }
 
+// chartName is what report.WriteAll names its charts: anything else (a
+// NUL, a dot, a slash) names no chart, and is refused before it reaches
+// the file system.
+var chartName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
+
 // chart serves charts/NAME.svg or .png.
 func (s *Server) chart(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("chart")
 	ext := filepath.Ext(name)
 	base := strings.TrimSuffix(name, ext)
-	if (ext != ".svg" && ext != ".png") || base == "" || strings.ContainsAny(base, `/\.`) {
-		writeError(w, http.StatusNotFound, apiError{Error: "chart " + name + ": want NAME.svg or NAME.png"})
+	if (ext != ".svg" && ext != ".png") || !chartName.MatchString(base) {
+		writeError(w, http.StatusNotFound, apiError{Error: fmt.Sprintf("chart %q: want NAME.svg or NAME.png, NAME of letters, digits, - and _", name)})
 		return
 	}
 	s.serveReportFile(w, r, name)

@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // route is one API endpoint: its method and path as the OpenAPI document
@@ -60,7 +62,46 @@ func (s *Server) wrap(rt route) http.Handler {
 		h = s.requireToken(h, rt.stream)
 	}
 	h = s.guardHost(h)
+	h = s.deadlines(h, rt.stream)
 	return s.metrics.measure(rt.pattern(), h)
+}
+
+// deadlines sets the request's own read and write deadlines (Limits): the
+// body must arrive within BodyTimeout, and an ordinary call's answer be
+// taken within WriteTimeout. A stream sets its write deadline per event
+// instead (events).
+func (s *Server) deadlines(next http.Handler, stream bool) http.Handler {
+	lim := s.cfg.Limits
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if r.ContentLength != 0 {
+			// Errors only where the writer has no connection (a test's
+			// recorder): nothing to bound there.
+			_ = rc.SetReadDeadline(time.Now().Add(lim.BodyTimeout))
+		}
+		if !stream {
+			_ = rc.SetWriteDeadline(time.Now().Add(lim.WriteTimeout))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// refuseGrace is how long a refused request's body may still take to
+// arrive, to be discarded, before its connection is closed.
+const refuseGrace = time.Second
+
+// refuse answers an error before the body is read, and closes the
+// connection after it: otherwise the server would first read (to discard)
+// the body the request declared, and a client that never sends it would
+// wait for the answer until the body timeout, then hold the connection
+// as long again. A client that does send its body gets refuseGrace to
+// finish, so that its connection is not reset under the answer.
+func refuse(w http.ResponseWriter, r *http.Request, code int, e apiError) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refuseGrace))
+	}
+	writeError(w, code, e)
 }
 
 // requireToken answers 401 unless the request carries the token. The
@@ -79,7 +120,7 @@ func (s *Server) requireToken(next http.Handler, query bool) http.Handler {
 		sum := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="perflab"`)
-			writeError(w, http.StatusUnauthorized, apiError{Error: "missing or wrong token (Authorization: Bearer TOKEN)"})
+			refuse(w, r, http.StatusUnauthorized, apiError{Error: "missing or wrong token (Authorization: Bearer TOKEN)"})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -99,7 +140,7 @@ func (s *Server) guardHost(next http.Handler) http.Handler {
 			host = h
 		}
 		if !loopbackHost(strings.Trim(host, "[]")) {
-			writeError(w, http.StatusForbidden, apiError{Error: "host " + r.Host + " is not loopback: this server has no token and answers only on loopback names"})
+			refuse(w, r, http.StatusForbidden, apiError{Error: "host " + r.Host + " is not loopback: this server has no token and answers only on loopback names"})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -114,7 +155,7 @@ func refuseCrossSite(next http.Handler) http.Handler {
 			if o := r.Header.Get("Origin"); o != "" {
 				u, err := url.Parse(o)
 				if err != nil || u.Host != r.Host {
-					writeError(w, http.StatusForbidden, apiError{Error: "cross-origin " + r.Method + " from " + o + " refused"})
+					refuse(w, r, http.StatusForbidden, apiError{Error: "cross-origin " + r.Method + " from " + o + " refused"})
 					return
 				}
 			}
@@ -128,7 +169,7 @@ func refuseCrossSite(next http.Handler) http.Handler {
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > s.cfg.MaxBody {
-			writeError(w, http.StatusRequestEntityTooLarge, apiError{Error: tooLarge(s.cfg.MaxBody)})
+			refuse(w, r, http.StatusRequestEntityTooLarge, apiError{Error: tooLarge(s.cfg.MaxBody)})
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
@@ -141,9 +182,20 @@ func tooLarge(n int64) string {
 }
 
 // readBody reads the whole (limited) body; on an error it has answered.
+// Once it is read, the body's deadline is lifted: the connection's
+// background read would otherwise hit it and cancel the request's context
+// while the handler still works.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	b, err := io.ReadAll(r.Body)
+	if err == nil {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	}
 	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			refuse(w, r, http.StatusRequestTimeout, apiError{Error: fmt.Sprintf("request body not received within %s", s.cfg.Limits.BodyTimeout)})
+			return nil, false
+		}
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeError(w, http.StatusRequestEntityTooLarge, apiError{Error: tooLarge(mbe.Limit)})

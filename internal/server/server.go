@@ -55,6 +55,100 @@ type Config struct {
 	// Options are the command line's overrides applied to every spec
 	// (zero: the specs' own choices).
 	Options app.Options
+	// Limits are the HTTP server's timeouts and caps (zero fields: the
+	// defaults, DefaultLimits).
+	Limits Limits
+	// MaxLabs is how many labs run at once (0: DefaultMaxLabs); more wait
+	// in a queue, listed as queued.
+	MaxLabs int
+}
+
+// labMemory is the memory set aside per lab: a lab of a small spec on the
+// simulator peaked at about 230 MiB (50 posted at once, two running: 505
+// MiB RSS; docs/benchmarks.md), and larger workloads take more.
+const labMemory = 512 << 20
+
+// DefaultMaxLabs is how many labs a server runs at once by default: one
+// per CPU, since a lab on the simulator keeps a CPU busy and more at once
+// only slows each, and no more than the memory holds at labMemory each.
+func DefaultMaxLabs() int {
+	n := runtime.NumCPU()
+	if mem := memTotal(); mem > 0 {
+		n = min(n, int(mem/labMemory))
+	}
+	return max(n, 1)
+}
+
+// memTotal is the machine's memory from /proc/meminfo (0 when unknown).
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			var kb int64
+			if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// Limits are what one client may hold of the server: time to send its
+// headers and body, idle keep-alive time, time to take a response, and
+// connections. A server reachable by others needs every one of them: a
+// client that opens connections and sends nothing would otherwise hold a
+// goroutine and a file descriptor each, for ever.
+type Limits struct {
+	// HeaderTimeout bounds reading a request's headers.
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds reading a request's body, from the end of its
+	// headers; a request that declares a body and does not send it is
+	// cut when it passes.
+	BodyTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds each response of an ordinary call, and each
+	// event write of a stream (a stream itself lasts as long as its lab:
+	// a server-wide write timeout would cut it).
+	WriteTimeout time.Duration
+	// MaxConns caps the open connections; more wait to be accepted.
+	MaxConns int
+	// MaxHeaderBytes caps a request's header block.
+	MaxHeaderBytes int
+}
+
+// DefaultLimits are the limits of perflab serve. The API's bodies are
+// specs and result files (MaxBody, 4 MiB): 30 s reads one on a slow link;
+// the connection cap leaves room for a team's dashboards, each of which
+// keeps one event stream open per followed run.
+var DefaultLimits = Limits{HeaderTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+	WriteTimeout: 2 * time.Minute, MaxConns: 256, MaxHeaderBytes: 64 << 10}
+
+// withDefaults fills the zero fields from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.HeaderTimeout <= 0 {
+		l.HeaderTimeout = d.HeaderTimeout
+	}
+	if l.BodyTimeout <= 0 {
+		l.BodyTimeout = d.BodyTimeout
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = d.IdleTimeout
+	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = d.WriteTimeout
+	}
+	if l.MaxConns <= 0 {
+		l.MaxConns = d.MaxConns
+	}
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = d.MaxHeaderBytes
+	}
+	return l
 }
 
 // Server serves the API. Close stops its labs.
@@ -76,6 +170,8 @@ type Server struct {
 	mu   sync.Mutex
 	labs map[int64]*labRun
 	wg   sync.WaitGroup
+	// slots holds one token per running lab (Config.MaxLabs).
+	slots chan struct{}
 }
 
 // New builds a server on cfg; its labs run until Close.
@@ -100,11 +196,17 @@ func New(cfg Config) (*Server, error) {
 		root = real
 	}
 	cfg.DataRoot = root
+	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Options.HidePaths = true
+	if cfg.MaxLabs <= 0 {
+		cfg.MaxLabs = DefaultMaxLabs()
+	}
 	cache, err := newReportCache()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), reports: cache, labs: map[int64]*labRun{}}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), reports: cache, labs: map[int64]*labRun{},
+		slots: make(chan struct{}, cfg.MaxLabs)}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.routes = s.apiRoutes()
 	for _, r := range s.routes {
@@ -115,6 +217,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	return s, nil
 }
+
+// MaxLabs is how many labs run at once.
+func (s *Server) MaxLabs() int { return s.cfg.MaxLabs }
 
 // DataRoot is the absolute data root specs may name files under.
 func (s *Server) DataRoot() string { return s.cfg.DataRoot }
@@ -151,7 +256,7 @@ func CheckAddr(addr, token string) error {
 	if err != nil {
 		return fmt.Errorf("server: --addr %s: %w", addr, err)
 	}
-	if token != "" || loopbackHost(host) {
+	if strings.TrimSpace(token) != "" || loopbackHost(host) {
 		return nil
 	}
 	if host == "" {
@@ -169,10 +274,12 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ReadToken reads the token from a file (trimmed), else PERFLAB_TOKEN.
+// ReadToken reads the token from a file, else PERFLAB_TOKEN, trimmed: a
+// blank one is no token (which CheckAddr refuses off loopback), never a
+// token of spaces that any client could send.
 func ReadToken(file string) (string, error) {
 	if file == "" {
-		return os.Getenv("PERFLAB_TOKEN"), nil
+		return strings.TrimSpace(os.Getenv("PERFLAB_TOKEN")), nil
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -188,9 +295,16 @@ func ReadToken(file string) (string, error) {
 // Serve serves on ln until ctx ends (SIGTERM), then stops the labs (runs
 // interrupted, engines stopped) and the listener, within grace.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	lim := s.cfg.Limits
+	// No ReadTimeout or WriteTimeout: both are deadlines on the whole
+	// connection, and would cut an event stream that outlives them (a
+	// ReadTimeout through the background read that cancels the request's
+	// context). The body and write deadlines are set per request instead
+	// (deadlines).
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: lim.HeaderTimeout, IdleTimeout: lim.IdleTimeout,
+		MaxHeaderBytes: lim.MaxHeaderBytes}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(limitListener(ln, lim.MaxConns)) }()
 	select {
 	case err := <-errc:
 		s.Close(context.Background())

@@ -42,6 +42,9 @@ type DSN struct {
 	Dialect Dialect
 	// Path is the SQLite file (":memory:" for a throwaway database).
 	Path string
+	// Params are the SQLite URI's own parameters as written after "?"
+	// ("mode=ro"), passed to the driver.
+	Params string
 	// URL is the PostgreSQL connection URL.
 	URL string
 }
@@ -53,8 +56,10 @@ var dsnScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
 // ParseDSN checks a database name before anything runs and says what is
 // supported when it is not:
 //   - "postgres://…" or "postgresql://…": PostgreSQL through pgx;
-//   - "sqlite:PATH", "file:PATH" or a plain PATH: SQLite (the file and its
-//     directory are created), ":memory:" for a throwaway database.
+//   - "sqlite:PATH", "file:PATH", "sqlite:file:PATH" or a plain PATH:
+//     SQLite (the file and its directory are created, unless ?mode=ro),
+//     ":memory:" for a throwaway database; parameters after "?" go to
+//     SQLite.
 func ParseDSN(dsn string) (DSN, error) {
 	const want = "want sqlite:PATH, a file path, or postgres://USER@HOST/DB"
 	switch {
@@ -74,22 +79,45 @@ func ParseDSN(dsn string) (DSN, error) {
 		return DSN{}, fmt.Errorf("store: database %s: %s is not supported (%s)", redact(dsn), scheme, want)
 	}
 	path := dsn
-	for _, prefix := range []string{"sqlite:", "file:"} {
-		if rest, ok := strings.CutPrefix(path, prefix); ok {
-			path = rest
-			break
-		}
-	}
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
+	// Both, in this order: "sqlite:file:/x.db?mode=ro" is SQLite's URI
+	// form behind perflab's prefix, not a directory named "file:".
+	path, _ = strings.CutPrefix(path, "sqlite:")
+	path, _ = strings.CutPrefix(path, "file:")
+	path, params, _ := strings.Cut(path, "?")
 	if path == "" {
 		return DSN{}, fmt.Errorf("store: database %q: the SQLite file name is empty (%s, or sqlite::memory:)", dsn, want)
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return DSN{}, fmt.Errorf("store: database %s: is a directory, not a SQLite file", path)
 	}
-	return DSN{Dialect: SQLite, Path: path}, nil
+	return DSN{Dialect: SQLite, Path: path, Params: params}, nil
+}
+
+// ReadOnly says whether the SQLite URI asks for a read-only database
+// (mode=ro), which must exist already.
+func (d DSN) ReadOnly() bool {
+	q, err := url.ParseQuery(d.Params)
+	return err == nil && q.Get("mode") == "ro"
+}
+
+// ErrNoDatabase is wrapped by OpenExisting's error when the SQLite file
+// does not exist.
+var ErrNoDatabase = errors.New("no such database")
+
+// OpenExisting is Open for a command that only reads (perflab runs,
+// report): a SQLite file that does not exist is an error wrapping
+// ErrNoDatabase, and neither it nor its directory is created.
+func OpenExisting(ctx context.Context, dsn string) (*Store, error) {
+	d, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if d.Dialect == SQLite && d.Path != ":memory:" {
+		if _, err := os.Stat(d.Path); err != nil {
+			return nil, fmt.Errorf("store: database %s: %w (nothing has been stored there yet: a lab or an import creates it)", d.Path, ErrNoDatabase)
+		}
+	}
+	return Open(ctx, dsn)
 }
 
 // Open opens (and migrates) the database named by dsn (see ParseDSN).
@@ -105,7 +133,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db, err = sql.Open("pgx", d.URL)
 	default:
 		path := d.Path
-		if path != ":memory:" {
+		if path != ":memory:" && !d.ReadOnly() {
 			if dir := filepath.Dir(path); dir != "." {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					return nil, fmt.Errorf("store: create %s: %w", dir, err)
@@ -114,7 +142,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		}
 		// WAL keeps readers (perflab report) from blocking the lab's writes;
 		// the busy timeout covers parallel trials finishing together.
-		db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)")
+		params := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+		if d.Params != "" {
+			params = d.Params + "&" + params
+		}
+		db, err = sql.Open("sqlite", "file:"+path+"?"+params)
 		if err == nil && path == ":memory:" {
 			db.SetMaxOpenConns(1) // each connection would get its own empty database
 		}

@@ -103,6 +103,79 @@ func (s *Store) AcquireRun(ctx context.Context, runID int64, owner Owner, ttl ti
 	return fmt.Errorf("store: lease run %d: lost the race twice", runID)
 }
 
+// IsDiskFull says whether err comes of a full disk: the host's (ENOSPC),
+// SQLite's SQLITE_FULL or PostgreSQL's disk_full (53100). A lab stopped by
+// one has lost nothing it finished and can go on once there is room:
+// interrupted, not failed.
+func IsDiskFull(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) {
+		return true
+	}
+	// The drivers' error types, by their methods: modernc.org/sqlite's
+	// Code (extended codes keep the primary one in the low byte) and
+	// pgconn's SQLState.
+	var lite interface{ Code() int }
+	if errors.As(err, &lite) && lite.Code()&0xff == sqliteFull {
+		return true
+	}
+	var pg interface{ SQLState() string }
+	return errors.As(err, &pg) && pg.SQLState() == pgDiskFull
+}
+
+const (
+	sqliteFull = 13      // SQLITE_FULL
+	pgDiskFull = "53100" // disk_full
+)
+
+// Holder returns a *HeldError naming the live lab that holds the run (its
+// lease not lapsed, and not a dead process of this host), nil when none
+// does: what AcquireRun would say, without taking the run.
+func (s *Store) Holder(ctx context.Context, runID int64) error {
+	var holder string
+	var until int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT owner, lease_until_ms FROM runs WHERE id = ?`), runID).Scan(&holder, &until)
+	if err != nil {
+		return fmt.Errorf("store: lease of run %d: %w", runID, err)
+	}
+	if holder == "" || until < time.Now().UnixMilli() {
+		return nil
+	}
+	if o, ok := parseOwner(holder); ok && o.dead() {
+		return nil
+	}
+	return &HeldError{RunID: runID, Owner: holder, Until: time.UnixMilli(until)}
+}
+
+// ArchiveRun sets a run aside under a key of its own ("KEY#archived-MS"),
+// its trials, summary, name and status kept, so that the next lab of its
+// spec starts a new run (a fresh start) and nothing measured is lost. A
+// run a live lab holds is not archived: a *HeldError says who holds it.
+func (s *Store) ArchiveRun(ctx context.Context, runID int64) error {
+	var holder string
+	var until int64
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT owner, lease_until_ms FROM runs WHERE id = ?`), runID).Scan(&holder, &until); err != nil {
+		return fmt.Errorf("store: archive run %d: %w", runID, err)
+	}
+	if err := s.Holder(ctx, runID); err != nil {
+		return err
+	}
+	// Only if the lease is still as read: a lab that took the run since
+	// keeps it.
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE runs SET key = key || ?, owner = '', lease_until_ms = 0
+		WHERE id = ? AND owner = ? AND lease_until_ms = ?`),
+		fmt.Sprintf("#archived-%d", time.Now().UnixMilli()), runID, holder, until)
+	if err != nil {
+		return fmt.Errorf("store: archive run %d: %w", runID, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		if err := s.Holder(ctx, runID); err != nil {
+			return err
+		}
+		return fmt.Errorf("store: archive run %d: its lease changed meanwhile; try again", runID)
+	}
+	return nil
+}
+
 // RenewLease extends owner's lease; it returns a *HeldError when the run
 // is no longer owner's (its lease lapsed and another lab took it).
 func (s *Store) RenewLease(ctx context.Context, runID int64, owner Owner, ttl time.Duration) error {

@@ -259,3 +259,40 @@ func TestGuideCache(t *testing.T) {
 		})
 	}
 }
+
+// TestArchiveRun: a run a live lab holds is not archived (a *HeldError);
+// a free one keeps its id, trials and status under a key of its own, and
+// its key is free for a new run.
+func TestArchiveRun(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			run, _ := s.EnsureRun(ctx, "k", "arch", "spec", false)
+			if err := s.SaveTrial(ctx, &Trial{RunID: run.ID, Key: "a", Status: "ok"}); err != nil {
+				t.Fatal(err)
+			}
+			o := NewOwner()
+			s.AcquireRun(ctx, run.ID, o, time.Minute)
+			var held *HeldError
+			if err := s.ArchiveRun(ctx, run.ID); !errors.As(err, &held) {
+				t.Fatalf("archive of a held run: %v, want a HeldError", err)
+			}
+			s.ReleaseRun(ctx, run.ID, o)
+			if err := s.ArchiveRun(ctx, run.ID); err != nil {
+				t.Fatal(err)
+			}
+			old, err := s.Run(ctx, run.ID)
+			if err != nil || !strings.HasPrefix(old.Key, "k#archived-") {
+				t.Fatalf("archived run: %+v, %v", old, err)
+			}
+			if ts, _ := s.Trials(ctx, run.ID); len(ts) != 1 {
+				t.Errorf("archived run has %d trials, want 1", len(ts))
+			}
+			fresh, _ := s.EnsureRun(ctx, "k", "arch", "spec", false)
+			if fresh.ID == run.ID {
+				t.Error("the key still finds the archived run")
+			}
+		})
+	}
+}

@@ -246,3 +246,47 @@ func containsSecret(s string) bool {
 	}
 	return false
 }
+
+// TestOpenCreatesNothingUnasked: SQLite's URI form behind the prefix
+// ("sqlite:file:/x.db?mode=ro") opens that file, read-only, without a
+// literal "file:" directory; OpenExisting (read-only commands) refuses a
+// missing file and creates neither it nor its directories.
+func TestOpenCreatesNothingUnasked(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	path := filepath.Join(dir, "p.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := s.EnsureRun(ctx, "k", "n", "", false)
+	s.Close()
+	ro, err := Open(ctx, "sqlite:file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatalf("sqlite:file:…?mode=ro: %v", err)
+	}
+	if got, err := ro.Run(ctx, r.ID); err != nil || got.Key != "k" {
+		t.Errorf("read-only store: run %+v, %v", got, err)
+	}
+	if _, err := ro.EnsureRun(ctx, "k2", "n2", "", false); err == nil {
+		t.Error("a write to a mode=ro store succeeded: the mode was dropped")
+	}
+	ro.Close()
+	if _, err := os.Stat(filepath.Join(dir, "file:")); err == nil {
+		t.Error(`sqlite:file:… created a directory named "file:"`)
+	}
+	missing := filepath.Join(dir, "nonexistent", "dir", "x.db")
+	_, err = OpenExisting(ctx, "sqlite:"+missing)
+	if !errors.Is(err, ErrNoDatabase) {
+		t.Errorf("OpenExisting of a missing file: %v, want ErrNoDatabase", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nonexistent")); err == nil {
+		t.Error("OpenExisting created the missing file's directories")
+	}
+	if s, err := OpenExisting(ctx, "sqlite:"+path); err != nil {
+		t.Errorf("OpenExisting of an existing file: %v", err)
+	} else {
+		s.Close()
+	}
+}

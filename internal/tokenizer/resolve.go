@@ -19,6 +19,14 @@ type ResolveOptions struct {
 	// Path, when set, is a tokenizer directory or tokenizer.json file used
 	// instead of the model name; nothing else is tried.
 	Path string
+	// HubOnly takes the model name as a Hub id only: no file or
+	// directory of that name is looked for (a server must not read its
+	// working directory on a client's word), and a name that can only be
+	// a path is an error.
+	HubOnly bool
+	// HidePaths names the hub cache by its role in errors, not by its
+	// directory: a server's client is not to learn the host's paths.
+	HidePaths bool
 	// Revision is the branch, tag or commit; default "main".
 	Revision string
 	// CacheDir is the hub cache; default HF_HUB_CACHE, else HF_HOME/hub,
@@ -59,18 +67,25 @@ func Resolve(ctx context.Context, model string, opt ResolveOptions) (*Tokenizer,
 	if model == "" {
 		return nil, errors.New("tokenizer: resolve: no model name and no tokenizer path")
 	}
-	st, err := os.Stat(model)
-	switch {
-	case err == nil && (st.IsDir() || strings.HasSuffix(model, ".json")):
-		return loadPath(model)
-	case looksLikePath(model):
-		// A Hub id never starts with / or . nor ends in .json: looking
-		// "/data/tok" up in the cache and on the Hub would only hide the
-		// typo behind two misses.
-		return loadPath(model)
+	var tried []string
+	if opt.HubOnly {
+		if looksLikePath(model) {
+			return nil, fmt.Errorf("tokenizer: %q is a path, not a Hub id", model)
+		}
+	} else {
+		st, err := os.Stat(model)
+		switch {
+		case err == nil && (st.IsDir() || strings.HasSuffix(model, ".json")):
+			return loadPath(model)
+		case looksLikePath(model):
+			// A Hub id never starts with / or . nor ends in .json: looking
+			// "/data/tok" up in the cache and on the Hub would only hide the
+			// typo behind two misses.
+			return loadPath(model)
+		}
+		tried = append(tried, fmt.Sprintf("local: no directory or tokenizer .json named %s here", model))
 	}
 	opt = opt.withDefaults()
-	tried := []string{fmt.Sprintf("local: no directory or tokenizer .json named %s here", model)}
 	candidates := []string{model}
 	if base := fp8Suffix.ReplaceAllString(model, ""); base != model {
 		candidates = append(candidates, base)
@@ -110,7 +125,11 @@ func resolveRepo(ctx context.Context, repo string, opt ResolveOptions, tried *[]
 	if dir, ok := hub.Cached(repo, tokenizerFiles[0]); ok {
 		return Load(dir)
 	} else {
-		*tried = append(*tried, "cache: "+dir+" (no tokenizer.json)")
+		if opt.HidePaths {
+			*tried = append(*tried, "cache: the server's HF cache holds no tokenizer.json for "+repo)
+		} else {
+			*tried = append(*tried, "cache: "+dir+" (no tokenizer.json)")
+		}
 	}
 	if opt.Offline {
 		*tried = append(*tried, fmt.Sprintf("hub: %s skipped (offline: HF_HUB_OFFLINE is set)", repo))

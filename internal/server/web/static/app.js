@@ -209,7 +209,7 @@
       location.hash = "#/runs" + (p.toString() ? "?" + p : "");
     };
     const statusSel = el("select", { "aria-label": "status", onchange: (e) => go({ status: e.target.value, offset: "0" }) },
-      ["", "running", "done", "failed", "interrupted"].map((s) => el("option", { value: s, selected: s === status }, s || "any status")));
+      ["", "queued", "running", "done", "failed", "interrupted"].map((s) => el("option", { value: s, selected: s === status }, s || "any status")));
     const modelIn = el("input", { type: "search", placeholder: "model, e.g. Qwen/Qwen3-14B", value: model, size: 28,
       onchange: (e) => go({ model: e.target.value.trim(), offset: "0" }) });
 
