@@ -102,9 +102,10 @@ func (h *hub) after(id int64) ([]wireEvent, <-chan struct{}, bool) {
 
 // compact drops what an ended lab's stream no longer needs: the progress
 // events but the last, and the end; the incumbents stay (a run without a
-// summary shows them). A lab's events are its largest part in memory (a
-// long lab holds thousands), and the server keeps a hub for every run it
-// ran, for as long as it runs. Ids go on from where they were.
+// summary shows them). The server keeps a hub for every run it ran, for
+// as long as it runs, and a long lab's holds thousands of events: what
+// stays of an ended lab should not grow with it. Ids go on from where
+// they were.
 func (h *hub) compact() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
