@@ -128,7 +128,7 @@ func DecodeProfile(data []byte, name string) (Profile, error) {
 		return Profile{}, fmt.Errorf("dataset: profile %s: %w", name, err)
 	}
 	var keys map[string]any
-	if err := yaml.UnmarshalWithOptions(data, &keys); err != nil {
+	if err := safeyaml.Unmarshal(data, &keys); err != nil {
 		return Profile{}, yamlErr(name, err)
 	}
 	if keys == nil {
@@ -139,7 +139,7 @@ func DecodeProfile(data []byte, name string) (Profile, error) {
 	var rate any
 	if _, ok := keys["dataset_name"]; ok {
 		var g gpustackFile
-		if err := yaml.UnmarshalWithOptions(data, &g, opts...); err != nil {
+		if err := safeyaml.Unmarshal(data, &g, opts...); err != nil {
 			return Profile{}, yamlErr(name, err)
 		}
 		p = Profile{Name: g.Name, Description: "GPUStack profile from " + name, MaxConcurrency: g.MaxConcurrency}
@@ -154,7 +154,7 @@ func DecodeProfile(data []byte, name string) (Profile, error) {
 		rate = g.RequestRate
 	} else {
 		var f profileFile
-		if err := yaml.UnmarshalWithOptions(data, &f, opts...); err != nil {
+		if err := safeyaml.Unmarshal(data, &f, opts...); err != nil {
 			return Profile{}, yamlErr(name, err)
 		}
 		p = Profile{Name: f.Name, Description: f.Description, Dataset: f.Dataset, MaxConcurrency: f.MaxConcurrency}

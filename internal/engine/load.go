@@ -51,7 +51,7 @@ func DecodeConfig(data []byte, name string) (Config, error) {
 	if err := safeyaml.Check(data, safeyaml.Defaults); err != nil {
 		return Config{}, fmt.Errorf("engine: %s: %w", name, err)
 	}
-	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
+	if err := safeyaml.Unmarshal(data, &c, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
 		if keys := labSpecKeys(data); len(keys) > 0 {
 			return Config{}, &NotEngineConfigError{File: name, Keys: keys}
 		}
