@@ -25,8 +25,21 @@ start_postgres() {
     runas=(runuser -u postgres --)
   fi
   "${runas[@]}" "$bin/initdb" -D "$PG_DIR/data" -U postgres -A trust >/dev/null
-  if ! "${runas[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w \
-    -o "-h 127.0.0.1 -p $port -k $PG_DIR" start >/dev/null; then
+  # A port can be free to the probe above and still refuse the bind (a
+  # cluster that has just stopped, a socket still closing): seen once
+  # right after an earlier run. Then the next port is tried.
+  local started=
+  for tries in 1 2 3 4 5; do
+    if "${runas[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w \
+      -o "-h 127.0.0.1 -p $port -k $PG_DIR" start >/dev/null; then
+      started=1
+      break
+    fi
+    grep -q "could not bind" "$PG_DIR/log" 2>/dev/null || break
+    echo "postgres: port $port would not bind; trying $((port + 1))" >&2
+    port=$((port + 1))
+  done
+  if [ -z "$started" ]; then
     echo "postgres: the server did not start; its log ($PG_DIR/log) ends:" >&2
     tail -n 20 "$PG_DIR/log" >&2 || true
     rm -rf "$PG_DIR"
