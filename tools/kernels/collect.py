@@ -412,7 +412,6 @@ class Collector:
         have_grouped = hasattr(torch, "_grouped_mm")
         routes = {}
         for (e, topk, n, k) in sorted(shapes):
-            wbytes = e * n * k * 2
             try:
                 w = self.randn(e, n, k)  # experts' weights, as the engines store them
             except Exception as ex:
@@ -469,7 +468,6 @@ class Collector:
                     self.error("moe e=%d n=%d k=%d t=%d" % (e, n, k, t), ex)
             del w
             torch.cuda.empty_cache()
-            _ = wbytes
 
 
 def main():

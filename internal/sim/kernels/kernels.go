@@ -215,10 +215,8 @@ func (t *Table) index() error {
 		key := moeKey{r.Experts, r.TopK, r.N, r.K}
 		t.moe[key] = append(t.moe[key], point{float64(r.Tokens), r.US})
 	}
-	for _, m := range []map[gemmKey][]point{t.gemm} {
-		for k := range m {
-			sortPoints(m[k])
-		}
+	for k := range t.gemm {
+		sortPoints(t.gemm[k])
 	}
 	for k := range t.prefill {
 		sortPoints(t.prefill[k])
