@@ -1,12 +1,10 @@
 package lab
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -100,7 +98,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	rec.Cost.GPUs = GPUs(t.Config)
 	key := ConfigHash(t.Config)
 	if srv = r.takeServer(key); srv != nil {
-		way, err := prepareReuse(ctx, srv)
+		way, err := srv.Reset(ctx)
 		if err != nil {
 			// A server that cannot be reset, or whose reset is not
 			// proven, is not a repeat's server: measured on a fresh one.
@@ -118,18 +116,17 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 			}
 			return rec, err
 		}
-		srv.salted = probeSalt(ctx, srv, t.Config.ServedName())
-		rec.Cache = CacheFresh
+		rec.Cache = srv.Open(ctx)
 	} else {
 		rec.Reason = joinReason(rec.Reason, fmt.Sprintf("on the server already up for this config (measurement %d)", srv.used+1))
 	}
 	if srv.gpus != nil {
 		rec.Reason = joinReason("GPUs "+joinInts(srv.gpus), rec.Reason)
 	}
-	if w := engine.WhereOf(srv.h); w != "" {
+	if w := engine.WhereOf(srv.Handle); w != "" {
 		rec.Reason = joinReason(w, rec.Reason)
 	}
-	h := srv.h
+	h := srv.Handle
 	keep := false
 	defer func() {
 		if keep {
@@ -154,7 +151,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		// a local model directory's last component).
 		Model: t.Config.Model, ServedModelName: t.Config.ServedName(), Requests: reqs,
 		RequestRate: sendRate, MaxConcurrency: load.maxConc, Seed: load.seed,
-		ExtraBody: cacheSalt(t, srv),
+		ExtraBody: srv.Salt(measurementKey(t.Key)),
 	})
 	rec.Cost.BenchSeconds = time.Since(benchStart).Seconds()
 	if ctx.Err() != nil {
@@ -169,7 +166,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		case <-time.After(3 * time.Second):
 		}
 	}
-	rec.EngineMetrics = scrapeMetrics(ctx, h.BaseURL(), engine.ProtocolFor(t.Config.Engine).MetricsPath())
+	rec.EngineMetrics = srv.Metrics(ctx)
 	var b []byte
 	if out != nil && len(out.Records) > 0 {
 		// Kept even when the server failed: what was measured before the
@@ -209,7 +206,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	rec.LogTail = logTail(h, r.logLines())
 	rec.Ended = time.Now()
 	srv.used++
-	keep = r.keepable(srv) && h.Failure() == nil
+	keep = r.keepable(srv)
 	return rec, nil
 }
 
@@ -296,7 +293,7 @@ func (r *LiveRunner) startOnce(ctx context.Context, t TrialSpec, cmd engine.Comm
 	if rt == 0 {
 		rt = 20 * time.Minute
 	}
-	srv := &server{key: ConfigHash(t.Config), cfg: t.Config}
+	srv := &server{key: ConfigHash(t.Config)}
 	if r.GPUs != nil {
 		ids, err := r.acquireGPUs(ctx, GPUs(t.Config))
 		if err != nil {
@@ -325,7 +322,7 @@ func (r *LiveRunner) startOnce(ctx context.Context, t TrialSpec, cmd engine.Comm
 		}
 		return fail(FailStartupCrash, err.Error(), nil)
 	}
-	srv.h, srv.pid = h, engine.PidOf(h)
+	srv.Server, srv.pid = engine.NewServer(h, t.Config), engine.PidOf(h)
 	if r.Started != nil && srv.pid > 0 {
 		r.Started(srv.pid)
 	}
@@ -350,143 +347,6 @@ func (r *LiveRunner) logLines() int {
 		return r.LogLines
 	}
 	return 60
-}
-
-// scrapeMetrics reads the server's Prometheus text at path (the engine's
-// Protocol.MetricsPath) into name → value (each series under its labelled
-// name, each metric also under its bare name; see parsePrometheus); nil
-// when there is none, or when what answers is not Prometheus text
-// (trtllm-serve's /metrics is JSON).
-func scrapeMetrics(ctx context.Context, base, path string) map[string]float64 {
-	if path == "" {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
-	if err != nil {
-		return nil
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		return nil
-	}
-	return parsePrometheus(bufio.NewScanner(resp.Body))
-}
-
-// parsePrometheus reads the text exposition format's samples. Each sample is
-// kept under its full series name (labels included, as exposed), and every
-// metric is also stored under its bare name, aggregated over its series:
-// vLLM (data-parallel engines, engine="0","1",…) and `perflab sim serve`
-// label every sample, while the report looks metrics up by bare name.
-// Counters and gauges are summed over the series (requests running, waiting,
-// preemptions are fleet totals); usage fractions (names ending in "_perc",
-// such as vllm:kv_cache_usage_perc) are averaged instead, because a sum of
-// fractions can exceed 1 and, with equal-sized engines, the mean is the
-// fleet's pooled KV-cache usage. Histogram buckets and summary quantiles
-// (series with an "le" or "quantile" label) get no bare name: summing over
-// their bounds means nothing. An unlabelled sample, when one is exposed,
-// is its own bare value and is not overwritten.
-func parsePrometheus(sc *bufio.Scanner) map[string]float64 {
-	out := map[string]float64{}
-	type agg struct {
-		sum float64
-		n   int
-	}
-	bare := map[string]*agg{}
-	var order []string
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		// name{labels} value [timestamp]; label values may hold spaces.
-		end := strings.LastIndexByte(line, '}')
-		var series, rest string
-		if end >= 0 {
-			series, rest = line[:end+1], strings.TrimSpace(line[end+1:])
-		} else {
-			i := strings.IndexAny(line, " \t")
-			if i < 0 {
-				continue
-			}
-			series, rest = line[:i], strings.TrimSpace(line[i:])
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			continue
-		}
-		out[series] = v
-		name, labels, labelled := strings.Cut(series, "{")
-		if !labelled || name == "" {
-			continue
-		}
-		if keys := labelKeys(labels); keys["le"] || keys["quantile"] {
-			continue
-		}
-		a, ok := bare[name]
-		if !ok {
-			a = &agg{}
-			bare[name] = a
-			order = append(order, name)
-		}
-		a.sum += v
-		a.n++
-	}
-	for _, name := range order {
-		if _, ok := out[name]; ok {
-			continue // exposed unlabelled: that value stands
-		}
-		a := bare[name]
-		if strings.HasSuffix(name, "_perc") {
-			out[name] = a.sum / float64(a.n)
-		} else {
-			out[name] = a.sum
-		}
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
-
-// labelKeys returns the label names of a `k="v",k2="v2"}` label set; the
-// values are skipped with their escapes, so a value holding `le=` is not
-// mistaken for a label.
-func labelKeys(s string) map[string]bool {
-	keys := map[string]bool{}
-	for {
-		s = strings.TrimLeft(s, " ,")
-		eq := strings.IndexByte(s, '=')
-		if eq < 0 {
-			return keys
-		}
-		keys[strings.TrimSpace(s[:eq])] = true
-		s = strings.TrimLeft(s[eq+1:], " ")
-		if s == "" || s[0] != '"' {
-			return keys
-		}
-		i := 1
-		for i < len(s) && s[i] != '"' {
-			if s[i] == '\\' {
-				i++
-			}
-			i++
-		}
-		if i >= len(s) {
-			return keys
-		}
-		s = s[i+1:]
-	}
 }
 
 func joinInts(v []int) string {

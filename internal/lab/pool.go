@@ -1,14 +1,8 @@
 package lab
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"hash/fnv"
-	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -17,20 +11,17 @@ import (
 	"github.com/perflab/perflab/internal/engine"
 )
 
-// server is one started engine server and the GPUs it holds.
+// server is one started engine server (which owns its reuse: reset,
+// salt, metrics) and the GPUs it holds.
 type server struct {
-	h    engine.Handle
+	*engine.Server
 	key  string // the config's hash: a server serves only its own config
-	cfg  engine.Config
 	gpus []int
 	pid  int
 	// used counts the measurements it served; from the second on, its
 	// prefix cache is reset first.
 	used int
 	idle time.Time
-	// salted says the server took a cache_salt when asked at start (see
-	// probeSalt): only then are its measurements salted and it reused.
-	salted bool
 }
 
 // pool keeps the servers of a LiveRunner that are up but not measuring,
@@ -54,7 +45,7 @@ func (p *pool) take(key string) (s *server, dead *server) {
 		}
 		p.idle = slices.Delete(p.idle, i, i+1)
 		select {
-		case <-c.h.Done():
+		case <-c.Handle.Done():
 			return nil, c
 		default:
 		}
@@ -100,7 +91,7 @@ func (p *pool) oldest() *server {
 func (s *server) stopNow() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return s.h.Stop(ctx)
+	return s.Handle.Stop(ctx)
 }
 
 // acquireGPUs takes n GPUs for a new server, stopping idle servers when
@@ -191,14 +182,9 @@ func (r *LiveRunner) reusable(cfg engine.Config) bool {
 }
 
 // keepable says whether this server may be kept for its config's next
-// measurement: reusable, and, where its engine salts rather than resets,
-// it took the salt at start (probeSalt) or caches no prefixes at all.
+// measurement (see engine.Server.Keepable).
 func (r *LiveRunner) keepable(s *server) bool {
-	if !r.reusable(s.cfg) {
-		return false
-	}
-	c := engine.ResetFor(s.cfg)
-	return !c.Salt || s.salted || (s.cfg.PrefixCaching != nil && !*s.cfg.PrefixCaching)
+	return !r.FreshStart && s.Keepable()
 }
 
 // startEnv adds what a reused server must be started with (the engine's
@@ -207,114 +193,18 @@ func (r *LiveRunner) startEnv(cmd engine.Command, cfg engine.Config) engine.Comm
 	if !r.reusable(cfg) {
 		return cmd
 	}
-	env := engine.ResetFor(cfg).Env
-	if len(env) == 0 {
-		return cmd
-	}
-	merged := make(map[string]string, len(cmd.Env)+len(env))
-	for k, v := range cmd.Env {
-		merged[k] = v
-	}
-	for k, v := range env {
-		merged[k] = v
-	}
-	cmd.Env = merged
-	return cmd
+	return engine.ReuseEnv(cfg, cmd)
 }
-
-// probeSalt asks a new server of an engine that salts its prefix cache
-// (engine.CacheReset.Salt) whether it takes a cache_salt: one request of
-// one token, salted apart from every measurement. The version gate says
-// it should; a server that refuses the field (a 4xx) is measured without
-// salts and started again for each measurement, rather than failing every
-// request of every trial.
-func probeSalt(ctx context.Context, s *server, model string) bool {
-	if !engine.ResetFor(s.cfg).Salt {
-		return false
-	}
-	body, _ := json.Marshal(map[string]any{
-		"model": model, "max_tokens": 1, "cache_salt": "perflab-probe",
-		"messages": []map[string]string{{"role": "user", "content": "Hi"}},
-	})
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(s.h.BaseURL(), "/")+"/v1/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return false
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	return resp.StatusCode/100 == 2
-}
-
-// cacheSalt is the request field that keeps a measurement's cached
-// prefixes its own on an engine that salts rather than resets (see
-// engine.CacheReset): one salt per measurement, on every request of it, so
-// its requests share prefixes among themselves as on a fresh server and
-// never with an earlier measurement's. Every measurement of such an engine
-// is salted, the first too, so that repeats send the same requests. The
-// salt is a hash (engines refuse salts with '/' or over 128 characters).
-func cacheSalt(t TrialSpec, s *server) map[string]any {
-	if !s.salted {
-		return nil
-	}
-	h := fnv.New64a()
-	h.Write([]byte(measurementKey(t.Key)))
-	return map[string]any{"cache_salt": fmt.Sprintf("perflab-%016x", h.Sum64())}
-}
-
-// errResetFailed marks a reused server whose cache could not be reset.
-var errResetFailed = errors.New("lab: reset the prefix cache of a reused server")
 
 // How a trial's server came to it without an earlier measurement's
-// prefix cache (store.Trial.Cache).
+// prefix cache (store.Trial.Cache); see engine.ReuseFresh and the rest.
 const (
-	// CacheFresh: a server started for the trial.
-	CacheFresh = "fresh"
-	// CacheResetVerified: a reused server, reset, and the engine's
-	// counters showed the probe prompt missed after the reset.
-	CacheResetVerified = "reset_verified"
-	// CacheReset: a reused server, reset by an endpoint that refuses
-	// when it cannot reset (SGLang's /flush_cache).
-	CacheReset = "reset"
-	// CacheSalted: a reused server; the trial's requests carry their own
-	// cache_salt.
-	CacheSalted = "salted"
-	// CacheOff: a reused server of a config that caches no prefixes.
-	CacheOff = "off"
+	CacheFresh         = engine.ReuseFresh
+	CacheResetVerified = engine.ReuseResetVerified
+	CacheReset         = engine.ReuseReset
+	CacheSalted        = engine.ReuseSalted
+	CacheOff           = engine.ReuseOff
 )
-
-// prepareReuse clears a reused server's prefix cache before a measurement
-// the way its engine allows, and says which way it was (a Cache* value).
-// A reset that cannot be proven (engine.ErrResetUnproven) is an error: the
-// caller starts a fresh server rather than measure on a warm one.
-func prepareReuse(ctx context.Context, s *server) (string, error) {
-	off := s.cfg.PrefixCaching != nil && !*s.cfg.PrefixCaching
-	c := engine.ResetFor(s.cfg)
-	if off {
-		c.Check = nil // nothing cached, nothing to prove
-	}
-	verified, err := c.DoVerified(ctx, s.h.BaseURL(), s.cfg.ServedName())
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", errResetFailed, err)
-	}
-	switch {
-	case off:
-		return CacheOff, nil
-	case verified:
-		return CacheResetVerified, nil
-	case c.Path != "":
-		return CacheReset, nil
-	case s.salted:
-		return CacheSalted, nil
-	}
-	return CacheOff, nil
-}
 
 // logTail is a server's last log lines.
 func logTail(h engine.Handle, n int) string { return strings.Join(h.LogTail(n), "\n") }
