@@ -212,37 +212,37 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 
 // start acquires the trial's GPUs, starts its server and waits until it is
 // ready. A server that fails is returned as the failed trial record (and
-// stopped, its GPUs given back); err is only for a canceled lab. A server
-// the cluster cannot place is started again once this runner has made
-// room (makeRoom): only one that fits nowhere even then is unschedulable.
+// stopped, its GPUs given back); err is only for a canceled lab. A failure
+// a wait may cure (its class's engine.CapacityWait: a GPU not yet free, a
+// server the cluster cannot place) is started again once this runner has
+// made room (makeRoom), as the class says.
 func (r *LiveRunner) start(ctx context.Context, t TrialSpec, cmd engine.Command, rec *store.Trial) (*server, *store.Trial, error) {
-	busy := 0
-	for try := 0; ; try++ {
+	tries := map[engine.FailureClass]int{}
+	for {
 		srv, failed, err := r.startOnce(ctx, t, cmd, rec)
-		if failed != nil && failed.FailureClass == string(engine.ClassGPUBusy) && busy < gpuBusyRetries {
-			// The GPU was not yet free (a server just stopped may still
-			// be releasing its memory): wait, free what this runner
-			// holds idle, and start again rather than give the config up.
-			busy++
-			r.makeRoom(ctx)
+		if failed == nil {
+			return srv, nil, err
+		}
+		class := engine.FailureClass(failed.FailureClass)
+		w := class.Capacity()
+		if tries[class] >= w.Retries {
+			return srv, failed, err
+		}
+		tries[class]++
+		if freed := r.makeRoom(ctx); w.NeedsRoom && !freed {
+			// Nothing of ours held what it lacks: it fits nowhere.
+			return srv, failed, err
+		}
+		if w.Settle {
 			select {
 			case <-ctx.Done():
 				return nil, nil, ctx.Err()
-			case <-time.After(time.Duration(busy) * r.gpuBusyWait()):
+			case <-time.After(time.Duration(tries[class]) * r.gpuBusyWait()):
 			}
-			rec.Reason = joinReason(rec.Reason, fmt.Sprintf("GPU not yet free at start (%s); started again", failed.Reason))
-			continue
 		}
-		if failed == nil || failed.FailureClass != string(engine.ClassUnschedulable) || try >= 50 || !r.makeRoom(ctx) {
-			return srv, failed, err
-		}
-		rec.Reason = joinReason(rec.Reason, "not placed while this lab's own servers held the GPUs; started again")
+		rec.Reason = joinReason(rec.Reason, w.Again(failed.Reason))
 	}
 }
-
-// gpuBusyRetries is how many times a server refused for a GPU not yet
-// free is started again, after a wait that grows by GPUBusyWait each time.
-const gpuBusyRetries = 3
 
 func (r *LiveRunner) gpuBusyWait() time.Duration {
 	if r.GPUBusyWait > 0 {
@@ -252,31 +252,39 @@ func (r *LiveRunner) gpuBusyWait() time.Duration {
 }
 
 // makeRoom frees what this runner holds that a server the cluster could
-// not place may be waiting for: its idle servers (stopped), else one of
-// its running trials (waited for). It says whether it freed anything; the
-// spec's hardware.count can be more than the cluster has free, and then
-// the lab's own pods are what the scheduler is short of.
+// not place, or a GPU not yet free, may be waiting for: its idle servers
+// (stopped), else one of its running trials (waited for: it ends when the
+// trial releases its GPUs or parks its server, not on a poll). It says
+// whether it freed anything; the spec's hardware.count can be more than
+// the cluster has free, and then the lab's own pods are what the scheduler
+// is short of.
 func (r *LiveRunner) makeRoom(ctx context.Context) bool {
-	if s := r.pool.oldest(); s != nil {
-		for ; s != nil; s = r.pool.oldest() {
-			r.retire(s)
+	for {
+		// Taken before the checks, so that a release or a park between a
+		// check and the wait still ends the wait.
+		var released <-chan struct{}
+		if r.GPUs != nil {
+			released = r.GPUs.Changed()
 		}
-		return true
-	}
-	if r.GPUs == nil || r.GPUs.Free() == r.GPUs.Size() {
-		return false // nothing of ours holds a GPU: it fits nowhere
-	}
-	free := r.GPUs.Free()
-	for ctx.Err() == nil && r.GPUs.Free() <= free && r.GPUs.Free() < r.GPUs.Size() {
+		parked := r.pool.parkedSignal()
+		if s := r.pool.oldest(); s != nil {
+			for ; s != nil; s = r.pool.oldest() {
+				r.retire(s)
+			}
+			return true
+		}
+		if r.GPUs == nil || r.GPUs.Free() == r.GPUs.Size() {
+			return false // nothing of ours holds a GPU: it fits nowhere
+		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-		if r.pool.size() > 0 {
-			return r.makeRoom(ctx) // a trial ended and parked its server
+			return false
+		case <-released:
+			return true
+		case <-parked:
+			// A trial ended and parked its server: stopped above.
 		}
 	}
-	return ctx.Err() == nil
 }
 
 // startOnce is one start of the trial's server (see start).

@@ -32,6 +32,19 @@ type server struct {
 type pool struct {
 	mu   sync.Mutex
 	idle []*server
+	// parked is closed and replaced each time a server is parked, for
+	// whoever waits for a running trial to give its GPUs up.
+	parked chan struct{}
+}
+
+// parkedSignal is closed at the next put.
+func (p *pool) parkedSignal() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.parked == nil {
+		p.parked = make(chan struct{})
+	}
+	return p.parked
 }
 
 // take returns an idle server of key, or nil; ok is false when the one it
@@ -59,6 +72,10 @@ func (p *pool) put(s *server) {
 	s.idle = time.Now()
 	p.mu.Lock()
 	p.idle = append(p.idle, s)
+	if p.parked != nil {
+		close(p.parked)
+		p.parked = nil
+	}
 	p.mu.Unlock()
 }
 
@@ -95,12 +112,15 @@ func (s *server) stopNow() error {
 }
 
 // acquireGPUs takes n GPUs for a new server, stopping idle servers when
-// that frees them, and else waiting for a busy trial to end.
+// that frees them, and else waiting for a busy trial to end: it releases
+// its GPUs or parks its server, and either ends the wait.
 func (r *LiveRunner) acquireGPUs(ctx context.Context, n int) ([]int, error) {
 	if n > r.GPUs.Size() {
 		return nil, fmt.Errorf("engine: want %d GPUs, the lab has %d", n, r.GPUs.Size())
 	}
 	for {
+		// Taken before the checks, so that no release or park is missed.
+		released, parked := r.GPUs.Changed(), r.pool.parkedSignal()
 		if ids, ok := r.GPUs.TryAcquire(n); ok {
 			return ids, nil
 		}
@@ -108,16 +128,11 @@ func (r *LiveRunner) acquireGPUs(ctx context.Context, n int) ([]int, error) {
 			r.retire(s)
 			continue
 		}
-		// Every GPU is in a running trial: wait a little for one to end
-		// (it may park its server rather than release, hence the loop).
-		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		ids, err := r.GPUs.Acquire(wctx, n)
-		cancel()
-		if err == nil {
-			return ids, nil
-		}
-		if ctx.Err() != nil {
+		select {
+		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-released:
+		case <-parked:
 		}
 	}
 }
