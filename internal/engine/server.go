@@ -31,7 +31,23 @@ type Server struct {
 	// salted says it took a cache_salt when asked at start (see Open):
 	// only then are its measurements salted and it reused.
 	salted bool
+
+	// What a Fleet keeps of it: its config's hash, the GPUs it holds,
+	// its process group (0 when it has none), the measurements it served
+	// and since when it is idle.
+	key    string
+	gpus   []int
+	pid    int
+	used   int
+	idleAt time.Time
 }
+
+// GPUs are the device indices the server holds (nil without an
+// allocator).
+func (s *Server) GPUs() []int { return s.gpus }
+
+// Used is how many measurements the server has served.
+func (s *Server) Used() int { return s.used }
 
 // NewServer wraps a started, ready server of cfg.
 func NewServer(h Handle, cfg Config) *Server { return &Server{Handle: h, Config: cfg} }

@@ -2,12 +2,12 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,7 +64,8 @@ type LiveRunner struct {
 	GPUBusyWait time.Duration
 	starts      atomic.Int64
 
-	pool pool
+	fleetOnce sync.Once
+	servers   *engine.Fleet
 }
 
 var _ Runner = (*LiveRunner)(nil)
@@ -76,7 +77,6 @@ var _ Runner = (*LiveRunner)(nil)
 // cache.
 func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
 	rec := newRecord(t)
-	var srv *server
 	fail := func(class, reason string, h engine.Handle) (store.Trial, error) {
 		rec.Status, rec.FailureClass, rec.Reason, rec.Ended = "failed", class, joinReason(rec.Reason, reason), time.Now()
 		if h != nil {
@@ -96,45 +96,33 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		return rec, err // it names the workload
 	}
 	rec.Cost.GPUs = GPUs(t.Config)
-	key := ConfigHash(t.Config)
-	if srv = r.takeServer(key); srv != nil {
-		way, err := srv.Reset(ctx)
-		if err != nil {
-			// A server that cannot be reset, or whose reset is not
-			// proven, is not a repeat's server: measured on a fresh one.
-			r.retire(srv)
-			srv = nil
-			rec.Reason = joinReason(rec.Reason, err.Error()+"; on a fresh server instead")
-		}
-		rec.Cache = way
+	got, err := r.fleet().Serve(ctx, engine.Want{Config: t.Config, Command: cmd, Key: ConfigHash(t.Config),
+		GPUs: GPUs(t.Config), Labels: map[string]string{engine.LabelTrial: t.Key}})
+	rec.Reason, rec.Cache = joinReason(rec.Reason, got.Notes), got.Cache
+	if got.EngineStart {
+		rec.Cost.EngineStart, rec.Cost.StartupSeconds = true, got.StartupSeconds
 	}
-	if srv == nil {
-		var failed *store.Trial
-		if srv, failed, err = r.start(ctx, t, cmd, &rec); err != nil || failed != nil {
-			if failed != nil {
-				return *failed, nil
-			}
-			return rec, err
-		}
-		rec.Cache = srv.Open(ctx)
-	} else {
-		rec.Reason = joinReason(rec.Reason, fmt.Sprintf("on the server already up for this config (measurement %d)", srv.used+1))
+	if err != nil {
+		return rec, err
 	}
-	if srv.gpus != nil {
-		rec.Reason = joinReason("GPUs "+joinInts(srv.gpus), rec.Reason)
+	if f := got.Failure; f != nil {
+		rec.Status, rec.FailureClass, rec.Reason, rec.Ended = "failed", string(f.Class), joinReason(rec.Reason, f.Reason), time.Now()
+		rec.LogTail = strings.Join(got.LogTail, "\n")
+		return rec, nil
+	}
+	srv := got.Server
+	if got.Reused {
+		rec.Reason = joinReason(rec.Reason, fmt.Sprintf("on the server already up for this config (measurement %d)", srv.Used()+1))
+	}
+	if gpus := srv.GPUs(); gpus != nil {
+		rec.Reason = joinReason("GPUs "+joinInts(gpus), rec.Reason)
 	}
 	if w := engine.WhereOf(srv.Handle); w != "" {
 		rec.Reason = joinReason(w, rec.Reason)
 	}
 	h := srv.Handle
-	keep := false
-	defer func() {
-		if keep {
-			r.park(srv)
-			return
-		}
-		r.retire(srv)
-	}()
+	clean := false
+	defer func() { r.fleet().Release(srv, clean) }()
 	_, load := t.Workload.resolve()
 	sendRate := load.rate
 	if k := r.TimeScale; k > 0 && !math.IsInf(sendRate, 1) {
@@ -205,149 +193,24 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	rec.Status = "ok"
 	rec.LogTail = logTail(h, r.logLines())
 	rec.Ended = time.Now()
-	srv.used++
-	keep = r.keepable(srv)
+	clean = true
 	return rec, nil
 }
 
-// start acquires the trial's GPUs, starts its server and waits until it is
-// ready. A server that fails is returned as the failed trial record (and
-// stopped, its GPUs given back); err is only for a canceled lab. A failure
-// a wait may cure (its class's engine.CapacityWait: a GPU not yet free, a
-// server the cluster cannot place) is started again once this runner has
-// made room (makeRoom), as the class says.
-func (r *LiveRunner) start(ctx context.Context, t TrialSpec, cmd engine.Command, rec *store.Trial) (*server, *store.Trial, error) {
-	tries := map[engine.FailureClass]int{}
-	for {
-		srv, failed, err := r.startOnce(ctx, t, cmd, rec)
-		if failed == nil {
-			return srv, nil, err
-		}
-		class := engine.FailureClass(failed.FailureClass)
-		w := class.Capacity()
-		if tries[class] >= w.Retries {
-			return srv, failed, err
-		}
-		tries[class]++
-		if freed := r.makeRoom(ctx); w.NeedsRoom && !freed {
-			// Nothing of ours held what it lacks: it fits nowhere.
-			return srv, failed, err
-		}
-		if w.Settle {
-			select {
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
-			case <-time.After(time.Duration(tries[class]) * r.gpuBusyWait()):
+// fleet is the runner's servers (engine.Fleet), set up from its fields
+// at first use.
+func (r *LiveRunner) fleet() *engine.Fleet {
+	r.fleetOnce.Do(func() {
+		r.servers = &engine.Fleet{Runtime: r.Runtime, GPUs: r.GPUs, FreshStart: r.FreshStart,
+			ReadyTimeout: r.ReadyTimeout, GPUBusyWait: r.GPUBusyWait, LogLines: r.logLines(),
+			Started: r.Started, Stopped: r.Stopped, KeepWorkDir: r.KeepWorkDir}
+		if r.KeepWorkDir && r.WorkRoot != "" {
+			r.servers.WorkDir = func(key string) string {
+				return filepath.Join(r.WorkRoot, fmt.Sprintf("%03d-%s", r.starts.Add(1), key[:min(12, len(key))]))
 			}
 		}
-		rec.Reason = joinReason(rec.Reason, w.Again(failed.Reason))
-	}
-}
-
-func (r *LiveRunner) gpuBusyWait() time.Duration {
-	if r.GPUBusyWait > 0 {
-		return r.GPUBusyWait
-	}
-	return 15 * time.Second
-}
-
-// makeRoom frees what this runner holds that a server the cluster could
-// not place, or a GPU not yet free, may be waiting for: its idle servers
-// (stopped), else one of its running trials (waited for: it ends when the
-// trial releases its GPUs or parks its server, not on a poll). It says
-// whether it freed anything; the spec's hardware.count can be more than
-// the cluster has free, and then the lab's own pods are what the scheduler
-// is short of.
-func (r *LiveRunner) makeRoom(ctx context.Context) bool {
-	for {
-		// Taken before the checks, so that a release or a park between a
-		// check and the wait still ends the wait.
-		var released <-chan struct{}
-		if r.GPUs != nil {
-			released = r.GPUs.Changed()
-		}
-		parked := r.pool.parkedSignal()
-		if s := r.pool.oldest(); s != nil {
-			for ; s != nil; s = r.pool.oldest() {
-				r.retire(s)
-			}
-			return true
-		}
-		if r.GPUs == nil || r.GPUs.Free() == r.GPUs.Size() {
-			return false // nothing of ours holds a GPU: it fits nowhere
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-released:
-			return true
-		case <-parked:
-			// A trial ended and parked its server: stopped above.
-		}
-	}
-}
-
-// startOnce is one start of the trial's server (see start).
-func (r *LiveRunner) startOnce(ctx context.Context, t TrialSpec, cmd engine.Command, rec *store.Trial) (*server, *store.Trial, error) {
-	fail := func(class, reason string, h engine.Handle) (*server, *store.Trial, error) {
-		f := *rec
-		f.Status, f.FailureClass, f.Reason, f.Ended = "failed", class, joinReason(f.Reason, reason), time.Now()
-		if h != nil {
-			f.LogTail = logTail(h, r.logLines())
-		}
-		return nil, &f, nil
-	}
-	rt := r.ReadyTimeout
-	if rt == 0 {
-		rt = 20 * time.Minute
-	}
-	srv := &server{key: ConfigHash(t.Config)}
-	if r.GPUs != nil {
-		ids, err := r.acquireGPUs(ctx, GPUs(t.Config))
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
-			}
-			// Only a config wider than every GPU the lab has fails here.
-			return fail(FailInvalidConfig, err.Error(), nil)
-		}
-		srv.gpus = ids
-	}
-	started := time.Now()
-	rec.Cost.EngineStart = true
-	workDir := ""
-	if r.KeepWorkDir && r.WorkRoot != "" {
-		workDir = filepath.Join(r.WorkRoot, fmt.Sprintf("%03d-%s", r.starts.Add(1), srv.key[:min(12, len(srv.key))]))
-	}
-	h, err := r.Runtime.Start(ctx, engine.Launch{Config: t.Config, Command: r.startEnv(cmd, t.Config), GPUs: srv.gpus,
-		ReadyTimeout: rt, WorkDir: workDir, KeepWorkDir: r.KeepWorkDir, Labels: map[string]string{engine.LabelTrial: t.Key}})
-	if err != nil {
-		if srv.gpus != nil {
-			r.GPUs.Release(srv.gpus)
-		}
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
-		return fail(FailStartupCrash, err.Error(), nil)
-	}
-	srv.Server, srv.pid = engine.NewServer(h, t.Config), engine.PidOf(h)
-	if r.Started != nil && srv.pid > 0 {
-		r.Started(srv.pid)
-	}
-	err = h.Ready(ctx)
-	rec.Cost.StartupSeconds = time.Since(started).Seconds()
-	if err != nil {
-		r.retire(srv)
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
-		var f *engine.Failure
-		if errors.As(err, &f) {
-			return fail(string(f.Class), f.Reason, h)
-		}
-		return fail(FailStartupCrash, err.Error(), h)
-	}
-	return srv, nil, nil
+	})
+	return r.servers
 }
 
 func (r *LiveRunner) logLines() int {
