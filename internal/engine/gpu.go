@@ -154,6 +154,14 @@ func (a *Allocator) Release(ids []int) {
 	a.changed = make(chan struct{})
 }
 
+// Changed is closed at the next Release: a waiter takes it, checks what
+// it waits for, and waits on it, so that no release is missed.
+func (a *Allocator) Changed() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.changed
+}
+
 // TryAcquire takes n free GPUs if there are that many now, without
 // waiting.
 func (a *Allocator) TryAcquire(n int) ([]int, bool) {

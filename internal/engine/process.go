@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -155,13 +153,12 @@ func startProcess(ctx context.Context, l Launch, wrap wrapFunc, ringSize int, po
 		launch:     l,
 		argv:       argv,
 		baseURL:    "http://" + net.JoinHostPort(l.Host, strconv.Itoa(l.Port)),
-		ring:       NewLogRing(ringSize),
+		lc:         NewLifecycle(ringSize, logf),
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 		poll:       poll,
 		started:    time.Now(),
 	}
-	h.progress.Store(time.Now().UnixNano())
 	err = c.Start()
 	// The child has its copies; ours would keep the pipes from ever
 	// reaching EOF.
@@ -182,30 +179,20 @@ func startProcess(ctx context.Context, l Launch, wrap wrapFunc, ringSize int, po
 	// The group leader (the reaper on Linux): its pid is the group id.
 	h.pid = c.Process.Pid
 	register(h.pid)
-	go h.readLog(pr, logf)
+	go h.readLog(pr)
 	go h.wait(c, status)
 	return h, nil
 }
-
-// atomicTime is a wall-clock instant as UnixNano, updated by the log reader.
-type atomicTime struct {
-	v sync.Mutex
-	t int64
-}
-
-func (a *atomicTime) Store(ns int64) { a.v.Lock(); a.t = ns; a.v.Unlock() }
-func (a *atomicTime) Load() int64    { a.v.Lock(); defer a.v.Unlock(); return a.t }
 
 type procHandle struct {
 	launch  Launch
 	argv    []string
 	baseURL string
 	pid     int
-	ring    *LogRing
+	lc      *Lifecycle
 	poll    time.Duration
 	started time.Time
 
-	progress   atomic.Int64 // UnixNano of the last log line that was not a probe
 	done       chan struct{}
 	readerDone chan struct{}
 
@@ -214,69 +201,53 @@ type procHandle struct {
 	removeDir string
 
 	mu       sync.Mutex
-	ready    bool
-	benching bool
-	stopping bool
 	exitErr  error
 	exitCode int
-	failure  *Failure
 }
 
 var (
-	_ Handle      = (*procHandle)(nil)
-	_ Benchmarker = (*procHandle)(nil)
-	_ PIDer       = (*procHandle)(nil)
+	_ Handle          = (*procHandle)(nil)
+	_ Benchmarker     = (*procHandle)(nil)
+	_ PIDer           = (*procHandle)(nil)
+	_ ReadinessSource = (*procHandle)(nil)
 )
 
 func (h *procHandle) BaseURL() string        { return h.baseURL }
 func (h *procHandle) Done() <-chan struct{}  { return h.done }
-func (h *procHandle) LogTail(n int) []string { return h.ring.Tail(n) }
+func (h *procHandle) LogTail(n int) []string { return h.lc.Tail(n) }
 func (h *procHandle) Pid() int               { return h.pid }
 
 // Argv is the command line actually executed (with host and port).
 func (h *procHandle) Argv() []string { return append([]string(nil), h.argv...) }
 
-func (h *procHandle) MarkBenchmarking() {
-	h.mu.Lock()
-	h.benching = true
-	h.mu.Unlock()
+// MarkBenchmarking implements Benchmarker.
+func (h *procHandle) MarkBenchmarking() { h.lc.MarkBenchmarking() }
+
+// Failure implements Handle.
+func (h *procHandle) Failure() *Failure { return h.lc.Failure() }
+
+// Lifecycle implements ReadinessSource.
+func (h *procHandle) Lifecycle() *Lifecycle { return h.lc }
+
+// Up implements ReadinessSource: a local process is probed from its
+// start.
+func (h *procHandle) Up() <-chan struct{} { return nil }
+
+// ReadyPlan implements ReadinessSource.
+func (h *procHandle) ReadyPlan() ReadyPlan {
+	return ReadyPlan{Model: h.launch.Config.ServedName(), ReadyTimeout: h.launch.ReadyTimeout,
+		StallTimeout: h.launch.StallTimeout, Poll: h.poll, Begun: h.started}
 }
 
-func (h *procHandle) Failure() *Failure {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.failure
-}
-
-// setFailure records the first failure only: later symptoms (a hung server
-// then killed) must not overwrite the cause.
-func (h *procHandle) setFailure(f *Failure) *Failure {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.failure == nil {
-		h.failure = f
-	}
-	return h.failure
-}
-
-func (h *procHandle) readLog(r io.ReadCloser, logf *os.File) {
+func (h *procHandle) readLog(r io.ReadCloser) {
 	defer close(h.readerDone)
-	defer logf.Close()
+	defer h.lc.CloseLog()
 	defer r.Close()
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadString('\n')
 		if line != "" {
-			_, _ = logf.WriteString(line)
-			// Progress bars redraw with \r; keep the latest frame.
-			s := strings.TrimRight(line, "\r\n")
-			if i := strings.LastIndexByte(s, '\r'); i >= 0 {
-				s = s[i+1:]
-			}
-			h.ring.Add(s)
-			if !IsProbeLine(s) {
-				h.progress.Store(time.Now().UnixNano())
-			}
+			h.lc.Output(line)
 		}
 		if err != nil {
 			return
@@ -308,30 +279,12 @@ func (h *procHandle) wait(c *exec.Cmd, status *os.File) {
 	}
 	h.mu.Lock()
 	h.exitErr, h.exitCode = err, code
-	stopping, ready, benching := h.stopping, h.ready, h.benching
 	h.mu.Unlock()
-	if !stopping && !shuttingDown.Load() {
-		tail := h.ring.Tail(50)
-		reason := fmt.Sprintf("exited (%v)", describeExit(ws, known, err))
-		if l := LastLine(tail); l != "" {
-			reason += ": " + l
-		}
-		var f *Failure
-		switch {
-		case benching:
-			f = &Failure{Class: ClassCrashDuringBench, Reason: "server died during the benchmark, " + reason}
-		case GPUBusyLine(h.ring.Tail(200)) != "":
-			f = &Failure{Class: ClassGPUBusy, Reason: "GPU not yet free at start: " + GPUBusyLine(h.ring.Tail(200))}
-		case OOMLine(h.ring.Tail(200)) != "":
-			f = &Failure{Class: ClassOOM, Reason: "out of memory at load: " + OOMLine(h.ring.Tail(200))}
-		case ready:
-			f = &Failure{Class: ClassUnhealthy, Reason: "server died after it was ready, " + reason}
-		default:
-			f = &Failure{Class: ClassStartupCrash, Reason: "server " + reason + " before it was ready"}
-		}
-		f.LogTail, f.ExitCode = tail, code
-		h.setFailure(f)
+	if shuttingDown.Load() {
+		// perflab itself is going: the engine was ended with it.
+		h.lc.BeginStop()
 	}
+	h.lc.Exited(Exit{Code: code, What: fmt.Sprintf("exited (%v)", describeExit(ws, known, err))})
 	if h.removeDir != "" {
 		// The log lives on in the ring (LogTail) and in the trial's record.
 		os.RemoveAll(h.removeDir)
@@ -373,64 +326,11 @@ func describeExit(ws syscall.WaitStatus, known bool, err error) string {
 }
 
 // Ready implements Handle.
-func (h *procHandle) Ready(ctx context.Context) error {
-	stall := h.launch.StallTimeout
-	if stall <= 0 {
-		stall = 5 * time.Minute
-	}
-	var hardDeadline <-chan time.Time
-	if h.launch.ReadyTimeout > 0 {
-		t := time.NewTimer(h.launch.ReadyTimeout - time.Since(h.started))
-		defer t.Stop()
-		hardDeadline = t.C
-	}
-	client := &http.Client{Timeout: 5 * time.Second}
-	want := h.launch.Config.ServedName()
-	tick := time.NewTicker(h.poll)
-	defer tick.Stop()
-	answered := "" // last HTTP answer, to tell unhealthy from hung
-	for {
-		ok, note := Probe(ctx, client, h.baseURL, want)
-		if ok {
-			h.mu.Lock()
-			h.ready = true
-			h.mu.Unlock()
-			return nil
-		}
-		if note != "" {
-			answered = note
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("engine: wait for ready: %w", ctx.Err())
-		case <-h.done:
-			if f := h.Failure(); f != nil {
-				return f
-			}
-			return fmt.Errorf("engine: server stopped before it was ready")
-		case <-hardDeadline:
-			return h.notReady(answered, fmt.Sprintf("not ready after %v", h.launch.ReadyTimeout))
-		case <-tick.C:
-			last := time.Unix(0, h.progress.Load())
-			if since := time.Since(last); since > stall {
-				return h.notReady(answered, fmt.Sprintf("no log progress for %v", since.Round(time.Millisecond)))
-			}
-		}
-	}
-}
-
-// notReady classes a timed-out wait: a server that answers HTTP but never
-// becomes ready is unhealthy; one that never answers is hung.
-func (h *procHandle) notReady(answered, why string) error {
-	f := NotReady(answered, why, h.ring)
-	return h.setFailure(f)
-}
+func (h *procHandle) Ready(ctx context.Context) error { return WaitReady(ctx, h) }
 
 // Stop implements Handle.
 func (h *procHandle) Stop(ctx context.Context) error {
-	h.mu.Lock()
-	h.stopping = true
-	h.mu.Unlock()
+	h.lc.BeginStop()
 	select {
 	case <-h.done:
 		return nil

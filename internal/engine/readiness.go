@@ -2,8 +2,8 @@ package engine
 
 // What every runtime shares in waiting for a server and reading its log:
 // the readiness probe, the ring of recent log lines, and which lines are
-// the probe's own echo. (The failure rules, OOM lines and exit classes,
-// are in runtime.go.)
+// the probe's own echo. (The wait itself and the failure rules are in
+// lifecycle.go; OOM lines and failure classes in runtime.go.)
 
 import (
 	"context"

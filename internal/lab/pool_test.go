@@ -321,7 +321,7 @@ func TestGPUBusyStartsAgain(t *testing.T) {
 		starts int64
 	}{
 		{"busy once", 1, "ok", 2},
-		{"busy throughout", 100, "failed", 1 + gpuBusyRetries},
+		{"busy throughout", 100, "failed", 1 + int64(engine.ClassGPUBusy.Capacity().Retries)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := &busyRuntime{countingRuntime: newCountingRuntime(t), busy: tc.busy}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/shareddata"
 	"github.com/perflab/perflab/internal/store"
@@ -130,7 +131,7 @@ func TestReportGoldenSimLab(t *testing.T) {
 
 // TestEngineMetricsFromLabelledPrometheus feeds /metrics as vLLM with two
 // data-parallel engines (and `perflab sim serve`) expose it, every sample
-// labelled, through parsePrometheus into a report: the engine-metrics table
+// labelled, through engine.ParsePrometheus into a report: the engine-metrics table
 // must show the fleet's figures, not the zeros a bare-name lookup of
 // labelled keys gives.
 func TestEngineMetricsFromLabelledPrometheus(t *testing.T) {
@@ -149,7 +150,7 @@ vllm:e2e_request_latency_seconds_bucket{engine="0",le="+Inf",model_name="Qwen/Qw
 vllm:e2e_request_latency_seconds_count{engine="0",model_name="Qwen/Qwen3-14B"} 9
 process_open_fds 12
 `
-	m := parsePrometheus(bufio.NewScanner(strings.NewReader(exposition)))
+	m := engine.ParsePrometheus(bufio.NewScanner(strings.NewReader(exposition)))
 	for name, want := range map[string]float64{
 		`vllm:num_requests_running{engine="1",model_name="Qwen/Qwen3-14B"}`: 28, // the series stay as exposed
 		"vllm:num_requests_running":                                         128,

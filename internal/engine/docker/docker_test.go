@@ -274,13 +274,31 @@ func TestImageTable(t *testing.T) {
 	}
 }
 
+// exit is how a container ended and what state it was in, for TestClassify.
+type exit struct {
+	code      int
+	oomKilled bool
+	memLimit  int64
+	waitErr   error
+	ready     bool
+	benching  bool
+}
+
 func TestClassify(t *testing.T) {
-	rg := func(lines ...string) *engine.LogRing {
-		r := engine.NewLogRing(100)
+	// The container's exit as the lifecycle classes it (exitOf), in the
+	// state the server was in.
+	classify := func(e exit, lines ...string) *engine.Failure {
+		lc := engine.NewLifecycle(100, nil)
 		for _, l := range lines {
-			r.Add(l)
+			lc.Note(l)
 		}
-		return r
+		if e.ready {
+			lc.MarkReady()
+		}
+		if e.benching {
+			lc.MarkBenchmarking()
+		}
+		return lc.ClassifyExit(exitOf(e.code, e.oomKilled, e.memLimit, e.waitErr))
 	}
 	for _, tc := range []struct {
 		name string
@@ -301,7 +319,7 @@ func TestClassify(t *testing.T) {
 		{"wait failed", exit{code: -1, waitErr: errors.New("daemon gone")}, nil, engine.ClassStartupCrash},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := classify(tc.e, rg(tc.log...))
+			f := classify(tc.e, tc.log...)
 			if f.Class != tc.want {
 				t.Fatalf("class %s (%s), want %s", f.Class, f.Reason, tc.want)
 			}
@@ -321,12 +339,12 @@ func TestFollowPullError(t *testing.T) {
 		"podman": `{"status":"Trying to pull x"}` + "\n" + `{"error":"manifest unknown","progressDetail":{}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := &handle{ring: engine.NewLogRing(10), logf: devNull(t), sp: spec{image: "x"}}
+			h := &handle{lc: engine.NewLifecycle(10, devNull(t)), sp: spec{image: "x"}}
 			err := h.followPull(t.Context(), strings.NewReader(stream))
 			if err == nil || err.Error() != "manifest unknown" {
 				t.Fatalf("err %v, want the pull's own error", err)
 			}
-			if tail := h.ring.Tail(0); len(tail) != 1 || !strings.Contains(tail[0], "pull x: ") {
+			if tail := h.lc.Tail(0); len(tail) != 1 || !strings.Contains(tail[0], "pull x: ") {
 				t.Errorf("progress lines %q", tail)
 			}
 		})

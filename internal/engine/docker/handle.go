@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -30,13 +28,9 @@ type handle struct {
 	cli    client.APIClient
 	launch engine.Launch
 	sp     spec
-	ring   *engine.LogRing
+	lc     *engine.Lifecycle
 	poll   time.Duration
 
-	logMu sync.Mutex
-	logf  *os.File
-
-	progress atomic.Int64 // UnixNano of the last log line that was not a probe
 	// launchCtx bounds the pull, create and start; Stop cancels it.
 	launchCtx    context.Context
 	cancelLaunch context.CancelFunc
@@ -51,19 +45,16 @@ type handle struct {
 	mu       sync.Mutex
 	id       string
 	upAt     time.Time
-	ready    bool
-	benching bool
-	stopping bool
 	exitCode int
-	failure  *engine.Failure
 
 	stopOnce sync.Once
 	stopErr  error
 }
 
 var (
-	_ engine.Handle      = (*handle)(nil)
-	_ engine.Benchmarker = (*handle)(nil)
+	_ engine.Handle          = (*handle)(nil)
+	_ engine.Benchmarker     = (*handle)(nil)
+	_ engine.ReadinessSource = (*handle)(nil)
 )
 
 func newHandle(rt *Runtime, cli client.APIClient, l engine.Launch, sp spec, logf *os.File, removeDir string) *handle {
@@ -77,19 +68,18 @@ func newHandle(rt *Runtime, cli client.APIClient, l engine.Launch, sp spec, logf
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &handle{
-		rt: rt, cli: cli, launch: l, sp: sp, ring: engine.NewLogRing(size), poll: poll, logf: logf,
+		rt: rt, cli: cli, launch: l, sp: sp, lc: engine.NewLifecycle(size, logf), poll: poll,
 		launchCtx: ctx, cancelLaunch: cancel,
 		launched: make(chan struct{}), containerUp: make(chan struct{}),
 		done: make(chan struct{}), readerDone: make(chan struct{}),
 		removeDir: removeDir, exitCode: -1,
 	}
-	h.progress.Store(time.Now().UnixNano())
 	return h
 }
 
 func (h *handle) BaseURL() string        { return h.sp.baseURL }
 func (h *handle) Done() <-chan struct{}  { return h.done }
-func (h *handle) LogTail(n int) []string { return h.ring.Tail(n) }
+func (h *handle) LogTail(n int) []string { return h.lc.Tail(n) }
 
 // Image is the image the container runs.
 func (h *handle) Image() string { return h.sp.image }
@@ -110,56 +100,39 @@ func (h *handle) Argv() []string {
 	return append(append([]string(nil), c.Entrypoint...), c.Cmd...)
 }
 
-func (h *handle) MarkBenchmarking() {
-	h.mu.Lock()
-	h.benching = true
-	h.mu.Unlock()
-}
+// MarkBenchmarking implements engine.Benchmarker.
+func (h *handle) MarkBenchmarking() { h.lc.MarkBenchmarking() }
 
-func (h *handle) Failure() *engine.Failure {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.failure
-}
+// Failure implements engine.Handle.
+func (h *handle) Failure() *engine.Failure { return h.lc.Failure() }
 
-// setFailure records the first failure only: later symptoms must not
-// overwrite the cause.
-func (h *handle) setFailure(f *engine.Failure) *engine.Failure {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.failure == nil {
-		h.failure = f
-	}
-	return h.failure
-}
+// Lifecycle implements engine.ReadinessSource.
+func (h *handle) Lifecycle() *engine.Lifecycle { return h.lc }
 
-func (h *handle) isStopping() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.stopping
+// Up implements engine.ReadinessSource: closed once the container has
+// started, so that an image pull does not eat into the ready timeout.
+func (h *handle) Up() <-chan struct{} { return h.containerUp }
+
+// ReadyPlan implements engine.ReadinessSource: the stall timer runs from
+// the start (pull progress resets it).
+func (h *handle) ReadyPlan() engine.ReadyPlan {
+	return engine.ReadyPlan{Model: h.launch.Config.ServedName(), ReadyTimeout: h.launch.ReadyTimeout,
+		StallTimeout: h.launch.StallTimeout, Poll: h.poll,
+		Started: "the container started", BeforeUp: "pull or start"}
 }
 
 // logLine writes one line of perflab's own (pull progress, container
 // events) to the log and the ring, as progress.
-func (h *handle) logLine(s string) {
-	h.logMu.Lock()
-	_, _ = h.logf.WriteString(s + "\n")
-	h.logMu.Unlock()
-	h.ring.Add(s)
-	h.progress.Store(time.Now().UnixNano())
-}
+func (h *handle) logLine(s string) { h.lc.Line(s) }
 
 // run is the container's whole life, in the background.
 func (h *handle) run() {
 	defer close(h.done)
-	defer h.closeLog()
+	defer h.lc.CloseLog()
 	id, out, fail := h.launchContainer()
 	close(h.launched)
 	if fail != nil {
-		if !h.isStopping() {
-			fail.LogTail = h.ring.Tail(50)
-			h.setFailure(fail)
-		}
+		h.lc.Fail(fail)
 		h.removeFiles()
 		return
 	}
@@ -199,9 +172,8 @@ func (h *handle) launchContainer() (string, io.ReadCloser, *engine.Failure) {
 	}
 	h.mu.Lock()
 	h.id = res.ID
-	stopping := h.stopping
 	h.mu.Unlock()
-	if stopping {
+	if h.lc.Stopping() {
 		return "", nil, nil
 	}
 	// Attached before the start, as `docker run` does, the output comes
@@ -314,7 +286,7 @@ func (h *handle) followPull(ctx context.Context, r io.Reader) error {
 			return errors.New(m.Error)
 		}
 		// Byte counts are progress for the stall timer, not log lines.
-		h.progress.Store(time.Now().UnixNano())
+		h.lc.Touch()
 		text := strings.TrimSpace(m.Status)
 		if text == "" {
 			text = strings.TrimSpace(m.Stream)
@@ -355,29 +327,12 @@ func (h *handle) streamLog(id string, rc io.ReadCloser) {
 	for {
 		line, err := br.ReadString('\n')
 		if line != "" {
-			h.logMu.Lock()
-			_, _ = h.logf.WriteString(line)
-			h.logMu.Unlock()
-			// Progress bars redraw with \r; keep the latest frame.
-			s := strings.TrimRight(line, "\r\n")
-			if i := strings.LastIndexByte(s, '\r'); i >= 0 {
-				s = s[i+1:]
-			}
-			h.ring.Add(s)
-			if !engine.IsProbeLine(s) {
-				h.progress.Store(time.Now().UnixNano())
-			}
+			h.lc.Output(line)
 		}
 		if err != nil {
 			return
 		}
 	}
-}
-
-func (h *handle) closeLog() {
-	h.logMu.Lock()
-	defer h.logMu.Unlock()
-	_ = h.logf.Close()
 }
 
 // waitExit waits for the container to stop, classes how it ended, and
@@ -415,62 +370,29 @@ func (h *handle) waitExit(id string) {
 	}
 	h.mu.Lock()
 	h.exitCode = code
-	stopping, ready, benching := h.stopping, h.ready, h.benching
 	h.mu.Unlock()
-	if !stopping {
-		h.setFailure(classify(exit{
-			code: code, oomKilled: oomKilled, memLimit: memLimit, waitErr: waitErr,
-			ready: ready, benching: benching,
-		}, h.ring))
-	}
+	h.lc.Exited(exitOf(code, oomKilled, memLimit, waitErr))
 	h.remove(id)
 }
 
-// exit is how a container ended, as classify reads it.
-type exit struct {
-	code      int
-	oomKilled bool
-	memLimit  int64
-	waitErr   error
-	ready     bool
-	benching  bool
-}
-
-// classify names the failure of a container that exited without a Stop.
+// exitOf is how a container ended, for the lifecycle's classification.
 // A container killed for memory is oom: Docker sets State.OOMKilled, but
 // podman (runc, cgroupfs) only reports exit 137, so 137 under a memory
 // limit counts too (a Stop would have been asked for otherwise).
-func classify(e exit, r *engine.LogRing) *engine.Failure {
-	tail := r.Tail(50)
-	how := fmt.Sprintf("status %d", e.code)
-	if e.code < 0 {
-		how = fmt.Sprintf("unknown status: %v", e.waitErr)
+func exitOf(code int, oomKilled bool, memLimit int64, waitErr error) engine.Exit {
+	how := fmt.Sprintf("status %d", code)
+	if code < 0 {
+		how = fmt.Sprintf("unknown status: %v", waitErr)
 	}
-	reason := "container exited (" + how + ")"
-	if l := engine.LastLine(tail); l != "" {
-		reason += ": " + l
-	}
-	var f *engine.Failure
-	oomLine, busyLine := engine.OOMLine(r.Tail(200)), engine.GPUBusyLine(r.Tail(200))
+	e := engine.Exit{Code: code, What: "container exited (" + how + ")"}
 	switch {
-	case e.oomKilled || (e.code == 137 && e.memLimit > 0):
-		f = &engine.Failure{Class: engine.ClassOOM, Reason: fmt.Sprintf("killed for memory (limit %d MiB), %s", e.memLimit>>20, reason)}
-		if e.memLimit == 0 {
-			f.Reason = "killed for memory (the host ran out), " + reason
+	case oomKilled || (code == 137 && memLimit > 0):
+		e.Killed = fmt.Sprintf("killed for memory (limit %d MiB)", memLimit>>20)
+		if memLimit == 0 {
+			e.Killed = "killed for memory (the host ran out)"
 		}
-	case e.benching:
-		f = &engine.Failure{Class: engine.ClassCrashDuringBench, Reason: "server died during the benchmark, " + reason}
-	case busyLine != "":
-		f = &engine.Failure{Class: engine.ClassGPUBusy, Reason: "GPU not yet free at start: " + busyLine}
-	case oomLine != "":
-		f = &engine.Failure{Class: engine.ClassOOM, Reason: "out of memory at load: " + oomLine}
-	case e.ready:
-		f = &engine.Failure{Class: engine.ClassUnhealthy, Reason: "server died after it was ready, " + reason}
-	default:
-		f = &engine.Failure{Class: engine.ClassStartupCrash, Reason: "server " + reason + " before it was ready"}
 	}
-	f.LogTail, f.ExitCode = tail, e.code
-	return f
+	return e
 }
 
 // remove deletes the container, killing it if it still runs. A container
@@ -501,9 +423,7 @@ func (h *handle) Stop(ctx context.Context) error {
 }
 
 func (h *handle) stop(ctx context.Context) error {
-	h.mu.Lock()
-	h.stopping = true
-	h.mu.Unlock()
+	h.lc.BeginStop()
 	h.cancelLaunch()
 	select {
 	case <-h.done:
@@ -546,70 +466,8 @@ func (h *handle) stop(ctx context.Context) error {
 	return h.remove(h.sp.name)
 }
 
-// Ready implements engine.Handle: it waits until /health answers 200 and
-// /v1/models lists the model, the container exits, the log stalls or the
-// ready timeout passes. The timeout counts from the container's start, so
-// an image pull does not eat into it; the stall timer runs from the start
-// (pull progress resets it).
-func (h *handle) Ready(ctx context.Context) error {
-	stall := h.launch.StallTimeout
-	if stall <= 0 {
-		stall = 5 * time.Minute
-	}
-	var hardDeadline <-chan time.Time
-	up := (<-chan struct{})(h.containerUp)
-	cl := newProbeClient()
-	want := h.launch.Config.ServedName()
-	tick := time.NewTicker(h.poll)
-	defer tick.Stop()
-	answered := ""
-	for {
-		if up == nil {
-			ok, note := engine.Probe(ctx, cl, h.sp.baseURL, want)
-			if ok {
-				h.mu.Lock()
-				h.ready = true
-				h.mu.Unlock()
-				return nil
-			}
-			if note != "" {
-				answered = note
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("docker: wait for ready: %w", ctx.Err())
-		case <-h.done:
-			if f := h.Failure(); f != nil {
-				return f
-			}
-			return fmt.Errorf("docker: server stopped before it was ready")
-		case <-up:
-			up = nil
-			if d := h.launch.ReadyTimeout; d > 0 {
-				t := time.NewTimer(d)
-				defer t.Stop()
-				hardDeadline = t.C
-			}
-		case <-hardDeadline:
-			return h.notReady(answered, fmt.Sprintf("not ready %v after the container started", h.launch.ReadyTimeout))
-		case <-tick.C:
-			if since := time.Since(time.Unix(0, h.progress.Load())); since > stall {
-				what := "no log progress"
-				if up != nil {
-					what = "no pull or start progress"
-				}
-				return h.notReady(answered, fmt.Sprintf("%s for %v", what, since.Round(time.Millisecond)))
-			}
-		}
-	}
-}
-
-// notReady classes a timed-out wait: a server that answers HTTP but never
-// becomes ready is unhealthy; one that never answers is hung.
-func (h *handle) notReady(answered, why string) error {
-	f := engine.NotReady(answered, why, h.ring)
-	return h.setFailure(f)
-}
-
-func newProbeClient() *http.Client { return &http.Client{Timeout: 5 * time.Second} }
+// Ready implements engine.Handle: engine.WaitReady over the container's
+// start (Up) and log. The ready timeout counts from the container's start,
+// so an image pull does not eat into it; the stall timer runs from the
+// start (pull progress resets it).
+func (h *handle) Ready(ctx context.Context) error { return engine.WaitReady(ctx, h) }

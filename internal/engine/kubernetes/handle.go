@@ -3,17 +3,14 @@ package kubernetes
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,20 +41,16 @@ type handle struct {
 	node, podIP string
 	// localPort is the port-forward's port on 127.0.0.1 (PortForward).
 	localPort int
-	ring      *engine.LogRing
-	poll      time.Duration
-
-	logMu sync.Mutex
-	logf  *os.File // nil: the log lives only in the ring
-
-	progress atomic.Int64 // UnixNano of the last sign of progress
+	// lc is the server's state, failure and log (the log file is nil
+	// when the log lives only in the ring).
+	lc   *engine.Lifecycle
+	poll time.Duration
 
 	// launched is closed when the create phase has ended, one way or the
 	// other; up when the server can be reached (the pod runs, has an IP,
-	// and a port-forward listens); failed at the first failure; done when
-	// the pod is gone.
-	launched, up, failed, done chan struct{}
-	readerDone                 chan struct{}
+	// and a port-forward listens); done when the pod is gone.
+	launched, up, done chan struct{}
+	readerDone         chan struct{}
 	// endedCh is closed when the container has terminated.
 	endedCh chan struct{}
 	// bg bounds the log reader and the port-forward; canceled when the
@@ -70,10 +63,6 @@ type handle struct {
 
 	mu           sync.Mutex
 	baseURL      string
-	ready        bool
-	benching     bool
-	stopping     bool
-	failure      *engine.Failure
 	pullingSince time.Time // an image pull under way, by the pod's events
 	ended        bool      // the container has terminated
 	started      bool      // the container has run (or ended)
@@ -90,12 +79,12 @@ type handle struct {
 	stopOnce sync.Once
 	stopErr  error
 	upOnce   sync.Once
-	failOnce sync.Once
 }
 
 var (
-	_ engine.Handle      = (*handle)(nil)
-	_ engine.Benchmarker = (*handle)(nil)
+	_ engine.Handle          = (*handle)(nil)
+	_ engine.Benchmarker     = (*handle)(nil)
+	_ engine.ReadinessSource = (*handle)(nil)
 )
 
 // Start implements engine.Runtime. It returns at once: the pod is created,
@@ -128,13 +117,10 @@ func (r *Runtime) StartLabeled(ctx context.Context, l engine.Launch, labels map[
 	}
 	h := &handle{
 		rt: r, cli: r.cli, ns: r.ns, launch: l, sp: sp, access: r.access,
-		ring: engine.NewLogRing(2000), poll: r.PollInterval,
-		launched: make(chan struct{}), up: make(chan struct{}), failed: make(chan struct{}),
+		poll:     r.PollInterval,
+		launched: make(chan struct{}), up: make(chan struct{}),
 		done: make(chan struct{}), readerDone: make(chan struct{}), endedCh: make(chan struct{}),
 		seenEvents: map[string]bool{},
-	}
-	if r.LogLines > 0 {
-		h.ring = engine.NewLogRing(r.LogLines)
 	}
 	if h.poll <= 0 {
 		h.poll = 250 * time.Millisecond
@@ -156,19 +142,22 @@ func (r *Runtime) StartLabeled(ctx context.Context, l engine.Launch, labels map[
 		}
 		logPath = filepath.Join(dir, "engine.log")
 	}
+	var logw io.WriteCloser // nil: the log lives only in the ring
 	if logPath != "" {
 		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 			return nil, fmt.Errorf("kubernetes: log dir: %w", err)
 		}
-		if h.logf, err = os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
 			return nil, fmt.Errorf("kubernetes: open log: %w", err)
 		}
+		logw = f
 	}
+	h.lc = engine.NewLifecycle(r.LogLines, logw)
 	h.bg, h.cancelBg = context.WithCancel(context.Background())
 	// The port-forward's errors (a refused connection while the engine
 	// loads) go to the handle's log, not klog's stderr.
 	h.fw, h.cancelFw = context.WithCancel(klog.NewContext(h.bg, logr.Discard()))
-	h.progress.Store(time.Now().UnixNano())
 	where := "through a port-forward at " + h.baseURL
 	if h.access == PodIP {
 		where = fmt.Sprintf("directly at its pod IP, http://POD_IP:%d", r.port())
@@ -216,7 +205,7 @@ func (h *handle) Done() <-chan struct{} { return h.done }
 
 // LogTail implements engine.Handle: the last n lines of the pod's log and
 // of perflab's own notes on it, kept after the pod is deleted.
-func (h *handle) LogTail(n int) []string { return h.ring.Tail(n) }
+func (h *handle) LogTail(n int) []string { return h.lc.Tail(n) }
 
 // PodName is the pod's name.
 func (h *handle) PodName() string { return h.sp.pod.Name }
@@ -233,78 +222,50 @@ func (h *handle) Argv() []string {
 }
 
 // MarkBenchmarking implements engine.Benchmarker.
-func (h *handle) MarkBenchmarking() {
-	h.mu.Lock()
-	h.benching = true
-	h.mu.Unlock()
-}
+func (h *handle) MarkBenchmarking() { h.lc.MarkBenchmarking() }
 
 // Failure implements engine.Handle.
-func (h *handle) Failure() *engine.Failure {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.failure
-}
+func (h *handle) Failure() *engine.Failure { return h.lc.Failure() }
 
-// setFailure records the first failure only (later symptoms must not
-// overwrite the cause), unless Stop came first, and returns the one kept.
-func (h *handle) setFailure(f *engine.Failure) *engine.Failure {
-	h.mu.Lock()
-	if h.failure == nil && !h.stopping {
-		if f.LogTail == nil {
-			f.LogTail = h.ring.Tail(50)
-		}
-		h.failure = f
-	}
-	got := h.failure
-	h.mu.Unlock()
-	if got != nil {
-		h.failOnce.Do(func() { close(h.failed) })
-	}
-	return got
-}
+// Lifecycle implements engine.ReadinessSource.
+func (h *handle) Lifecycle() *engine.Lifecycle { return h.lc }
 
-func (h *handle) isStopping() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.stopping
+// Up implements engine.ReadinessSource: closed once the pod runs, has an
+// IP and (by port-forward) a local port that listens.
+func (h *handle) Up() <-chan struct{} { return h.up }
+
+// ReadyPlan implements engine.ReadinessSource. The ready timeout counts
+// from the container's start, so scheduling and the image pull do not eat
+// into it; an image pull, which logs nothing, is capped by the runtime's
+// PullTimeout instead of the stall timeout.
+func (h *handle) ReadyPlan() engine.ReadyPlan {
+	return engine.ReadyPlan{Model: h.launch.Config.ServedName(), ReadyTimeout: h.launch.ReadyTimeout,
+		StallTimeout: h.launch.StallTimeout, Poll: h.poll,
+		Pulling: func() time.Time {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return h.pullingSince
+		},
+		PullTimeout: h.rt.PullTimeout, Image: h.sp.image,
+		Started: "the container started", BeforeUp: "pod or log"}
 }
 
 // logLine writes one line of perflab's own to the log and the ring, as
 // progress.
-func (h *handle) logLine(s string) {
-	h.note(s)
-	h.progress.Store(time.Now().UnixNano())
-}
+func (h *handle) logLine(s string) { h.lc.Line(s) }
 
 // note writes one line of perflab's own to the log and the ring, without
 // counting as progress.
-func (h *handle) note(s string) {
-	h.logMu.Lock()
-	if h.logf != nil {
-		_, _ = h.logf.WriteString(s + "\n")
-	}
-	h.logMu.Unlock()
-	h.ring.Add(s)
-}
-
-func (h *handle) closeLog() {
-	h.logMu.Lock()
-	defer h.logMu.Unlock()
-	if h.logf != nil {
-		_ = h.logf.Close()
-		h.logf = nil
-	}
-}
+func (h *handle) note(s string) { h.lc.Note(s) }
 
 // run is the pod's whole life, in the background.
 func (h *handle) run() {
 	defer close(h.done)
-	defer h.closeLog()
+	defer h.lc.CloseLog()
 	defer h.cancelBg()
 	if f := h.create(); f != nil {
 		close(h.launched)
-		h.setFailure(f)
+		h.lc.Fail(f)
 		h.deleteFiles(context.Background())
 		return
 	}
@@ -327,7 +288,7 @@ func (h *handle) run() {
 func (h *handle) create() *engine.Failure {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if h.isStopping() {
+	if h.lc.Stopping() {
 		return nil
 	}
 	owner, err := h.rt.EnsureOwner(ctx)
@@ -443,13 +404,10 @@ func (h *handle) read(ctx context.Context) bool {
 
 // gone is the pod's deletion, seen: a failure unless perflab asked for it.
 func (h *handle) gone() {
-	h.mu.Lock()
-	ours := h.stopping || h.failure != nil || !h.deleted.IsZero()
-	h.mu.Unlock()
-	if ours {
+	if h.lc.Stopping() || h.lc.Failure() != nil || !h.deleted.IsZero() {
 		return
 	}
-	h.setFailure(h.classifyEnd(-1, "pod was deleted (not by perflab)", false))
+	h.lc.Exited(engine.Exit{Code: -1, What: "pod was deleted (not by perflab)"})
 }
 
 // giveUp is true when the pod run asked to delete has not gone in a
@@ -559,7 +517,7 @@ func assess(pod *corev1.Pod, image string) podState {
 func (h *handle) observe(pod *corev1.Pod) {
 	if pod.ResourceVersion != h.lastRV {
 		h.lastRV = pod.ResourceVersion
-		h.progress.Store(time.Now().UnixNano())
+		h.lc.Touch()
 	}
 	if pod.DeletionTimestamp != nil {
 		h.gone()
@@ -572,7 +530,7 @@ func (h *handle) observe(pod *corev1.Pod) {
 	}
 	st := assess(pod, h.sp.image)
 	if st.fail != nil {
-		h.setFailure(st.fail)
+		h.lc.Fail(st.fail)
 		h.endPod()
 		return
 	}
@@ -605,9 +563,13 @@ func (h *handle) observe(pod *corev1.Pod) {
 			if l := engine.LastLine([]string{t.Message}); l != "" && t.Reason != "OOMKilled" {
 				how += ": " + l
 			}
-			h.setFailure(h.classifyEnd(int(t.ExitCode), "container exited ("+how+")", t.Reason == "OOMKilled"))
+			e := engine.Exit{Code: int(t.ExitCode), What: "container exited (" + how + ")"}
+			if t.Reason == "OOMKilled" {
+				e.Killed = "killed for memory (OOMKilled)"
+			}
+			h.lc.Exited(e)
 		} else {
-			h.setFailure(h.classifyEnd(-1, "pod failed ("+st.podFailed+")", false))
+			h.lc.Exited(engine.Exit{Code: -1, What: "pod failed (" + st.podFailed + ")"})
 		}
 		h.endPod()
 	}
@@ -623,37 +585,6 @@ func (h *handle) endPod() {
 	if err := h.deletePod(0); err != nil {
 		h.note("perflab: " + err.Error())
 	}
-}
-
-// classifyEnd names the failure of a server that ended without a Stop, as
-// the docker runtime does.
-func (h *handle) classifyEnd(code int, what string, oomKilled bool) *engine.Failure {
-	h.mu.Lock()
-	ready, benching := h.ready, h.benching
-	h.mu.Unlock()
-	tail := h.ring.Tail(50)
-	reason := what
-	if l := engine.LastLine(tail); l != "" {
-		reason += ": " + l
-	}
-	oomLine, busyLine := engine.OOMLine(h.ring.Tail(200)), engine.GPUBusyLine(h.ring.Tail(200))
-	var f *engine.Failure
-	switch {
-	case oomKilled:
-		f = &engine.Failure{Class: engine.ClassOOM, Reason: "killed for memory (OOMKilled), " + reason}
-	case benching:
-		f = &engine.Failure{Class: engine.ClassCrashDuringBench, Reason: "server died during the benchmark, " + reason}
-	case busyLine != "":
-		f = &engine.Failure{Class: engine.ClassGPUBusy, Reason: "GPU not yet free at start: " + busyLine}
-	case oomLine != "":
-		f = &engine.Failure{Class: engine.ClassOOM, Reason: "out of memory at load: " + oomLine}
-	case ready:
-		f = &engine.Failure{Class: engine.ClassUnhealthy, Reason: "server died after it was ready, " + reason}
-	default:
-		f = &engine.Failure{Class: engine.ClassStartupCrash, Reason: "server " + reason + " before it was ready"}
-	}
-	f.LogTail, f.ExitCode = tail, code
-	return f
 }
 
 // readEvents logs the pod's new events (scheduling, pulls, mounts), which
@@ -771,19 +702,7 @@ func (h *handle) readLog(rc io.Reader, last *time.Time) bool {
 					s = rest
 				}
 			}
-			h.logMu.Lock()
-			if h.logf != nil {
-				_, _ = h.logf.WriteString(s + "\n")
-			}
-			h.logMu.Unlock()
-			// Progress bars redraw with \r; keep the latest frame.
-			if i := strings.LastIndexByte(s, '\r'); i >= 0 {
-				s = s[i+1:]
-			}
-			h.ring.Add(s)
-			if !engine.IsProbeLine(s) {
-				h.progress.Store(time.Now().UnixNano())
-			}
+			h.lc.Output(s + "\n")
 		}
 		if err != nil {
 			return stamped
@@ -826,9 +745,7 @@ func (h *handle) Stop(ctx context.Context) error {
 }
 
 func (h *handle) stop(ctx context.Context) error {
-	h.mu.Lock()
-	h.stopping = true
-	h.mu.Unlock()
+	h.lc.BeginStop()
 	select {
 	case <-h.done:
 		// Ended by itself and deleted already; make sure.
@@ -871,88 +788,6 @@ func (h *handle) stop(ctx context.Context) error {
 	}
 }
 
-// Ready implements engine.Handle: it waits until /health answers 200 and
-// /v1/models lists the model, the pod fails (unschedulable, an image that
-// cannot be pulled, the container's exit), the log and the pod stall, or
-// the ready timeout passes. The timeout counts from the container's start,
-// so scheduling and the image pull do not eat into it; an image pull, which
-// logs nothing, is capped by the runtime's PullTimeout instead of the stall
-// timeout.
-func (h *handle) Ready(ctx context.Context) error {
-	stall := h.launch.StallTimeout
-	if stall <= 0 {
-		stall = 5 * time.Minute
-	}
-	pullTimeout := h.rt.PullTimeout
-	if pullTimeout <= 0 {
-		pullTimeout = 30 * time.Minute
-	}
-	var hardDeadline <-chan time.Time
-	up := (<-chan struct{})(h.up)
-	cl := &http.Client{Timeout: 5 * time.Second}
-	want := h.launch.Config.ServedName()
-	tick := time.NewTicker(h.poll)
-	defer tick.Stop()
-	answered := ""
-	for {
-		if up == nil {
-			ok, note := engine.Probe(ctx, cl, h.BaseURL(), want)
-			if ok {
-				h.mu.Lock()
-				h.ready = true
-				h.mu.Unlock()
-				return nil
-			}
-			if note != "" {
-				answered = note
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("kubernetes: wait for ready: %w", ctx.Err())
-		case <-h.failed:
-			return h.Failure()
-		case <-h.done:
-			if f := h.Failure(); f != nil {
-				return f
-			}
-			return errors.New("kubernetes: server stopped before it was ready")
-		case <-up:
-			up = nil
-			if d := h.launch.ReadyTimeout; d > 0 {
-				t := time.NewTimer(d)
-				defer t.Stop()
-				hardDeadline = t.C
-			}
-		case <-hardDeadline:
-			return h.notReady(answered, fmt.Sprintf("not ready %v after the container started", h.launch.ReadyTimeout))
-		case <-tick.C:
-			h.mu.Lock()
-			pulling := h.pullingSince
-			h.mu.Unlock()
-			if !pulling.IsZero() {
-				if since := time.Since(pulling); since > pullTimeout {
-					return h.notReady("", fmt.Sprintf("the pull of %s still under way after %v", h.sp.image, since.Round(time.Second)))
-				}
-				continue
-			}
-			if since := time.Since(time.Unix(0, h.progress.Load())); since > stall {
-				what := "no log progress"
-				if up != nil {
-					what = "no pod or log progress"
-				}
-				return h.notReady(answered, fmt.Sprintf("%s for %v", what, since.Round(time.Millisecond)))
-			}
-		}
-	}
-}
-
-// notReady classes a timed-out wait: a server that answers HTTP but never
-// becomes ready is unhealthy; one that never answers is hung.
-func (h *handle) notReady(answered, why string) error {
-	f := engine.NotReady(answered, why, h.ring)
-	if got := h.setFailure(f); got != nil {
-		return got
-	}
-	return f
-}
+// Ready implements engine.Handle: engine.WaitReady over the pod's state,
+// events and log (see ReadyPlan).
+func (h *handle) Ready(ctx context.Context) error { return engine.WaitReady(ctx, h) }

@@ -694,9 +694,9 @@ func TestClassifyEndGPUBusy(t *testing.T) {
 		{"torch.OutOfMemoryError: CUDA out of memory.", engine.ClassOOM},
 		{"error: unrecognized arguments: --bad", engine.ClassStartupCrash},
 	} {
-		h := &handle{ring: engine.NewLogRing(10)}
-		h.ring.Add(tc.line)
-		if f := h.classifyEnd(1, "container exited (status 1)", false); f.Class != tc.want {
+		h := &handle{lc: engine.NewLifecycle(10, nil)}
+		h.lc.Note(tc.line)
+		if f := h.lc.Exited(engine.Exit{Code: 1, What: "container exited (status 1)"}); f.Class != tc.want {
 			t.Errorf("%q: class %s, want %s", tc.line, f.Class, tc.want)
 		}
 	}
