@@ -111,6 +111,11 @@ func Run(ctx context.Context, o Options) error {
 		fmt.Fprintln(o.Stderr, "perflab sim serve:", err)
 		return &ExitError{Code: 2, Err: err}
 	}
+	shm, err := shmFree(o.Env)
+	if err != nil {
+		fmt.Fprintln(o.Stderr, "perflab sim serve:", err)
+		return &ExitError{Code: 2, Err: err}
+	}
 	lg := newStartupLog(o.Stderr, p, res)
 	lg.dlWall, lg.dlModel = time.Duration(float64(dl)/o.TimeScale), dl
 	for _, w := range res.Warnings {
@@ -136,6 +141,12 @@ func Run(ctx context.Context, o Options) error {
 		lg.fatal(msg)
 		lg.fatal("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}")
 		return &ExitError{Code: 1, Err: errors.New("serve: " + msg)}
+	}
+	// The workers' process group comes up after the memory guard and
+	// before the weights (vLLM's Worker.init_device, SGLang's
+	// ModelRunner.init_torch_distributed).
+	if last := lg.distributed(shm); last != "" {
+		return &ExitError{Code: 1, Err: errors.New("serve: NCCL: " + last)}
 	}
 	eng, err := sim.New(p, o.Coefficients)
 	wall := time.Duration(float64(o.StartupDelay) / o.TimeScale)
