@@ -129,13 +129,29 @@ type trtllmProtocol struct{}
 
 func (trtllmProtocol) ServedName(cfg Config) string {
 	m := cfg.ModelPath()
-	if st, err := os.Stat(m); err == nil && st.IsDir() {
-		// Python's Path(m).name: the last component, trailing slashes
-		// ignored.
-		return filepath.Base(filepath.Clean(m))
+	if st, err := os.Stat(m); err == nil {
+		// Seen here: the process and simulator runtimes run the server
+		// on this host, and docker mounts a local model at its own path.
+		if !st.IsDir() {
+			return m
+		}
+		return modelDirName(m)
+	}
+	if filepath.IsAbs(m) {
+		// Not here, so in the server's filesystem only: a pod's volume
+		// (a PVC, a node's hostPath), an image, a container path of a
+		// mount. An absolute path is no Hugging Face repo id (those are
+		// "name" or "org/name"), so a trtllm-serve that starts at all
+		// found a directory there and lists its name.
+		return modelDirName(m)
 	}
 	return m
 }
+
+// modelDirName is Python's Path(m).name: the last component, trailing
+// slashes ignored.
+func modelDirName(m string) string { return filepath.Base(filepath.Clean(m)) }
+
 func (trtllmProtocol) MetricsPath() string { return "/prometheus/metrics" }
 func (trtllmProtocol) MetricsSetup(Config) MetricsSetup {
 	return MetricsSetup{Options: map[string]any{"enable_iter_perf_stats": true, "return_perf_metrics": true}}

@@ -31,6 +31,11 @@ func TestServedName(t *testing.T) {
 		{"trtllm HF id", Config{Engine: TRTLLM, Model: "Qwen/Qwen3-14B"}, "Qwen/Qwen3-14B"},
 		{"trtllm HF id, fp8 checkpoint", Config{Engine: TRTLLM, Model: "Qwen/Qwen3-14B", Quantization: QuantFP8Checkpoint}, "Qwen/Qwen3-14B-FP8"},
 		{"trtllm a file is not a directory", Config{Engine: TRTLLM, Model: file}, file},
+		// Where perflab's host does not have the path, the server does
+		// (a pod's PVC or hostPath, a container path): an absolute path
+		// is never a repo id, so the server lists its last component.
+		{"trtllm directory only in the pod", Config{Engine: TRTLLM, Model: "/root/.cache/huggingface/models/Qwen3-14B"}, "Qwen3-14B"},
+		{"trtllm relative name, not here", Config{Engine: TRTLLM, Model: "models/Qwen3-14B"}, "models/Qwen3-14B"},
 		{"vllm local directory", Config{Engine: VLLM, Model: dir}, dir},
 		{"vllm served name", Config{Engine: VLLM, Model: dir, ServedModelName: "q"}, "q"},
 		{"sglang local directory", Config{Engine: SGLang, Model: dir}, dir},

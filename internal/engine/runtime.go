@@ -249,9 +249,17 @@ func OOMLine(lines []string) string {
 // vllm/v1/worker/gpu_worker.py (Worker.init_device) at v0.11.0 and
 // v0.17.1: "Free memory on device (X/Y GiB) on startup is less than
 // desired GPU memory utilization (U, Z GiB). Decrease GPU memory
-// utilization or reduce GPU memory used by other processes."
+// utilization or reduce GPU memory used by other processes." SGLang's,
+// with tensor parallelism, in python/sglang/srt/model_executor/
+// model_runner.py (ModelRunner.init_torch_distributed; a ValueError at
+// 0.5.5, a RuntimeError later, read at 0005834c): "The memory capacity is
+// unbalanced. Some GPUs may be occupied by other processes." Only the
+// raised error counts ("…Error: " before it): where
+// SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK is off the same words are a
+// warning, and the server goes on.
 var gpuBusyMarkers = []string{
 	"on startup is less than desired gpu memory utilization",
+	"error: the memory capacity is unbalanced. some gpus may be occupied by other processes",
 }
 
 // GPUBusyLine returns the first log line in which the engine refuses to

@@ -3,6 +3,7 @@ package docker
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -358,4 +359,40 @@ func devNull(t *testing.T) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// TestTRTLLMServedNameOfAMountedModel: a TensorRT-LLM model named by its
+// path inside the container, under one of the runtime's extra mounts, is a
+// directory to the server but nothing on perflab's host; the server lists
+// the directory's name (tensorrt_llm/serve/openai_server.py), and so must
+// the name perflab waits for and sends. A host directory mounted at its
+// own path gives the same name.
+func TestTRTLLMServedNameOfAMountedModel(t *testing.T) {
+	host := filepath.Join(t.TempDir(), "Qwen3-14B")
+	if err := os.Mkdir(host, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, model string
+		volumes     []string
+		bind        string
+	}{
+		{"container path of a mount", "/models/Qwen3-14B", []string{filepath.Dir(host) + ":/models:ro"}, filepath.Dir(host) + ":/models:ro"},
+		{"host directory at its own path", host, nil, host + ":" + host + ":ro"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := engine.Config{Engine: engine.TRTLLM, Model: tc.model}
+			cmd := mustRender(t, cfg)
+			sp, err := (&Runtime{HFHome: "none", Volumes: tc.volumes}).build(engine.Launch{Config: cfg, Command: cmd}, cmd, "", 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(sp.create.HostConfig.Binds, tc.bind) {
+				t.Errorf("binds %q lack %q", sp.create.HostConfig.Binds, tc.bind)
+			}
+			if got := cfg.ServedName(); got != "Qwen3-14B" {
+				t.Errorf("ServedName = %q, want the directory's name as the server lists it", got)
+			}
+		})
+	}
 }

@@ -50,6 +50,10 @@ type Options struct {
 	// a start-up memory guard (vLLM) refuses to start when what is left
 	// is below what it asks for.
 	OccupiedGiB float64
+	// Download is the model time of a cold-cache download of the weights
+	// before loading, with huggingface_hub's progress bars; 0 reads
+	// DownloadEnv from Env (unset: the cache is warm).
+	Download time.Duration
 }
 
 // ExitError is a failure the way the engine fails: its log lines were
@@ -102,7 +106,18 @@ func Run(ctx context.Context, o Options) error {
 		fmt.Fprintf(o.Stderr, "perflab sim serve: %s's architecture from %s\n", p.Model, src.From)
 	}
 	p.NoFaults = o.NoFaults
+	dl, err := downloadFor(o)
+	if err != nil {
+		fmt.Fprintln(o.Stderr, "perflab sim serve:", err)
+		return &ExitError{Code: 2, Err: err}
+	}
+	shm, err := shmFree(o.Env)
+	if err != nil {
+		fmt.Fprintln(o.Stderr, "perflab sim serve:", err)
+		return &ExitError{Code: 2, Err: err}
+	}
 	lg := newStartupLog(o.Stderr, p, res)
+	lg.dlWall, lg.dlModel = time.Duration(float64(dl)/o.TimeScale), dl
 	for _, w := range res.Warnings {
 		lg.warn(string(w))
 	}
@@ -126,6 +141,12 @@ func Run(ctx context.Context, o Options) error {
 		lg.fatal(msg)
 		lg.fatal("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}")
 		return &ExitError{Code: 1, Err: errors.New("serve: " + msg)}
+	}
+	// The workers' process group comes up after the memory guard and
+	// before the weights (vLLM's Worker.init_device, SGLang's
+	// ModelRunner.init_torch_distributed).
+	if last := lg.distributed(shm); last != "" {
+		return &ExitError{Code: 1, Err: errors.New("serve: NCCL: " + last)}
 	}
 	eng, err := sim.New(p, o.Coefficients)
 	wall := time.Duration(float64(o.StartupDelay) / o.TimeScale)
@@ -229,6 +250,9 @@ type startupLog struct {
 	p   sim.Params
 	res *simargs.Result
 	pid int
+	// dlWall and dlModel: a cold-cache download before loading (wall
+	// and model time; 0: warm cache).
+	dlWall, dlModel time.Duration
 }
 
 func newStartupLog(w io.Writer, p sim.Params, res *simargs.Result) *startupLog {
@@ -275,6 +299,11 @@ func (l *startupLog) loading(ctx context.Context, d time.Duration) bool {
 		l.line("INFO", "", "Load weight begin.")
 	} else {
 		l.line("INFO", "", "Loading model "+l.p.Model)
+	}
+	// The loader fetches what the cache lacks first, before an OOM at
+	// load can happen.
+	if !l.download(ctx) {
+		return false
 	}
 	start := time.Now()
 	for i := 0; i <= shards; i++ {
