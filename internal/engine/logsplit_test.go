@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -81,13 +80,9 @@ func TestSimRuntimeColdDownloadNotHung(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the perflab binary")
 	}
-	// The hook that makes this pass is one line in each log reader of
-	// process.go, docker/handle.go and kubernetes/handle.go, which issue
-	// 24's lifecycle rewrite owns (docs/protocols.md, row 8):
-	//	br := bufio.NewReaderSize(WatchRedraws(r, touch), 64<<10)
-	if os.Getenv("PERFLAB_TEST_REDRAW_HOOK") == "" {
-		t.Skip("until the log readers wrap their source with WatchRedraws; set PERFLAB_TEST_REDRAW_HOOK=1 to run")
-	}
+	// Each log reader (process.go, docker/handle.go, kubernetes/handle.go)
+	// wraps its source with WatchRedraws, so a \r-redrawn bar is progress
+	// (docs/protocols.md, row 8).
 	bin := buildPerflab(t)
 	if !simServeAvailable(t, bin) {
 		t.Skip("perflab sim serve not built")

@@ -243,7 +243,7 @@ func (h *procHandle) readLog(r io.ReadCloser) {
 	defer close(h.readerDone)
 	defer h.lc.CloseLog()
 	defer r.Close()
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(WatchRedraws(r, h.lc.Touch), 64<<10)
 	for {
 		line, err := br.ReadString('\n')
 		if line != "" {

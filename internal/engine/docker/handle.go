@@ -323,7 +323,7 @@ func (h *handle) streamLog(id string, rc io.ReadCloser) {
 		_, err := stdcopy.StdCopy(pw, pw, rc)
 		pw.CloseWithError(err)
 	}()
-	br := bufio.NewReaderSize(pr, 64<<10)
+	br := bufio.NewReaderSize(engine.WatchRedraws(pr, h.lc.Touch), 64<<10)
 	for {
 		line, err := br.ReadString('\n')
 		if line != "" {

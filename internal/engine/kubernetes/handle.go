@@ -687,7 +687,7 @@ func (h *handle) streamLog() {
 func (h *handle) readLog(rc io.Reader, last *time.Time) bool {
 	resumed := !last.IsZero()
 	stamped := false
-	br := bufio.NewReaderSize(rc, 64<<10)
+	br := bufio.NewReaderSize(engine.WatchRedraws(rc, h.lc.Touch), 64<<10)
 	for {
 		line, err := br.ReadString('\n')
 		if line != "" {
