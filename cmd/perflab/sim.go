@@ -125,10 +125,7 @@ func init() {
 // other figures at another version, and the lab's examples pin the
 // reports' versions while these commands default to the newest.
 func simulating(engine, version string, pinned bool, gpu string, gpus int) string {
-	name := map[string]string{"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}[engine]
-	if name == "" {
-		name = engine
-	}
+	name := engineDisplay(engine)
 	how := "set by --engine-version"
 	if !pinned {
 		how = "the default; --engine-version pins another"
@@ -139,10 +136,13 @@ func simulating(engine, version string, pinned bool, gpu string, gpus int) strin
 // defaultVersionsHelp lists engine.DefaultVersions for help texts, so they
 // never name a version of their own.
 func defaultVersionsHelp() string {
-	names := map[string]string{engine.VLLM: "vLLM", engine.SGLang: "SGLang", engine.TRTLLM: "TensorRT-LLM"}
 	var parts []string
-	for _, e := range []string{engine.VLLM, engine.SGLang, engine.TRTLLM} {
-		parts = append(parts, names[e]+" "+engine.DefaultVersions[e])
+	for _, k := range engine.Kinds() {
+		parts = append(parts, k.Display+" "+k.DefaultVersion)
 	}
 	return strings.Join(parts, ", ")
 }
+
+// engineDisplay is engine.DisplayName, for functions whose parameter
+// named engine shadows the package.
+func engineDisplay(name string) string { return engine.DisplayName(name) }

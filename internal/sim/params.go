@@ -10,11 +10,11 @@ import (
 	"github.com/perflab/perflab/internal/engine"
 )
 
-// Engine names as Params.Engine spells them.
+// Engine names as Params.Engine spells them: the engine package's.
 const (
-	EngineVLLM   = "vllm"
-	EngineSGLang = "sglang"
-	EngineTRTLLM = "trtllm"
+	EngineVLLM   = engine.VLLM
+	EngineSGLang = engine.SGLang
+	EngineTRTLLM = engine.TRTLLM
 )
 
 // defaultVersions are the versions used when Params.Version is empty: the
@@ -158,15 +158,14 @@ func DefaultVersion(engine string) string { return defaultVersions[engine] }
 
 func (p Params) WithDefaults() (Params, error) {
 	p.Engine = strings.ToLower(strings.TrimSpace(p.Engine))
-	switch p.Engine {
-	case "trt-llm", "tensorrt-llm", "tensorrt_llm":
-		p.Engine = EngineTRTLLM
-	case "":
+	if p.Engine == "" {
 		p.Engine = EngineVLLM
+	} else if k, ok := engine.ParseKind(p.Engine); ok {
+		p.Engine = k.Name
 	}
 	dv, ok := defaultVersions[p.Engine]
 	if !ok {
-		return p, fmt.Errorf("%w: unknown engine %q (want vllm, sglang or trtllm)", ErrBadParams, p.Engine)
+		return p, fmt.Errorf("%w: unknown engine %q (want %s)", ErrBadParams, p.Engine, engine.KindList())
 	}
 	if p.Version == "" {
 		p.Version = dv

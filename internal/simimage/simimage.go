@@ -118,21 +118,8 @@ func checkSetting(env, v string) error {
 
 // engineOf names the engine an argv starts, or "".
 func engineOf(argv []string) string {
-	base := filepath.Base(argv[0])
-	switch {
-	case base == "vllm":
-		return "vllm"
-	case base == "sglang":
-		return "sglang"
-	case base == "trtllm-serve":
-		return "trtllm"
-	case strings.HasPrefix(base, "python") && len(argv) > 2 && argv[1] == "-m":
-		switch mod := argv[2]; {
-		case mod == "sglang.launch_server":
-			return "sglang"
-		case strings.HasPrefix(mod, "vllm."):
-			return "vllm"
-		}
+	if k, ok := engine.KindOfCommand(argv); ok {
+		return k.Name
 	}
 	return ""
 }
