@@ -1,4 +1,8 @@
-package runtimes
+// Package dockerrt is the docker runtime: each server a container through
+// the Docker Engine API. It registers itself with package runtimes when
+// imported (cmd/perflab's main does), so that the lab and the reports,
+// which only ask runtimes.Lookup, never link the Docker client.
+package dockerrt
 
 import (
 	"context"
@@ -9,11 +13,11 @@ import (
 
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/engine/docker"
+	"github.com/perflab/perflab/internal/runtimes"
 	"github.com/perflab/perflab/internal/simimage"
 )
 
-// Docker is the container runtime's name.
-const Docker = "docker"
+func init() { runtimes.Register(dockerKind{}) }
 
 // dockerKind runs each server as a container through the Docker Engine API
 // (podman's too). What it measures depends on the images: the engines' own
@@ -26,11 +30,12 @@ type dockerKind struct {
 }
 
 var (
-	_ Kind        = dockerKind{}
-	_ Specializer = dockerKind{}
+	_ runtimes.Kind        = dockerKind{}
+	_ runtimes.Specializer = dockerKind{}
+	_ runtimes.Cleaner     = dockerKind{}
 )
 
-func (dockerKind) Name() string { return Docker }
+func (dockerKind) Name() string { return runtimes.Docker }
 func (dockerKind) Summary() string {
 	return "the engines' official images as containers on this host's GPUs (Docker or podman), or the simulated engine image"
 }
@@ -39,22 +44,22 @@ func (k dockerKind) Simulated() bool { return k.simulated }
 func (dockerKind) Noisy() bool       { return false }
 func (k dockerKind) DefaultTimeScale() float64 {
 	if k.simulated {
-		return simKind{}.DefaultTimeScale()
+		return runtimes.Builtin(runtimes.Sim).DefaultTimeScale()
 	}
 	return 0
 }
 func (k dockerKind) StartupSeconds() float64 {
 	if k.simulated {
-		return simKind{}.StartupSeconds()
+		return runtimes.Builtin(runtimes.Sim).StartupSeconds()
 	}
-	return processKind{}.StartupSeconds()
+	return runtimes.Builtin(runtimes.Process).StartupSeconds()
 }
 
 func (k dockerKind) GPUs(ctx context.Context, count int) (*engine.Allocator, error) {
 	if k.simulated {
-		return simKind{}.GPUs(ctx, count)
+		return runtimes.Builtin(runtimes.Sim).GPUs(ctx, count)
 	}
-	return HostGPUs(ctx, count)
+	return runtimes.HostGPUs(ctx, count)
 }
 
 func (k dockerKind) Provenance() string {
@@ -69,7 +74,7 @@ func (k dockerKind) Provenance() string {
 // simulator's settings as the containers' environment and no GPU devices
 // or ulimits (it needs neither, and an unprivileged daemon refuses
 // ulimits).
-func (k dockerKind) New(env Env) (engine.Runtime, error) {
+func (k dockerKind) New(env runtimes.Env) (engine.Runtime, error) {
 	rt := &docker.Runtime{Images: maps.Clone(env.Images), Volumes: slices.Clone(env.Volumes)}
 	if env.Run != "" {
 		rt.Labels = map[string]string{docker.LabelRun: env.Run}
@@ -92,7 +97,7 @@ func (k dockerKind) New(env Env) (engine.Runtime, error) {
 // one. A mix is refused, as its figures would be neither. It asks the
 // daemon only when the spec overrides an image: an official image is
 // never the simulated one.
-func (k dockerKind) Specialize(ctx context.Context, c Choice) (Kind, error) {
+func (k dockerKind) Specialize(ctx context.Context, c runtimes.Choice) (runtimes.Kind, error) {
 	if len(c.Images) == 0 {
 		return dockerKind{}, nil
 	}
