@@ -14,7 +14,7 @@ import (
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/engine/docker"
 	"github.com/perflab/perflab/internal/runtimes"
-	"github.com/perflab/perflab/internal/simimage"
+	"github.com/perflab/perflab/internal/sim/serve/settings"
 )
 
 func init() { runtimes.Register(dockerKind{}) }
@@ -83,7 +83,7 @@ func (k dockerKind) New(env runtimes.Env) (engine.Runtime, error) {
 		if env.GPU == "" {
 			return nil, fmt.Errorf("runtimes: docker: the simulated GPU type is required")
 		}
-		simEnv, vols := simimage.Settings{GPU: env.GPU, TimeScale: env.TimeScale, StartupDelay: env.StartupDelay,
+		simEnv, vols := settings.Settings{GPU: env.GPU, TimeScale: env.TimeScale, StartupDelay: env.StartupDelay,
 			Tokenizer: env.Tokenizer, Coefficients: env.Coefficients}.Container()
 		rt.Env = simEnv
 		rt.Volumes = append(rt.Volumes, vols...)

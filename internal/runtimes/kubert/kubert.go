@@ -15,7 +15,7 @@ import (
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/engine/kubernetes"
 	"github.com/perflab/perflab/internal/runtimes"
-	"github.com/perflab/perflab/internal/simimage"
+	"github.com/perflab/perflab/internal/sim/serve/settings"
 )
 
 func init() { runtimes.Register(kubeKind{}) }
@@ -110,7 +110,7 @@ func (k kubeKind) New(env runtimes.Env) (engine.Runtime, error) {
 		// The tokenizer and calibration file are paths on perflab's host,
 		// which a pod does not have: the simulator then estimates prompt
 		// tokens (4 bytes a token) and uses its embedded calibration.
-		simEnv, _ := simimage.Settings{GPU: env.GPU, TimeScale: env.TimeScale, StartupDelay: env.StartupDelay}.Container()
+		simEnv, _ := settings.Settings{GPU: env.GPU, TimeScale: env.TimeScale, StartupDelay: env.StartupDelay}.Container()
 		rt.Env = simEnv
 		rt.NoGPU = !s.GPURequests
 	}
