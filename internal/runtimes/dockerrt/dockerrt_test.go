@@ -40,7 +40,7 @@ func TestDockerKind(t *testing.T) {
 		t.Errorf("an overridden image and no daemon: err %v, want one naming the image", err)
 	}
 
-	sim := dockerKind{simulated: true}
+	sim := newSimKind()
 	if sim.DefaultTimeScale() != runtimes.Builtin(runtimes.Sim).DefaultTimeScale() || !strings.Contains(sim.Provenance(), "simulated engine image") {
 		t.Errorf("simulated docker: time scale %v, provenance %q", sim.DefaultTimeScale(), sim.Provenance())
 	}

@@ -22,36 +22,35 @@ func init() { runtimes.Register(kubeKind{}) }
 
 // kubeKind runs each server as a Pod of the engine's image on the cluster
 // the kubeconfig names; the Kubernetes scheduler places it on a node with
-// free GPUs. Like docker, it measures GPUs on the engines' images and the
-// simulator on the simulated engine image (Specialize, from the spec's
-// kubernetes.simulated).
-type kubeKind struct {
-	simulated bool
+// free GPUs. A spec whose kubernetes.simulated says the images are the
+// simulated engine image gets simKind instead (Specialize), so no method
+// here asks which of the two it is.
+type kubeKind struct{}
+
+// simKind is kubernetes on the simulated engine image: the simulator in
+// pods on the sim runtime's clock, counted GPUs requested only when the
+// spec asks (gpu_requests).
+type simKind struct {
+	kubeKind
+	sim runtimes.Kind
 }
 
 var (
 	_ runtimes.Kind        = kubeKind{}
 	_ runtimes.Specializer = kubeKind{}
 	_ runtimes.Cleaner     = kubeKind{}
+	_ runtimes.Kind        = simKind{}
 )
 
 func (kubeKind) Name() string { return runtimes.Kubernetes }
 func (kubeKind) Summary() string {
 	return "the engines' official images as pods on a Kubernetes cluster, placed by its scheduler (or the simulated engine image)"
 }
-func (kubeKind) Servers() bool     { return true }
-func (k kubeKind) Simulated() bool { return k.simulated }
-func (kubeKind) Noisy() bool       { return false }
-func (k kubeKind) DefaultTimeScale() float64 {
-	if k.simulated {
-		return runtimes.Builtin(runtimes.Sim).DefaultTimeScale()
-	}
-	return 0
-}
-func (k kubeKind) StartupSeconds() float64 {
-	if k.simulated {
-		return runtimes.Builtin(runtimes.Sim).StartupSeconds()
-	}
+func (kubeKind) Servers() bool             { return true }
+func (kubeKind) Simulated() bool           { return false }
+func (kubeKind) Noisy() bool               { return false }
+func (kubeKind) DefaultTimeScale() float64 { return 0 }
+func (kubeKind) StartupSeconds() float64 {
 	return runtimes.Builtin(runtimes.Process).StartupSeconds()
 }
 
@@ -63,20 +62,23 @@ func (kubeKind) GPUs(ctx context.Context, count int) (*engine.Allocator, error) 
 	return runtimes.Builtin(runtimes.Sim).GPUs(ctx, count)
 }
 
-func (k kubeKind) Provenance() string {
-	if k.simulated {
-		return "measured over HTTP against the simulated engine image in Kubernetes pods, not on GPUs"
-	}
-	return ""
-}
+func (kubeKind) Provenance() string { return "" }
 
-func (k kubeKind) Specialize(_ context.Context, c runtimes.Choice) (runtimes.Kind, error) {
-	return kubeKind{simulated: c.Kubernetes != nil && c.Kubernetes.Simulated}, nil
+func (kubeKind) Specialize(_ context.Context, c runtimes.Choice) (runtimes.Kind, error) {
+	if c.Kubernetes != nil && c.Kubernetes.Simulated {
+		return simKind{sim: runtimes.Builtin(runtimes.Sim)}, nil
+	}
+	return kubeKind{}, nil
 }
 
 // New returns the kubernetes runtime with the spec's cluster settings, its
 // pods labelled with the run key and owned by the run's ConfigMap.
-func (k kubeKind) New(env runtimes.Env) (engine.Runtime, error) {
+func (kubeKind) New(env runtimes.Env) (engine.Runtime, error) {
+	rt, _, err := newRuntime(env)
+	return rt, err
+}
+
+func newRuntime(env runtimes.Env) (*kubernetes.Runtime, *runtimes.KubeSettings, error) {
 	s := env.Kubernetes
 	if s == nil {
 		s = &runtimes.KubeSettings{}
@@ -97,23 +99,38 @@ func (k kubeKind) New(env runtimes.Env) (engine.Runtime, error) {
 		for name, q := range s.Resources {
 			v, err := resource.ParseQuantity(q)
 			if err != nil {
-				return nil, fmt.Errorf("runtimes: kubernetes: resources.%s: %q: %w", name, q, err)
+				return nil, nil, fmt.Errorf("runtimes: kubernetes: resources.%s: %q: %w", name, q, err)
 			}
 			rl[corev1.ResourceName(name)] = v
 		}
 		rt.Resources = corev1.ResourceRequirements{Requests: rl, Limits: rl}
 	}
-	if k.simulated {
-		if env.GPU == "" {
-			return nil, fmt.Errorf("runtimes: kubernetes: the simulated GPU type is required")
-		}
-		// The tokenizer and calibration file are paths on perflab's host,
-		// which a pod does not have: the simulator then estimates prompt
-		// tokens (4 bytes a token) and uses its embedded calibration.
-		simEnv, _ := settings.Settings{GPU: env.GPU, TimeScale: env.TimeScale, StartupDelay: env.StartupDelay}.Container()
-		rt.Env = simEnv
-		rt.NoGPU = !s.GPURequests
+	return rt, s, nil
+}
+
+func (k simKind) Simulated() bool           { return k.sim.Simulated() }
+func (k simKind) Noisy() bool               { return k.sim.Noisy() }
+func (k simKind) DefaultTimeScale() float64 { return k.sim.DefaultTimeScale() }
+func (k simKind) StartupSeconds() float64   { return k.sim.StartupSeconds() }
+func (simKind) Provenance() string {
+	return "measured over HTTP against the simulated engine image in Kubernetes pods, not on GPUs"
+}
+
+// New is the cluster runtime with the simulator's settings as the pods'
+// environment. The tokenizer and calibration file are paths on perflab's
+// host, which a pod does not have: the simulator then estimates prompt
+// tokens (4 bytes a token) and uses its embedded calibration.
+func (simKind) New(env runtimes.Env) (engine.Runtime, error) {
+	if env.GPU == "" {
+		return nil, fmt.Errorf("runtimes: kubernetes: the simulated GPU type is required")
 	}
+	rt, s, err := newRuntime(env)
+	if err != nil {
+		return nil, err
+	}
+	simEnv, _ := settings.Settings{GPU: env.GPU, TimeScale: env.TimeScale, StartupDelay: env.StartupDelay}.Container()
+	rt.Env = simEnv
+	rt.NoGPU = !s.GPURequests
 	return rt, nil
 }
 
