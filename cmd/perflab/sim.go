@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/sim/serve"
+	"github.com/perflab/perflab/internal/sim/serve/settings"
 	"github.com/perflab/perflab/internal/sim/simargs"
 	"github.com/perflab/perflab/internal/tokenizer"
 )
@@ -24,13 +24,11 @@ var simCmd = &cobra.Command{
 }
 
 var simServeOpts struct {
-	engine, version, gpu, tokenizer, modelConfig string
-	coefficients                                 string
-	gpus                                         int
-	timeScale                                    float64
-	startupDelay                                 time.Duration
-	noFaults                                     bool
-	occupiedGiB                                  float64
+	engine, version string
+	// set are the simulator's settings, under the flag names the engine
+	// package and the simulated image write them with (serve.Settings).
+	set         serve.Settings
+	occupiedGiB float64
 }
 
 var simServeCmd = &cobra.Command{
@@ -55,16 +53,16 @@ the way the engine would reject it. The server listens on the argv's
 			return fmt.Errorf("sim serve: unexpected arguments before --: %q", args[:cmd.ArgsLenAtDash()])
 		}
 		var counter serve.Counter
-		if o.tokenizer != "" {
-			tok, err := loadTokenizer(o.tokenizer)
+		if o.set.Tokenizer != "" {
+			tok, err := loadTokenizer(o.set.Tokenizer)
 			if err != nil {
 				return fmt.Errorf("sim serve: --tokenizer: %w", err)
 			}
 			counter = serve.TokenizerCounter{Tok: tok}
 		}
 		var coef *sim.Coefficients
-		if o.coefficients != "" {
-			c, err := sim.LoadCoefficients(o.coefficients)
+		if o.set.Coefficients != "" {
+			c, err := sim.LoadCoefficients(o.set.Coefficients)
 			if err != nil {
 				return fmt.Errorf("sim serve: --coefficients: %w", err)
 			}
@@ -80,11 +78,11 @@ the way the engine would reject it. The server listens on the argv's
 		if version == "" {
 			version = simargs.DefaultVersion(o.engine)
 		}
-		fmt.Fprintln(cmd.ErrOrStderr(), "perflab sim serve: "+simulating(o.engine, version, o.version != "", o.gpu, o.gpus))
+		fmt.Fprintln(cmd.ErrOrStderr(), "perflab sim serve: "+simulating(o.engine, version, o.version != "", o.set.GPU, o.set.GPUs))
 		err := serve.Run(cmd.Context(), serve.Options{
-			Engine: o.engine, Version: o.version, Argv: args, Env: env, GPU: o.gpu, GPUs: o.gpus,
-			ModelConfig: o.modelConfig, TimeScale: o.timeScale, StartupDelay: o.startupDelay, Counter: counter,
-			NoFaults: o.noFaults, Coefficients: coef, OccupiedGiB: o.occupiedGiB,
+			Engine: o.engine, Version: o.version, Argv: args, Env: env, GPU: o.set.GPU, GPUs: o.set.GPUs,
+			ModelConfig: o.set.ModelConfig, TimeScale: o.set.TimeScale, StartupDelay: o.set.StartupDelay, Counter: counter,
+			NoFaults: o.set.NoFaults, Coefficients: coef, OccupiedGiB: o.occupiedGiB,
 		})
 		var ee *serve.ExitError
 		if errors.As(err, &ee) {
@@ -105,17 +103,18 @@ func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 
 func init() {
 	f := simServeCmd.Flags()
-	f.StringVar(&simServeOpts.engine, "engine", "vllm", "engine to imitate: vllm, sglang or trtllm")
-	f.StringVar(&simServeOpts.version, "engine-version", "", "engine version (default: "+defaultVersionsHelp()+")")
-	f.StringVar(&simServeOpts.gpu, "gpu", "H100", "GPU: H100, H200, A100, L40S or B200")
-	f.BoolVar(&simServeOpts.noFaults, "no-faults", false, "do not reproduce known engine bugs (the simulated engine never crashes)")
+	set := &simServeOpts.set
+	f.StringVar(&simServeOpts.engine, settings.FlagEngine, "vllm", "engine to imitate: "+engine.KindList())
+	f.StringVar(&simServeOpts.version, settings.FlagEngineVersion, "", "engine version (default: "+defaultVersionsHelp()+")")
+	f.StringVar(&set.GPU, settings.FlagGPU, settings.DefaultGPU, "GPU: H100, H200, A100, L40S or B200")
+	f.BoolVar(&set.NoFaults, settings.FlagNoFaults, false, "do not reproduce known engine bugs (the simulated engine never crashes)")
 	f.Float64Var(&simServeOpts.occupiedGiB, "gpu-occupied-gib", 0, "GiB of each GPU held by other processes at start (vLLM's start-up memory guard refuses when the rest is below gpu_memory_utilization × total)")
-	f.StringVar(&simServeOpts.coefficients, "coefficients", "", "coefficients JSON from perflab sim calibrate (default: the embedded calibration)")
-	f.IntVar(&simServeOpts.gpus, "gpus", 0, "number of GPUs (default: TP×DP)")
-	f.Float64Var(&simServeOpts.timeScale, "time-scale", 1, "run K× faster than real time")
-	f.DurationVar(&simServeOpts.startupDelay, "startup-delay", serve.DefaultStartupDelay, "simulated model-load time (divided by --time-scale)")
-	f.StringVar(&simServeOpts.tokenizer, "tokenizer", "", "tokenizer directory or tokenizer.json for exact prompt counts (default: estimate, 4 bytes a token)")
-	f.StringVar(&simServeOpts.modelConfig, "model-config", "", "HF config.json for a model outside the built-in catalog")
+	f.StringVar(&set.Coefficients, settings.FlagCoefficients, "", "coefficients JSON from perflab sim calibrate (default: the embedded calibration)")
+	f.IntVar(&set.GPUs, settings.FlagGPUs, 0, "number of GPUs (default: TP×DP)")
+	f.Float64Var(&set.TimeScale, settings.FlagTimeScale, 1, "run K× faster than real time")
+	f.DurationVar(&set.StartupDelay, settings.FlagStartupDelay, settings.DefaultStartupDelay, "simulated model-load time (divided by --time-scale)")
+	f.StringVar(&set.Tokenizer, settings.FlagTokenizer, "", "tokenizer directory or tokenizer.json for exact prompt counts (default: estimate, 4 bytes a token)")
+	f.StringVar(&set.ModelConfig, settings.FlagModelConfig, "", "HF config.json for a model outside the built-in catalog")
 	simCmd.AddCommand(simServeCmd)
 	rootCmd.AddCommand(simCmd)
 }
@@ -125,10 +124,7 @@ func init() {
 // other figures at another version, and the lab's examples pin the
 // reports' versions while these commands default to the newest.
 func simulating(engine, version string, pinned bool, gpu string, gpus int) string {
-	name := map[string]string{"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}[engine]
-	if name == "" {
-		name = engine
-	}
+	name := engineDisplay(engine)
 	how := "set by --engine-version"
 	if !pinned {
 		how = "the default; --engine-version pins another"
@@ -139,10 +135,13 @@ func simulating(engine, version string, pinned bool, gpu string, gpus int) strin
 // defaultVersionsHelp lists engine.DefaultVersions for help texts, so they
 // never name a version of their own.
 func defaultVersionsHelp() string {
-	names := map[string]string{engine.VLLM: "vLLM", engine.SGLang: "SGLang", engine.TRTLLM: "TensorRT-LLM"}
 	var parts []string
-	for _, e := range []string{engine.VLLM, engine.SGLang, engine.TRTLLM} {
-		parts = append(parts, names[e]+" "+engine.DefaultVersions[e])
+	for _, k := range engine.Kinds() {
+		parts = append(parts, k.Display+" "+k.DefaultVersion)
 	}
 	return strings.Join(parts, ", ")
 }
+
+// engineDisplay is engine.DisplayName, for functions whose parameter
+// named engine shadows the package.
+func engineDisplay(name string) string { return engine.DisplayName(name) }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/hfhub"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/sim/simargs"
@@ -164,8 +165,9 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: range over %d calibrations (this one and the leave-one-model-out fits, widened to hold 9 in 10 of %s's errors on held-out models): Total TPS %.0f..%.0f tok/s, mean TTFT %.0f..%.0f ms, mean TPOT %.1f..%.1f ms\n",
 		span.Fits, p.Engine, span.Lo.TotalTPS, span.Hi.TotalTPS, span.Lo.MeanTTFTMs, span.Hi.MeanTTFTMs, span.Lo.MeanTPOTMs, span.Hi.MeanTPOTMs)
 	res := pr.Result
-	res.Backend, res.EndpointType = "openai-chat", "openai-chat"
-	if p.Engine != "vllm" {
+	if k, ok := engine.KindOf(p.Engine); ok {
+		res.Backend, res.EndpointType = k.ResultBackend, k.ResultBackend
+	} else {
 		res.Backend, res.EndpointType = p.Engine, p.Engine
 	}
 	res.ModelID = p.Model

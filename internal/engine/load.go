@@ -21,13 +21,15 @@ const (
 	TRTLLM = "trtllm"
 )
 
-// DefaultVersions is the version assumed when Config.Version is empty: the
-// newest release whose argument parser this package was checked against.
-var DefaultVersions = map[string]string{
-	VLLM:   "0.17.1",
-	SGLang: "0.5.9",
-	TRTLLM: "1.2.0rc1",
-}
+// DefaultVersions is each registered engine's Kind.DefaultVersion, by
+// name: the version assumed when Config.Version is empty.
+var DefaultVersions = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range kinds {
+		m[k.Name] = k.DefaultVersion
+	}
+	return m
+}()
 
 // LoadConfig reads a YAML or JSON engine config from path, strictly: unknown
 // fields, duplicate keys and type mismatches are errors that name
@@ -163,12 +165,12 @@ func (c Config) Validate() error {
 	bad := func(field string, value any, reason string) {
 		errs = append(errs, &ValidationError{Field: field, Value: fmt.Sprint(value), Reason: reason})
 	}
-	switch c.Engine {
-	case VLLM, SGLang, TRTLLM:
-	case "":
-		bad("engine", c.Engine, "required: one of vllm, sglang, trtllm")
-	default:
-		bad("engine", c.Engine, "unknown engine: want vllm, sglang or trtllm")
+	if _, ok := KindOf(c.Engine); !ok {
+		if c.Engine == "" {
+			bad("engine", c.Engine, "required: one of "+strings.Join(KindNames(), ", "))
+		} else {
+			bad("engine", c.Engine, "unknown engine: want "+KindList())
+		}
 	}
 	if c.Version != "" {
 		if _, err := parseVersion(c.Version); err != nil {

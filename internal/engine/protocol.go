@@ -15,8 +15,8 @@ import (
 // it generate, and what it must be started with for those to exist. Each
 // engine's answers are read from its own source at the pinned versions
 // (docs/protocols.md names file and commit); they are registered once, in
-// protocols, and every caller asks ProtocolFor instead of switching on the
-// engine's name.
+// each engine's Kind (kind.go), and every caller asks ProtocolFor instead
+// of switching on the engine's name.
 type Protocol interface {
 	// ServedName is the model name the server lists in /v1/models and
 	// accepts in a request's "model" for cfg.
@@ -46,19 +46,12 @@ type MetricsSetup struct {
 	Options map[string]any
 }
 
-// protocols is the one place the engines' protocols are registered.
-var protocols = map[string]Protocol{
-	VLLM:   vllmProtocol{},
-	SGLang: sglangProtocol{},
-	TRTLLM: trtllmProtocol{},
-}
-
 // ProtocolFor is the protocol of engine; an unknown engine gets vLLM's,
 // the OpenAI-compatible defaults the others imitate (Validate refuses an
 // unknown engine before anything starts).
 func ProtocolFor(engine string) Protocol {
-	if p, ok := protocols[engine]; ok {
-		return p
+	if k, ok := KindOf(engine); ok {
+		return k.Protocol
 	}
 	return vllmProtocol{}
 }

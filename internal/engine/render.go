@@ -75,13 +75,8 @@ func Render(cfg Config) (Command, error) {
 		return Command{}, err
 	}
 	r := &renderer{cfg: cfg, v: v, env: map[string]string{}, files: map[string]string{}}
-	switch cfg.Engine {
-	case VLLM:
-		r.vllm()
-	case SGLang:
-		r.sglang()
-	case TRTLLM:
-		r.trtllm()
+	if k, ok := KindOf(cfg.Engine); ok {
+		k.render(r)
 	}
 	if err := r.appendExtra(); err != nil {
 		return Command{}, err

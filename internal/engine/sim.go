@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
+
+	"github.com/perflab/perflab/internal/sim/serve/settings"
 )
 
 // Sim runs the embedded simulator as a real server process:
@@ -73,18 +74,10 @@ func (s *Sim) prefix(bin string, l Launch) []string {
 		scale = 1
 	}
 	out := []string{bin, "sim", "serve",
-		"--engine", l.Config.Engine,
-		"--engine-version", l.Config.EffectiveVersion(),
-		"--gpu", s.GPU,
-		"--gpus", strconv.Itoa(n),
-		"--time-scale", strconv.FormatFloat(scale, 'f', -1, 64),
-		"--startup-delay", s.StartupDelay.String(),
+		"--" + settings.FlagEngine, l.Config.Engine,
+		"--" + settings.FlagEngineVersion, l.Config.EffectiveVersion(),
 	}
-	if s.Tokenizer != "" {
-		out = append(out, "--tokenizer", s.Tokenizer)
-	}
-	if s.Coefficients != "" {
-		out = append(out, "--coefficients", s.Coefficients)
-	}
+	out = append(out, settings.Settings{GPU: s.GPU, GPUs: n, TimeScale: scale, StartupDelay: s.StartupDelay,
+		Tokenizer: s.Tokenizer, Coefficients: s.Coefficients}.Args()...)
 	return out
 }

@@ -54,7 +54,13 @@ func (AnalyticPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hard
 	if fp8 {
 		bpp = 1
 	}
-	memFrac := map[string]float64{"vllm": 0.9, "sglang": 0.87, "trtllm": 0.9}[cfg.Engine]
+	// An unknown engine keeps zero defaults (Validate has refused it
+	// before a prediction is asked for).
+	var def engine.Defaults
+	if k, ok := engine.KindOf(cfg.Engine); ok {
+		def = k.Defaults
+	}
+	memFrac := def.GPUMemoryFraction
 	if cfg.GPUMemoryFraction > 0 {
 		memFrac = cfg.GPUMemoryFraction
 	}
@@ -76,8 +82,7 @@ func (AnalyticPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hard
 	}
 	n := float64(len(reqs))
 	avgCtx := ctxSum / n
-	defSeqs := map[string]float64{"vllm": 256, "sglang": 1024, "trtllm": 2048}[cfg.Engine]
-	seqs := defSeqs
+	seqs := def.MaxNumSeqs
 	if cfg.MaxNumSeqs > 0 {
 		seqs = float64(cfg.MaxNumSeqs)
 	}
@@ -86,7 +91,7 @@ func (AnalyticPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hard
 		conc = math.Min(conc, float64(w.MaxConcurrency)/float64(dp))
 	}
 	conc = math.Max(conc, 1)
-	overheadMs := map[string]float64{"vllm": 9, "sglang": 6.5, "trtllm": 6.8}[cfg.Engine]
+	overheadMs := def.StepOverheadMs
 	if cfg.PerformanceMode == "throughput" {
 		overheadMs *= 0.9
 	}
@@ -107,13 +112,13 @@ func (AnalyticPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hard
 	if fp8 {
 		flops *= 1.6
 	}
-	mbt := map[string]float64{"vllm": 8192, "sglang": 8192, "trtllm": 8192}[cfg.Engine]
+	mbt := def.MaxNumBatchedTokens
 	if cfg.MaxNumBatchedTokens > 0 {
 		mbt = float64(cfg.MaxNumBatchedTokens)
 	}
 	prefillEff := 1 - 0.25*math.Exp(-mbt/6000)
 	prefillTokS := flops / (2 * pb * 1e9) * prefillEff
-	chunked := cfg.Engine != "trtllm"
+	chunked := def.ChunkedPrefill
 	if cfg.ChunkedPrefill != nil {
 		chunked = *cfg.ChunkedPrefill
 	}

@@ -47,14 +47,6 @@ type knob struct {
 	apply func(cfg *engine.Config, s *Spec, v string) bool
 }
 
-// attentionBackends are each engine's own backend names; a stage's plain
-// Values are filtered to the current engine's names.
-var attentionBackends = map[string][]string{
-	"vllm":   {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "FLASHMLA", "TREE_ATTN"},
-	"sglang": {"fa3", "flashinfer", "triton", "torch_native", "flashmla", "trtllm_mha", "fa4"},
-	"trtllm": {"TRTLLM", "FLASHINFER", "VANILLA"},
-}
-
 func isDefault(v string) bool { return v == "" || v == "default" }
 
 func checkInt(v string) error {
@@ -83,11 +75,10 @@ func boolPtr(b bool) *bool { return &b }
 var knobs = map[string]knob{
 	KnobEngine: {
 		check: func(v string) error {
-			switch v {
-			case "vllm", "sglang", "trtllm":
+			if _, ok := engine.KindOf(v); ok {
 				return nil
 			}
-			return fmt.Errorf("engine %q: want vllm, sglang or trtllm", v)
+			return fmt.Errorf("engine %q: want %s", v, engine.KindList())
 		},
 		apply: func(cfg *engine.Config, s *Spec, v string) bool {
 			cfg.Engine, cfg.Version = v, s.version(v)
@@ -138,25 +129,25 @@ var knobs = map[string]knob{
 			if isDefault(v) {
 				return nil
 			}
-			for _, names := range attentionBackends {
-				for _, n := range names {
-					if n == v {
-						return nil
-					}
+			// A stage's plain Values are filtered to the current
+			// engine's names at apply, so any engine's name is valid.
+			var display []string
+			for _, k := range engine.Kinds() {
+				if k.HasAttentionBackend(v) {
+					return nil
 				}
+				display = append(display, k.Display)
 			}
-			return fmt.Errorf("attention backend %q is not a vLLM, SGLang or TensorRT-LLM backend name", v)
+			return fmt.Errorf("attention backend %q is not a %s backend name", v, orList(display))
 		},
 		apply: func(cfg *engine.Config, _ *Spec, v string) bool {
 			if isDefault(v) {
 				cfg.AttentionBackend = ""
 				return true
 			}
-			for _, n := range attentionBackends[cfg.Engine] {
-				if n == v {
-					cfg.AttentionBackend = v
-					return true
-				}
+			if k, ok := engine.KindOf(cfg.Engine); ok && k.HasAttentionBackend(v) {
+				cfg.AttentionBackend = v
+				return true
 			}
 			return false
 		},
@@ -227,7 +218,7 @@ var knobs = map[string]knob{
 	KnobAsyncScheduling: {
 		check: checkBool,
 		apply: func(cfg *engine.Config, _ *Spec, v string) bool {
-			if cfg.Engine != "vllm" && !isDefault(v) {
+			if k, ok := engine.KindOf(cfg.Engine); (!ok || !k.AsyncScheduling) && !isDefault(v) {
 				return false
 			}
 			cfg.AsyncScheduling = parseTri(v)
@@ -292,7 +283,7 @@ var knobs = map[string]knob{
 			// version gate is the engine package's (engine.Config.Validate):
 			// a vLLM too old for it is a candidate skipped as unsupported,
 			// with the engine's reason, before anything launches.
-			if cfg.Engine != "vllm" {
+			if k, ok := engine.KindOf(cfg.Engine); !ok || !k.PerformanceMode {
 				return false
 			}
 			cfg.PerformanceMode = v
@@ -481,10 +472,9 @@ func DefaultStages() []Stage {
 		KnobSpeculative, KnobPerformanceMode} {
 		st := Stage{Name: k, Knob: k}
 		if k == KnobAttentionBackend {
-			st.PerEngine = map[string][]string{
-				"vllm":   {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"},
-				"sglang": {"fa3", "flashinfer", "triton"},
-				"trtllm": {"TRTLLM", "FLASHINFER"},
+			st.PerEngine = map[string][]string{}
+			for _, ek := range engine.Kinds() {
+				st.PerEngine[ek.Name] = ek.AttentionCandidates
 			}
 		} else {
 			st.Values = defaultValues(k)
@@ -581,4 +571,12 @@ func (s *Spec) spaceValues(only []string) map[string][]string {
 		out[st.Knob] = vals
 	}
 	return out
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

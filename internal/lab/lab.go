@@ -1082,11 +1082,7 @@ func (l *Lab) progressBest(r *result, score float64) {
 
 // Label is a human name for a point: "SGLang + FP8 + fa3".
 func Label(p Point) string {
-	names := map[string]string{"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-	parts := []string{names[p[KnobEngine]]}
-	if parts[0] == "" {
-		parts[0] = p[KnobEngine]
-	}
+	parts := []string{engine.DisplayName(p[KnobEngine])}
 	for _, k := range knobOrder[1:] {
 		v, ok := p[k]
 		if !ok || isDefault(v) {

@@ -562,10 +562,8 @@ func (s *Spec) validate(line func(string) int) error {
 	}
 	seen := map[string]bool{}
 	for i, e := range s.Engines {
-		switch e.Name {
-		case "vllm", "sglang", "trtllm":
-		default:
-			return bad(fmt.Sprintf("$.engines[%d].name", i), "engine %q: want vllm, sglang or trtllm", e.Name)
+		if _, ok := engine.KindOf(e.Name); !ok {
+			return bad(fmt.Sprintf("$.engines[%d].name", i), "engine %q: want %s", e.Name, engine.KindList())
 		}
 		if seen[e.Name] {
 			return bad(fmt.Sprintf("$.engines[%d].name", i), "engine %q listed twice", e.Name)
@@ -877,11 +875,12 @@ func (s *Spec) engineVersions() string {
 	return strings.Join(parts, ", ")
 }
 
-// baselineEngine is vLLM when listed (the reports' baseline), else the first.
+// baselineEngine is the reports' baseline engine (vLLM, Kind.Baseline)
+// when listed, else the first.
 func (s *Spec) baselineEngine() string {
 	for _, e := range s.Engines {
-		if e.Name == "vllm" {
-			return "vllm"
+		if k, ok := engine.KindOf(e.Name); ok && k.Baseline {
+			return e.Name
 		}
 	}
 	return s.Engines[0].Name

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/perflab/perflab/internal/engine"
 )
 
 // WriteMarkdown writes the report in the reference reports' structure:
@@ -408,17 +410,7 @@ func runtimeNote(provenance string) string {
 	return ""
 }
 
-func engineTitle(name string) string {
-	switch name {
-	case "vllm":
-		return "vLLM"
-	case "sglang":
-		return "SGLang"
-	case "trtllm":
-		return "TensorRT-LLM"
-	}
-	return name
-}
+func engineTitle(name string) string { return engine.DisplayName(name) }
 
 func floats(xs []float64) string {
 	parts := make([]string, len(xs))

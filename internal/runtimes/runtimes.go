@@ -99,28 +99,63 @@ type Kind interface {
 	Provenance() string
 }
 
-// Names of the built-in runtimes.
+// Names of the runtimes. The first three are built in; docker and
+// kubernetes are registered by their packages (dockerrt, kubert) when a
+// program imports them, as database/sql drivers are, so that a package
+// that only looks runtimes up links neither the Docker client nor
+// client-go.
 const (
 	SimPredict = "sim-predict"
 	Sim        = "sim"
 	Process    = "process"
+	Docker     = "docker"
+	Kubernetes = "kubernetes"
 )
 
-// registry holds every runtime, by name: adding a runtime is one line here
-// and a Kind beside it.
-var registry = map[string]Kind{
+// registry holds every runtime, by name.
+var registry = struct {
+	sync.RWMutex
+	kinds map[string]Kind
+}{kinds: map[string]Kind{
 	SimPredict: predictKind{},
 	Sim:        simKind{},
 	Process:    processKind{},
-	Docker:     dockerKind{},
-	Kubernetes: kubeKind{},
+}}
+
+// Register makes a runtime available by its name, as sql.Register does a
+// driver: a runtime's package calls it from init. A nil Kind or a second
+// Kind of one name is a programming error and panics.
+func Register(k Kind) {
+	if k == nil {
+		panic("runtimes: Register of a nil Kind")
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.kinds[k.Name()]; dup {
+		panic("runtimes: Register called twice for " + k.Name())
+	}
+	registry.kinds[k.Name()] = k
+}
+
+// Builtin is the built-in runtime named name (sim-predict, sim; any other
+// name: process), whose traits a registered runtime may share: the docker
+// runtime on the simulated image keeps the sim runtime's clock.
+func Builtin(name string) Kind {
+	switch name {
+	case SimPredict:
+		return predictKind{}
+	case Sim:
+		return simKind{}
+	}
+	return processKind{}
 }
 
 // Cleaners are the runtimes whose servers can outlive perflab.
 func Cleaners() []Cleaner {
 	var out []Cleaner
 	for _, n := range Names() {
-		if c, ok := registry[n].(Cleaner); ok {
+		k, _ := Lookup(n)
+		if c, ok := k.(Cleaner); ok {
 			out = append(out, c)
 		}
 	}
@@ -129,7 +164,10 @@ func Cleaners() []Cleaner {
 
 // Lookup returns the runtime named name, or an error that lists the names.
 func Lookup(name string) (Kind, error) {
-	if k, ok := registry[name]; ok {
+	registry.RLock()
+	k, ok := registry.kinds[name]
+	registry.RUnlock()
+	if ok {
 		return k, nil
 	}
 	return nil, fmt.Errorf("runtime %q: want %s", name, strings.Join(Names(), ", "))
@@ -137,8 +175,10 @@ func Lookup(name string) (Kind, error) {
 
 // Names lists the runtimes, sorted.
 func Names() []string {
-	out := make([]string, 0, len(registry))
-	for n := range registry {
+	registry.RLock()
+	defer registry.RUnlock()
+	out := make([]string, 0, len(registry.kinds))
+	for n := range registry.kinds {
 		out = append(out, n)
 	}
 	slices.Sort(out)

@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"github.com/perflab/perflab/internal/engine"
-	"github.com/perflab/perflab/internal/engine/docker"
-	"github.com/perflab/perflab/internal/simimage"
 )
 
 // resetHost forgets the discovered GPUs (they are read once a process).
@@ -111,62 +109,22 @@ func TestRegistry(t *testing.T) {
 	}
 }
 
-// TestDockerKind: the registry's docker entry runs the engines' own images
-// on the host's GPUs; specialized on the simulated image, it is the
-// simulator in containers: time-scaled, counted GPUs, no GPU devices or
-// ulimits, the simulator's settings in the environment, and a provenance
-// that says so. A spec that overrides no image never needs the daemon.
-func TestDockerKind(t *testing.T) {
-	k, err := Lookup(Docker)
-	if err != nil {
-		t.Fatal(err)
+// TestRegisterLikeSQLDrivers: a runtime's package registers it once by
+// name; a second registration of the name or a nil Kind panics, as
+// sql.Register does, instead of one runtime silently replacing another.
+func TestRegisterLikeSQLDrivers(t *testing.T) {
+	panics := func(f func()) (p bool) {
+		defer func() { p = recover() != nil }()
+		f()
+		return false
 	}
-	if k.Simulated() || k.DefaultTimeScale() != 0 || k.Provenance() != "" || k.StartupSeconds() != (processKind{}).StartupSeconds() {
-		t.Errorf("docker on the official images: simulated %v, time scale %v, provenance %q", k.Simulated(), k.DefaultTimeScale(), k.Provenance())
+	if !panics(func() { Register(processKind{}) }) {
+		t.Error("registering a second process runtime did not panic")
 	}
-	sp, ok := k.(Specializer)
-	if !ok {
-		t.Fatal("the docker kind does not specialize on its images")
+	if !panics(func() { Register(nil) }) {
+		t.Error("registering nil did not panic")
 	}
-	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-	real, err := sp.Specialize(context.Background(), Choice{Engines: map[string]string{engine.VLLM: "0.11.0"}})
-	if err != nil || real.Simulated() {
-		t.Fatalf("no images overridden: %v, %v; want the real kind without asking the daemon", real, err)
-	}
-	if _, err := sp.Specialize(context.Background(), Choice{Engines: map[string]string{engine.VLLM: "0.11.0"},
-		Images: map[string]string{engine.VLLM: "perflab-sim:dev"}}); err == nil || !strings.Contains(err.Error(), "perflab-sim:dev") {
-		t.Errorf("an overridden image and no daemon: err %v, want one naming the image", err)
-	}
-
-	sim := dockerKind{simulated: true}
-	if sim.DefaultTimeScale() != (simKind{}).DefaultTimeScale() || !strings.Contains(sim.Provenance(), "simulated engine image") {
-		t.Errorf("simulated docker: time scale %v, provenance %q", sim.DefaultTimeScale(), sim.Provenance())
-	}
-	tok := filepath.Join(t.TempDir(), "tokenizer.json")
-	rt, err := sim.New(Env{GPU: "H100", TimeScale: 20, Tokenizer: tok, Images: map[string]string{engine.VLLM: "perflab-sim:dev"},
-		Volumes: []string{"/data:/data:ro"}, Run: "abc123"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := rt.(*docker.Runtime)
-	if !d.NoGPU || !d.NoUlimits || d.Labels[docker.LabelRun] != "abc123" || d.Images[engine.VLLM] != "perflab-sim:dev" {
-		t.Errorf("simulated docker runtime: %+v", d)
-	}
-	if d.Env[simimage.EnvGPU] != "H100" || d.Env[simimage.EnvTimeScale] != "20" || !slices.Contains(d.Volumes, "/data:/data:ro") ||
-		!slices.ContainsFunc(d.Volumes, func(v string) bool { return strings.HasPrefix(v, tok+":") }) {
-		t.Errorf("simulator settings: env %v volumes %v", d.Env, d.Volumes)
-	}
-	if _, err := sim.New(Env{}); err == nil {
-		t.Error("a simulated docker runtime without a GPU type")
-	}
-	rt, err = dockerKind{}.New(Env{Run: "abc123"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := rt.(*docker.Runtime); d.NoGPU || d.NoUlimits || len(d.Env) != 0 {
-		t.Errorf("real docker runtime: %+v", d)
-	}
-	if !slices.ContainsFunc(Cleaners(), func(c Cleaner) bool { _, ok := c.(dockerKind); return ok }) {
-		t.Error("docker is not among the runtimes perflab engine cleanup asks")
+	if _, err := Lookup(Docker); err == nil {
+		t.Error("docker resolves in a program that did not import dockerrt")
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/safeyaml"
 )
 
@@ -176,9 +176,9 @@ func Key(gpu, engine, version string) string { return gpu + "/" + engine + "/" +
 
 // Lookup returns the coefficients for a deployment, falling back from the
 // exact version to the engine on that GPU, the engine anywhere, then "*".
-func (c *Coefficients) Lookup(gpu, engine, version string) (Coef, string) {
+func (c *Coefficients) Lookup(gpu, eng, version string) (Coef, string) {
 	if c != nil {
-		for _, k := range []string{Key(gpu, engine, version), gpu + "/" + engine, engine} {
+		for _, k := range []string{Key(gpu, eng, version), gpu + "/" + eng, eng} {
 			if e, ok := c.Entries[k]; ok {
 				return e, k
 			}
@@ -194,7 +194,7 @@ func (c *Coefficients) Lookup(gpu, engine, version string) (Coef, string) {
 			var keys []string
 			for k := range c.Entries {
 				parts := strings.SplitN(k, "/", 3)
-				if len(parts) == 3 && parts[1] == engine && (anyGPU || parts[0] == gpu) {
+				if len(parts) == 3 && parts[1] == eng && (anyGPU || parts[0] == gpu) {
 					keys = append(keys, k)
 				}
 			}
@@ -202,10 +202,15 @@ func (c *Coefficients) Lookup(gpu, engine, version string) (Coef, string) {
 				continue
 			}
 			ver := func(k string) string { return strings.SplitN(k, "/", 3)[2] }
-			sort.Slice(keys, func(i, j int) bool { return versionLess(ver(keys[i]), ver(keys[j])) })
+			sort.Slice(keys, func(i, j int) bool {
+				if c := engine.CompareVersions(ver(keys[i]), ver(keys[j])); c != 0 {
+					return c < 0
+				}
+				return keys[i] < keys[j]
+			})
 			best := keys[0]
 			for _, k := range keys {
-				if version == "" || !versionLess(version, ver(k)) {
+				if version == "" || engine.VersionAtLeast(version, ver(k)) {
 					best = k
 				}
 			}
@@ -260,24 +265,6 @@ func (c *Coefficients) siblings(gpu, engine, version string) []*Coefficients {
 		out = append(out, alt)
 	}
 	return out
-}
-
-// versionLess orders dotted versions numerically ("0.9" < "0.11.0");
-// non-numeric parts compare as strings.
-func versionLess(a, b string) bool {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(pa) && i < len(pb); i++ {
-		if pa[i] == pb[i] {
-			continue
-		}
-		na, ea := strconv.Atoi(pa[i])
-		nb, eb := strconv.Atoi(pb[i])
-		if ea == nil && eb == nil {
-			return na < nb
-		}
-		return pa[i] < pb[i]
-	}
-	return len(pa) < len(pb)
 }
 
 // ModelRevision numbers the simulator's step model. Bump it when a change

@@ -28,6 +28,14 @@ func TestLookupFallback(t *testing.T) {
 		{"H100", "trtllm", "1.2.0rc1", "*"},
 		{"H200", "trtllm", "1.2.0rc1", "H200"}, // the GPU's pool
 		{"H200", "vllm", "0.11.0", "H200"},     // the GPU's pool before another GPU's vLLM
+		// One version order (engine.CompareVersions): a release
+		// candidate is below its release and post-releases above it, so
+		// 0.11.0rc2 is not yet 0.11.0 (the old string comparison put
+		// "0rc2" above "0"), and rc10 follows rc2.
+		{"H100", "vllm", "0.11.0rc2", "H100/vllm/0.9.2"},
+		{"H100", "vllm", "0.11.0.post1", "H100/vllm/0.11.0"},
+		{"H100", "sglang", "0.5.5", "H100/sglang/0.5.5.post1"}, // oldest above
+		{"H100", "sglang", "v0.5.5.post1", "H100/sglang/0.5.5.post1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.gpu+"/"+tt.engine+"/"+tt.version, func(t *testing.T) {
@@ -38,6 +46,32 @@ func TestLookupFallback(t *testing.T) {
 	}
 	if _, got := (&Coefficients{Entries: map[string]Coef{}}).Lookup("H100", "vllm", "0.11.0"); got != "prior" {
 		t.Errorf("empty calibration: got %s, want prior", got)
+	}
+}
+
+// TestLookupEmbeddedExact: the one version order leaves the embedded
+// calibration's choice alone for every version it was fitted to (each finds
+// its own entry) and for each engine's default version.
+func TestLookupEmbeddedExact(t *testing.T) {
+	c := DefaultCoefficients()
+	n := 0
+	for k := range c.Entries {
+		parts := strings.SplitN(k, "/", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		n++
+		if _, got := c.Lookup(parts[0], parts[1], parts[2]); got != k {
+			t.Errorf("Lookup(%s) = %s", k, got)
+		}
+	}
+	if n == 0 {
+		t.Fatal("the embedded calibration has no gpu/engine/version entry")
+	}
+	for _, e := range []string{EngineVLLM, EngineSGLang, EngineTRTLLM} {
+		if _, got := c.Lookup("H100", e, DefaultVersion(e)); got != Key("H100", e, DefaultVersion(e)) {
+			t.Errorf("%s at its default version %s: Lookup = %s", e, DefaultVersion(e), got)
+		}
 	}
 }
 

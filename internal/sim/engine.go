@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/perflab/perflab/internal/engine"
 )
 
 // ErrOOM is wrapped by New when the model and its KV cache do not fit.
@@ -358,7 +360,7 @@ func (e *Engine) setupRoofline() {
 		// prefill and decode batches apart unless --enable-mixed-chunk,
 		// and a mixed batch runs its decodes through the extend (chunked)
 		// kernels too (sglang#36065, still open in 2026-08).
-		e.scanDecodes = p.Engine == EngineVLLM && !versionAtLeast(p.Version, "0.23.0") ||
+		e.scanDecodes = p.Engine == EngineVLLM && !engine.VersionAtLeast(p.Version, "0.23.0") ||
 			p.Engine == EngineSGLang && e.mixedChunk()
 	}
 	e.bePrefill = e.c.backend(p.AttentionBackend)

@@ -3,6 +3,8 @@ package sim
 import (
 	"errors"
 	"fmt"
+
+	"github.com/perflab/perflab/internal/engine"
 )
 
 // ErrCrashed is the Event error of every request the engine held when it
@@ -41,7 +43,7 @@ var knownFaults = []knownFault{{
 	Issue: "vllm-project/vllm#36613",
 	Applies: func(p Params, a Arch) bool {
 		return p.Engine == EngineVLLM && p.SpecMethod == "mtp" && p.SpecTokens > 0 && a.Hybrid() &&
-			versionAtLeast(p.Version, "0.16.0") && !versionAtLeast(p.Version, "0.20.3")
+			engine.VersionAtLeast(p.Version, "0.16.0") && !engine.VersionAtLeast(p.Version, "0.20.3")
 	},
 	MinRunning: 256,
 	After:      5,

@@ -10,11 +10,11 @@ import (
 	"github.com/perflab/perflab/internal/engine"
 )
 
-// Engine names as Params.Engine spells them.
+// Engine names as Params.Engine spells them: the engine package's.
 const (
-	EngineVLLM   = "vllm"
-	EngineSGLang = "sglang"
-	EngineTRTLLM = "trtllm"
+	EngineVLLM   = engine.VLLM
+	EngineSGLang = engine.SGLang
+	EngineTRTLLM = engine.TRTLLM
 )
 
 // defaultVersions are the versions used when Params.Version is empty: the
@@ -116,37 +116,6 @@ var ErrBadParams = errors.New("sim: invalid parameters")
 
 func boolPtr(b bool) *bool { return &b }
 
-// versionAtLeast compares dotted versions numerically, ignoring suffixes
-// such as "rc1" or ".post1" (0.5.5.post1 >= 0.5.5).
-func versionAtLeast(v, min string) bool {
-	a, b := versionParts(v), versionParts(min)
-	for i := 0; i < 3; i++ {
-		if a[i] != b[i] {
-			return a[i] > b[i]
-		}
-	}
-	return true
-}
-
-func versionParts(v string) [3]int {
-	var out [3]int
-	v = strings.TrimPrefix(v, "v")
-	for i, f := range strings.SplitN(v, ".", 4) {
-		if i >= 3 {
-			break
-		}
-		n := 0
-		for _, c := range f {
-			if c < '0' || c > '9' {
-				break
-			}
-			n = n*10 + int(c-'0')
-		}
-		out[i] = n
-	}
-	return out
-}
-
 // WithDefaults returns p with every zero knob replaced by what the engine
 // version sets at start-up on that GPU and model, and validates it. The
 // defaults were read from vLLM's engine/arg_utils.py (0.11.0, 0.17.1),
@@ -158,15 +127,14 @@ func DefaultVersion(engine string) string { return defaultVersions[engine] }
 
 func (p Params) WithDefaults() (Params, error) {
 	p.Engine = strings.ToLower(strings.TrimSpace(p.Engine))
-	switch p.Engine {
-	case "trt-llm", "tensorrt-llm", "tensorrt_llm":
-		p.Engine = EngineTRTLLM
-	case "":
+	if p.Engine == "" {
 		p.Engine = EngineVLLM
+	} else if k, ok := engine.ParseKind(p.Engine); ok {
+		p.Engine = k.Name
 	}
 	dv, ok := defaultVersions[p.Engine]
 	if !ok {
-		return p, fmt.Errorf("%w: unknown engine %q (want vllm, sglang or trtllm)", ErrBadParams, p.Engine)
+		return p, fmt.Errorf("%w: unknown engine %q (want %s)", ErrBadParams, p.Engine, engine.KindList())
 	}
 	if p.Version == "" {
 		p.Version = dv
@@ -271,10 +239,10 @@ func (p Params) WithDefaults() (Params, error) {
 			p.PrefixCaching = boolPtr(!arch.Hybrid())
 		}
 		if p.PerformanceMode == "" {
-			if versionAtLeast(p.Version, "0.17.0") {
+			if engine.VersionAtLeast(p.Version, "0.17.0") {
 				p.PerformanceMode = "balanced"
 			}
-		} else if !versionAtLeast(p.Version, "0.17.0") {
+		} else if !engine.VersionAtLeast(p.Version, "0.17.0") {
 			return p, fmt.Errorf("%w: --performance-mode is not in vLLM %s", ErrBadParams, p.Version)
 		}
 		switch p.PerformanceMode {
@@ -313,7 +281,7 @@ func (p Params) WithDefaults() (Params, error) {
 		}
 		if p.AsyncScheduling == nil {
 			// Async scheduling became the default in the 0.14 line.
-			p.AsyncScheduling = boolPtr(versionAtLeast(p.Version, "0.14.0") && !p.EnforceEager && p.SpecMethod == "")
+			p.AsyncScheduling = boolPtr(engine.VersionAtLeast(p.Version, "0.14.0") && !p.EnforceEager && p.SpecMethod == "")
 		}
 		if p.AttentionBackend == "" {
 			p.AttentionBackend = "FLASH_ATTN"

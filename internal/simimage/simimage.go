@@ -15,30 +15,16 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/sim/serve/settings"
 )
 
 // EnvMarker is set in the simulated image; only there do the engines'
 // names run the simulator, so a perflab binary renamed by accident does
 // not pretend to be vLLM.
 const EnvMarker = "PERFLAB_SIM_IMAGE"
-
-// The simulator's settings inside the image, read from the container's
-// environment (the docker runtime's Env); each is optional.
-const (
-	EnvGPU          = "PERFLAB_SIM_GPU"           // GPU model (default H100)
-	EnvGPUs         = "PERFLAB_SIM_GPUS"          // GPU count (default TP×DP)
-	EnvTimeScale    = "PERFLAB_SIM_TIME_SCALE"    // K× faster than real time
-	EnvStartupDelay = "PERFLAB_SIM_STARTUP_DELAY" // simulated load time, e.g. 2s
-	EnvTokenizer    = "PERFLAB_SIM_TOKENIZER"     // tokenizer dir or file (mounted)
-	EnvModelConfig  = "PERFLAB_SIM_MODEL_CONFIG"  // HF config.json (mounted)
-	EnvCoefficients = "PERFLAB_SIM_COEFFICIENTS"  // calibration file (mounted)
-	EnvNoFaults     = "PERFLAB_SIM_NO_FAULTS"     // "1": no reproduced engine bugs
-)
 
 // entryNames are the engines' programs the image provides.
 var entryNames = []string{"vllm", "sglang", "python3", "python", "trtllm-serve"}
@@ -67,72 +53,25 @@ func EntryArgs(argv []string, getenv func(string) string) (args []string, ok boo
 	if eng == "" {
 		return nil, true, &EntryError{Argv: argv}
 	}
-	args = []string{"sim", "serve", "--engine", eng}
+	set, err := settings.FromEnv(getenv)
+	if err != nil {
+		return nil, true, err
+	}
+	args = []string{"sim", "serve", "--" + settings.FlagEngine, eng}
 	if v := getenv(engine.EnvEngineVersion); v != "" {
-		args = append(args, "--engine-version", v)
+		args = append(args, "--"+settings.FlagEngineVersion, v)
 	}
-	gpu := getenv(EnvGPU)
-	if gpu == "" {
-		gpu = "H100"
-	}
-	args = append(args, "--gpu", gpu)
-	for _, s := range []struct{ env, flag string }{
-		{EnvGPUs, "--gpus"}, {EnvTimeScale, "--time-scale"}, {EnvStartupDelay, "--startup-delay"},
-		{EnvTokenizer, "--tokenizer"}, {EnvModelConfig, "--model-config"}, {EnvCoefficients, "--coefficients"},
-	} {
-		v := getenv(s.env)
-		if v == "" {
-			continue
-		}
-		if err := checkSetting(s.env, v); err != nil {
-			return nil, true, err
-		}
-		args = append(args, s.flag, v)
-	}
-	if nf := getenv(EnvNoFaults); nf != "" && nf != "0" && nf != "false" {
-		args = append(args, "--no-faults")
-	}
+	args = append(args, set.Args()...)
 	// The program as the engine was called; sim serve checks its spelling.
 	argv = slices.Clone(argv)
 	argv[0] = filepath.Base(argv[0])
 	return append(append(args, "--"), argv...), true, nil
 }
 
-// checkSetting rejects a malformed numeric setting with its variable's
-// name, before sim serve would name only its flag.
-func checkSetting(env, v string) error {
-	var err error
-	switch env {
-	case EnvGPUs:
-		_, err = strconv.Atoi(v)
-	case EnvTimeScale:
-		_, err = strconv.ParseFloat(v, 64)
-	case EnvStartupDelay:
-		_, err = time.ParseDuration(v)
-	}
-	if err != nil {
-		return fmt.Errorf("simulated engine image: %s=%q: %w", env, v, err)
-	}
-	return nil
-}
-
 // engineOf names the engine an argv starts, or "".
 func engineOf(argv []string) string {
-	base := filepath.Base(argv[0])
-	switch {
-	case base == "vllm":
-		return "vllm"
-	case base == "sglang":
-		return "sglang"
-	case base == "trtllm-serve":
-		return "trtllm"
-	case strings.HasPrefix(base, "python") && len(argv) > 2 && argv[1] == "-m":
-		switch mod := argv[2]; {
-		case mod == "sglang.launch_server":
-			return "sglang"
-		case strings.HasPrefix(mod, "vllm."):
-			return "vllm"
-		}
+	if k, ok := engine.KindOfCommand(argv); ok {
+		return k.Name
 	}
 	return ""
 }

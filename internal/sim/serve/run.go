@@ -14,6 +14,7 @@ import (
 
 	"github.com/perflab/perflab/internal/hfhub"
 	"github.com/perflab/perflab/internal/sim"
+	"github.com/perflab/perflab/internal/sim/serve/settings"
 	"github.com/perflab/perflab/internal/sim/simargs"
 )
 
@@ -67,7 +68,7 @@ func (e *ExitError) Error() string { return e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
 
 // DefaultStartupDelay is the simulated model-load time.
-const DefaultStartupDelay = 5 * time.Second
+const DefaultStartupDelay = settings.DefaultStartupDelay
 
 // Run parses the engine argv, builds the simulated engine, writes an
 // engine-like startup log, listens where the argv says, and serves until ctx
@@ -427,3 +428,10 @@ func envFalse(v string) bool {
 	}
 	return false
 }
+
+// Settings are the simulator's settings besides the engine's argv, as
+// `perflab sim serve` flags and as the simulated image's environment (one
+// type for the engine package, the image and this command; it lives in
+// sim/serve/settings so that the engine package can use it without
+// importing the simulator).
+type Settings = settings.Settings

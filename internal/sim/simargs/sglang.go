@@ -3,11 +3,12 @@ package simargs
 import (
 	"fmt"
 
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/sim"
 )
 
 func sglangCLI(version string) *cli {
-	if atLeast(version, "0.5.9") {
+	if engine.VersionAtLeast(version, "0.5.9") {
 		return sglang059
 	}
 	return sglang055

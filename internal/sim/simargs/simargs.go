@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/sim"
 )
 
@@ -110,12 +111,10 @@ func parseAllFiles(engine, version string, argv []string, env, files map[string]
 }
 
 func normEngine(e string) string {
-	e = strings.ToLower(strings.TrimSpace(e))
-	switch e {
-	case "trt-llm", "tensorrt-llm", "tensorrt_llm", "trtllm":
-		return sim.EngineTRTLLM
+	if k, ok := engine.ParseKind(e); ok {
+		return k.Name
 	}
-	return e
+	return strings.ToLower(strings.TrimSpace(e))
 }
 
 // DefaultVersion is the version assumed when none is given: the one table
@@ -123,9 +122,9 @@ func normEngine(e string) string {
 func DefaultVersion(engine string) string { return sim.DefaultVersion(normEngine(engine)) }
 
 // DefaultPort is the engine's default listening port.
-func DefaultPort(engine string) int {
-	if normEngine(engine) == sim.EngineSGLang {
-		return 30000
+func DefaultPort(name string) int {
+	if k, ok := engine.ParseKind(name); ok {
+		return k.DefaultPort
 	}
 	return 8000
 }

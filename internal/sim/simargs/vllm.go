@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/sim"
 )
 
@@ -13,9 +14,9 @@ import (
 // --performance-mode (the flag backend moved to --attention-backend in 0.12).
 func vllmCLI(version string) *cli {
 	switch {
-	case !atLeast(version, "0.12.0"):
+	case !engine.VersionAtLeast(version, "0.12.0"):
 		return vllm011
-	case !atLeast(version, "0.17.0"):
+	case !engine.VersionAtLeast(version, "0.17.0"):
 		return vllmMid
 	}
 	return vllm017
@@ -185,34 +186,4 @@ func contains(xs []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// atLeast compares dotted versions numerically, ignoring suffixes such as
-// "rc1" or ".post1".
-func atLeast(v, min string) bool {
-	a, b := verParts(v), verParts(min)
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] > b[i]
-		}
-	}
-	return true
-}
-
-func verParts(v string) [3]int {
-	var out [3]int
-	for i, f := range strings.SplitN(strings.TrimPrefix(strings.TrimSpace(v), "v"), ".", 4) {
-		if i >= 3 {
-			break
-		}
-		n := 0
-		for _, ch := range f {
-			if ch < '0' || ch > '9' || n > 1e6 {
-				break
-			}
-			n = n*10 + int(ch-'0')
-		}
-		out[i] = n
-	}
-	return out
 }

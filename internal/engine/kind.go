@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Kind is everything perflab knows about one engine that differs between
+// engines: its names, its default version and images, the attention
+// backends it accepts, the knobs only it has, the defaults an estimate
+// assumes when a knob is unset, how it answers perflab (Protocol), how a
+// config becomes its command line and what its versions cannot do. Each
+// engine is registered once, in kinds; every caller asks KindOf instead of
+// switching on the engine's name.
+type Kind struct {
+	// Name is the engine as written in Config.Engine ("vllm").
+	Name string
+	// Display is the name reports and progress lines print ("vLLM").
+	Display string
+	// Aliases are other spellings a user may type for the engine
+	// ("tensorrt-llm"); ParseKind accepts them, Config.Engine does not.
+	Aliases []string
+	// DefaultVersion is the version assumed when Config.Version is empty:
+	// the newest release whose argument parser this package was checked
+	// against.
+	DefaultVersion string
+	// AttentionBackends are the backend names the engine accepts (vLLM's
+	// AttentionBackendEnum names, SGLang's --attention-backend choices,
+	// TensorRT-LLM's attn_backend values); Validate refuses any other.
+	AttentionBackends []string
+	// AttentionCandidates are the backends a default search tries: the
+	// common ones, which every supported GPU and model runs.
+	AttentionCandidates []string
+	// Image is where the engine's official images are.
+	Image ImageRepo
+	// Protocol is how a running server of the engine answers perflab.
+	Protocol Protocol
+	// AsyncScheduling and PerformanceMode say whether the engine has
+	// these knobs (vLLM's --async-scheduling and --performance-mode); on
+	// another engine a search skips a non-default value.
+	AsyncScheduling, PerformanceMode bool
+	// Programs are the executables (base names) that start the engine's
+	// server; Modules are the Python modules (python3 -m M) that do, a
+	// trailing "." matching any module under that package.
+	Programs, Modules []string
+	// DefaultPort is where the server listens without --port.
+	DefaultPort int
+	// Baseline marks the engine the reports compare others with.
+	Baseline bool
+	// ResultBackend is what a result of the engine records as its
+	// benchmark backend and endpoint type: vLLM's runs are measured with
+	// vllm bench serve's openai-chat backend, the others' under the
+	// engine's own name.
+	ResultBackend string
+	// Defaults are what the engine does with a knob left unset, as the
+	// lab's analytic estimate assumes it.
+	Defaults Defaults
+
+	// render appends the engine's command line to r.
+	render func(r *renderer)
+	// support reports, through no, each knob of c the engine at version v
+	// cannot honour.
+	support func(k *Kind, c Config, v version, no func(knob, value, hint string))
+}
+
+// ImageRepo is an engine's image repository and how its tags spell a
+// version, plus the images pinned per version.
+type ImageRepo struct {
+	// Repo is the repository ("vllm/vllm-openai").
+	Repo string
+	// TagPrefix is put before the version in a tag: vLLM and SGLang tag
+	// "v0.11.0", NVIDIA's registry tags "1.2.0rc1".
+	TagPrefix string
+	// Pinned are the images of the versions perflab pins (DefaultVersion
+	// and the versions its renderer knows).
+	Pinned map[string]string
+}
+
+// Defaults are an engine's behaviour for knobs left unset, in the rough
+// terms the analytic estimate (lab's first guess before anything runs)
+// uses.
+type Defaults struct {
+	// GPUMemoryFraction is the share of GPU memory the engine claims
+	// (vLLM's gpu_memory_utilization 0.9, SGLang's mem_fraction_static
+	// of about 0.87 on an 80 GB GPU, TensorRT-LLM's
+	// free_gpu_memory_fraction 0.9).
+	GPUMemoryFraction float64
+	// MaxNumSeqs is the running-batch cap (vLLM 256, SGLang 1024,
+	// TensorRT-LLM 2048).
+	MaxNumSeqs float64
+	// MaxNumBatchedTokens is the per-step token budget.
+	MaxNumBatchedTokens float64
+	// ChunkedPrefill says whether prefills are chunked by default.
+	ChunkedPrefill bool
+	// StepOverheadMs is the scheduler's fixed cost of one decode step
+	// that the analytic estimate adds to memory time.
+	StepOverheadMs float64
+}
+
+// kinds is the one place the engines are registered, in the order help
+// texts and errors list them.
+var kinds = []*Kind{
+	{
+		Name: VLLM, Display: "vLLM", DefaultVersion: "0.17.1",
+		AttentionBackends: []string{"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION",
+			"TREE_ATTN", "FLASHMLA", "FLASH_ATTN_MLA", "CUTLASS_MLA", "TRITON_MLA", "FLASHINFER_MLA", "XFORMERS"},
+		AttentionCandidates: []string{"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"},
+		Image: ImageRepo{Repo: "vllm/vllm-openai", TagPrefix: "v", Pinned: map[string]string{
+			"0.11.0": "vllm/vllm-openai:v0.11.0",
+			"0.17.1": "vllm/vllm-openai:v0.17.1",
+		}},
+		Programs: []string{"vllm"}, Modules: []string{"vllm."}, DefaultPort: 8000,
+		Protocol:        vllmProtocol{},
+		AsyncScheduling: true, PerformanceMode: true, Baseline: true, ResultBackend: "openai-chat",
+		Defaults: Defaults{GPUMemoryFraction: 0.9, MaxNumSeqs: 256, MaxNumBatchedTokens: 8192, ChunkedPrefill: true, StepOverheadMs: 9},
+		render:   (*renderer).vllm,
+		support:  vllmSupport,
+	},
+	{
+		Name: SGLang, Display: "SGLang", DefaultVersion: "0.5.9",
+		AttentionBackends: []string{"fa3", "flashinfer", "triton", "torch_native", "flex_attention",
+			"flashmla", "cutlass_mla", "trtllm_mha", "trtllm_mla", "fa4", "aiter", "wave", "nsa"},
+		AttentionCandidates: []string{"fa3", "flashinfer", "triton"},
+		Image: ImageRepo{Repo: "lmsysorg/sglang", TagPrefix: "v", Pinned: map[string]string{
+			"0.5.5.post1": "lmsysorg/sglang:v0.5.5.post1",
+			"0.5.9":       "lmsysorg/sglang:v0.5.9",
+		}},
+		Programs: []string{"sglang"}, Modules: []string{"sglang.launch_server"}, DefaultPort: 30000,
+		Protocol: sglangProtocol{}, ResultBackend: SGLang,
+		Defaults: Defaults{GPUMemoryFraction: 0.87, MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192, ChunkedPrefill: true, StepOverheadMs: 6.5},
+		render:   (*renderer).sglang,
+		support:  sglangSupport,
+	},
+	{
+		Name: TRTLLM, Display: "TensorRT-LLM", DefaultVersion: "1.2.0rc1",
+		Aliases:             []string{"trt-llm", "tensorrt-llm", "tensorrt_llm"},
+		AttentionBackends:   []string{"TRTLLM", "FLASHINFER", "VANILLA"},
+		AttentionCandidates: []string{"TRTLLM", "FLASHINFER"},
+		Image: ImageRepo{Repo: "nvcr.io/nvidia/tensorrt-llm/release", Pinned: map[string]string{
+			"1.2.0rc1": "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc1",
+		}},
+		Programs: []string{"trtllm-serve"}, DefaultPort: 8000,
+		Protocol: trtllmProtocol{}, ResultBackend: TRTLLM,
+		Defaults: Defaults{GPUMemoryFraction: 0.9, MaxNumSeqs: 2048, MaxNumBatchedTokens: 8192, ChunkedPrefill: false, StepOverheadMs: 6.8},
+		render:   (*renderer).trtllm,
+		support:  trtllmSupport,
+	},
+}
+
+// KindOf is the registered engine named name exactly as Config.Engine
+// writes it (no alias), or false.
+func KindOf(name string) (*Kind, bool) {
+	for _, k := range kinds {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// ParseKind is the engine a user's spelling names: its Name or one of its
+// Aliases, in any case, spaces trimmed.
+func ParseKind(s string) (*Kind, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	for _, k := range kinds {
+		if k.Name == s {
+			return k, true
+		}
+		for _, a := range k.Aliases {
+			if a == s {
+				return k, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Kinds are the registered engines, in registration order.
+func Kinds() []*Kind { return append([]*Kind(nil), kinds...) }
+
+// KindNames are the registered engines' names, in registration order.
+func KindNames() []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = k.Name
+	}
+	return out
+}
+
+// KindList is KindNames for messages: "vllm, sglang or trtllm".
+func KindList() string {
+	n := KindNames()
+	if len(n) < 2 {
+		return strings.Join(n, "")
+	}
+	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
+}
+
+// DisplayName is the name reports print for engine name, or name itself
+// for an engine that is not registered.
+func DisplayName(name string) string {
+	if k, ok := KindOf(name); ok {
+		return k.Display
+	}
+	return name
+}
+
+// KindOfCommand is the engine whose server argv starts ("vllm serve M",
+// "python3 -m sglang.launch_server ..."), or false.
+func KindOfCommand(argv []string) (*Kind, bool) {
+	if len(argv) == 0 {
+		return nil, false
+	}
+	base := filepath.Base(argv[0])
+	for _, k := range kinds {
+		if slices.Contains(k.Programs, base) {
+			return k, true
+		}
+	}
+	if !strings.HasPrefix(base, "python") || len(argv) < 3 || argv[1] != "-m" {
+		return nil, false
+	}
+	for _, k := range kinds {
+		for _, m := range k.Modules {
+			if argv[2] == m || strings.HasSuffix(m, ".") && strings.HasPrefix(argv[2], m) {
+				return k, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// HasAttentionBackend reports whether the engine accepts backend b.
+func (k *Kind) HasAttentionBackend(b string) bool {
+	for _, n := range k.AttentionBackends {
+		if n == b {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,8 @@
+package lab
+
+// The lab looks runtimes up by name; its tests run specs on docker and
+// kubernetes, so they link those runtimes as cmd/perflab does.
+import (
+	_ "github.com/perflab/perflab/internal/runtimes/dockerrt"
+	_ "github.com/perflab/perflab/internal/runtimes/kubert"
+)
