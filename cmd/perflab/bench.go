@@ -22,8 +22,6 @@ import (
 	"github.com/perflab/perflab/internal/tokenizer"
 )
 
-func init() { rootCmd.AddCommand(newBenchCmd()) }
-
 // benchFlags mirrors `vllm bench serve`'s argparse namespace.
 type benchFlags struct {
 	backend, baseURL, host, endpoint, model, servedModelName, tokenizer string

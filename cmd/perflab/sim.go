@@ -103,7 +103,9 @@ func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	return tokenizer.Load(path)
 }
 
-func init() {
+// newSimCmd is `perflab sim` with its subcommands. Its commands are
+// package variables: call it once per process.
+func newSimCmd() *cobra.Command {
 	f := simServeCmd.Flags()
 	f.StringVar(&simServeOpts.engine, "engine", "vllm", "engine to imitate: vllm, sglang or trtllm")
 	f.StringVar(&simServeOpts.version, "engine-version", "", "engine version (default: "+defaultVersionsHelp()+")")
@@ -116,8 +118,8 @@ func init() {
 	f.DurationVar(&simServeOpts.startupDelay, "startup-delay", serve.DefaultStartupDelay, "simulated model-load time (divided by --time-scale)")
 	f.StringVar(&simServeOpts.tokenizer, "tokenizer", "", "tokenizer directory or tokenizer.json for exact prompt counts (default: estimate, 4 bytes a token)")
 	f.StringVar(&simServeOpts.modelConfig, "model-config", "", "HF config.json for a model outside the built-in catalog")
-	simCmd.AddCommand(simServeCmd)
-	rootCmd.AddCommand(simCmd)
+	simCmd.AddCommand(simServeCmd, newSimImageCmd(), newSimPredictCmd(), newSimCalibrateCmd(), newSimFidelityCmd())
+	return simCmd
 }
 
 // simulating says which engine and version a command simulates, and
