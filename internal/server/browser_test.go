@@ -270,8 +270,8 @@ func TestDashboardInChromium(t *testing.T) {
 
 // TestDashboardTokenInChromium: on a server with a token, the page asks
 // for it (the API answered 401), and once given it lists the runs, starts
-// a lab (the token as a header) and follows its event stream (EventSource
-// cannot send headers: the token goes as ?token=) to the end.
+// a lab (the token as a header) and follows its event stream (read with
+// fetch, the token as a header too) to the end.
 func TestDashboardTokenInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a lab in a browser")
