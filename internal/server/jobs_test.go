@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/perflab/perflab/internal/bench/benchtest"
+	"github.com/perflab/perflab/internal/lab"
 	"github.com/perflab/perflab/internal/shareddata"
 )
 
@@ -98,5 +101,36 @@ func TestFigureCacheBounded(t *testing.T) {
 	}
 	if _, ok := c.get(figureKey{run: 0, key: "k"}); ok {
 		t.Error("oldest entry still held")
+	}
+}
+
+// TestEndedJobsMemory (PERFLAB_MEMPROBE=1) logs the heap the registry
+// holds after 2000 ended jobs of 200 events each, their hubs compacted:
+// pruned at the default bound, and unbounded as the server was before
+// the registry (figures for docs/benchmarks.md).
+func TestEndedJobsMemory(t *testing.T) {
+	if os.Getenv("PERFLAB_MEMPROBE") != "1" {
+		t.Skip("PERFLAB_MEMPROBE=1 measures")
+	}
+	// The steady state: each ended hub compacted, as a minute after its end.
+	defer func(d time.Duration) { compactDelay = d }(compactDelay)
+	compactDelay = time.Millisecond
+	for _, keep := range []int{DefaultKeepEnded, 1 << 30} {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		j := newJobs(keep, 0)
+		for id := range int64(2000) {
+			lr, _, _ := j.begin(id, t.Context(), nil)
+			for range 200 {
+				lr.hub.Event(lab.Event{Type: lab.EventTrialEnded, Time: time.Now(), Stage: "stage", Trial: &lab.TrialEvent{Key: "k", Name: "a configuration name"}})
+			}
+			j.finish(lr, "done", nil)
+		}
+		time.Sleep(500 * time.Millisecond)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		t.Logf("keep %d: %d jobs held, heap %+.1f MiB", keep, j.held(), float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20))
+		runtime.KeepAlive(j)
 	}
 }
