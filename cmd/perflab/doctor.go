@@ -10,8 +10,6 @@ import (
 	"github.com/perflab/perflab/internal/runtimes"
 )
 
-func init() { rootCmd.AddCommand(newDoctorCmd()) }
-
 // newDoctorCmd checks the host a runtime would run on; its exit status is
 // non-zero when a check is an error, so a provisioning script can gate on
 // it.

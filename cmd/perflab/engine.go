@@ -19,13 +19,6 @@ import (
 	"github.com/perflab/perflab/internal/runtimes"
 )
 
-func init() {
-	rootCmd.AddCommand(newEngineCmd())
-	// SIGINT/SIGTERM tear down every engine process group this process
-	// started, whatever subcommand is running.
-	engine.InstallSignalHandler()
-}
-
 func newEngineCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "engine",

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/perflab/perflab/internal/atomicfile"
+	"github.com/perflab/perflab/internal/app"
 )
 
 // resultFlags are vllm bench serve's result-file switches, spelled as vLLM
@@ -39,47 +34,20 @@ type loadShape struct {
 	rampStart, rampEnd int
 }
 
-// name is vLLM's compute_result_filename: --result-filename when given,
-// else label-rate[-concurrency]-model-date.json, under --result-dir.
+// files is the switches as the library takes them.
+func (r *resultFlags) files() app.ResultFiles {
+	return app.ResultFiles{Save: r.save, Dir: r.dir, Filename: r.filename, Label: r.label}
+}
+
+// name is vLLM's compute_result_filename (app.ResultFiles.Name).
 func (r *resultFlags) name(model string, ld loadShape, dt string) string {
-	base := model[strings.LastIndex(model, "/")+1:]
-	conc := ""
-	if ld.maxConcurrency > 0 {
-		conc = fmt.Sprintf("-concurrency%d", ld.maxConcurrency)
-	}
-	label := r.label
-	if label == "" {
-		label = ld.backend
-	}
-	var name string
-	if ld.rampUp != "" {
-		name = fmt.Sprintf("%s-ramp-up-%s-%dqps-%dqps%s-%s-%s.json", label, ld.rampUp, ld.rampStart, ld.rampEnd, conc, base, dt)
-	} else {
-		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, pyFloat(ld.rate), conc, base, dt)
-	}
-	if r.filename != "" {
-		name = r.filename
-	}
-	if r.dir != "" {
-		name = filepath.Join(r.dir, name)
-	}
-	return name
+	f := r.files()
+	return f.Name(model, app.LoadShape{Backend: ld.backend, Rate: ld.rate, MaxConcurrency: ld.maxConcurrency,
+		RampUp: ld.rampUp, RampStart: ld.rampStart, RampEnd: ld.rampEnd}, dt)
 }
 
 // write saves res as JSON under name, atomically, and says where.
 func (r *resultFlags) write(stderr io.Writer, cmdName, name string, res any) error {
-	if dir := filepath.Dir(name); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("%s: result dir: %w", cmdName, err)
-		}
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return fmt.Errorf("%s: encode result: %w", cmdName, err)
-	}
-	if err := atomicfile.WriteFile(name, b, 0o644); err != nil {
-		return fmt.Errorf("%s: save result: %w", cmdName, err)
-	}
-	fmt.Fprintf(stderr, "Saved result to %s\n", name)
-	return nil
+	f := r.files()
+	return f.Write(stderr, cmdName, name, res)
 }

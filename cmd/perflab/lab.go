@@ -18,7 +18,8 @@ import (
 	"github.com/perflab/perflab/internal/store"
 )
 
-var labOpts struct {
+// labFlags are the flags of perflab lab.
+type labFlags struct {
 	runtime, db, out string
 	coefficients     string
 	fresh, dryRun    bool
@@ -32,10 +33,13 @@ var labOpts struct {
 	namespace        string
 }
 
-var labCmd = &cobra.Command{
-	Use:   "lab SPEC",
-	Short: "Run the performance lab: staged tuning, joint search, generalization, report",
-	Long: `Run the performance lab described by SPEC (YAML; see docs/lab.md and examples/).
+// newLabCmd is `perflab lab`.
+func newLabCmd() *cobra.Command {
+	var labOpts labFlags
+	labCmd := &cobra.Command{
+		Use:   "lab SPEC",
+		Short: "Run the performance lab: staged tuning, joint search, generalization, report",
+		Long: `Run the performance lab described by SPEC (YAML; see docs/lab.md and examples/).
 
 The baseline is vLLM with its defaults; the stages run in the reference
 reports' order and keep a candidate only if every request succeeded (see
@@ -53,11 +57,9 @@ database says which process holds it. Relative paths in the spec resolve
 against the spec file's directory.
 
 It exits non-zero when no trial succeeded, with the first failure's reason.`,
-	Args: cobra.ExactArgs(1),
-	RunE: runLab,
-}
-
-func init() {
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runLab(cmd, args, &labOpts) },
+	}
 	f := labCmd.Flags()
 	f.StringVar(&labOpts.runtime, "runtime", "", runtimeHelp())
 	f.StringVar(&labOpts.db, "db", defaultDB, "store: sqlite:PATH, a path, or postgres://...")
@@ -74,10 +76,10 @@ func init() {
 	f.StringVar(&labOpts.namespace, "namespace", "", "kubernetes runtime: the namespace of the engine pods (default: the spec's, else the context's)")
 	f.StringArrayVar(&labOpts.images, "image", nil, "container runtimes: the image of ENGINE (ENGINE=IMAGE, repeatable), or of every engine (IMAGE, e.g. the simulated engine image from perflab sim image); overrides the spec's images:")
 	f.StringVar(&labOpts.coefficients, "coefficients", "", "simulator calibration from perflab sim calibrate, for the guide, sim-predict and sim runtimes (default: the embedded one)")
-	rootCmd.AddCommand(labCmd)
+	return labCmd
 }
 
-func runLab(cmd *cobra.Command, args []string) error {
+func runLab(cmd *cobra.Command, args []string, labOpts *labFlags) error {
 	ctx := cmd.Context()
 	// A bad --db is refused before the first trial, not after the last.
 	if _, err := store.ParseDSN(labOpts.db); err != nil && !labOpts.dryRun {

@@ -2,8 +2,8 @@
 // engines (or the embedded simulator), benchmarks them the way
 // `vllm bench serve` does, searches engine configurations and writes the report.
 //
-// This package is wiring only: one file per subcommand, each registering
-// itself on the root command from an init function.
+// This package is wiring only: one file per subcommand, each with a
+// constructor (newBenchCmd, ...) that newRootCmd calls to build the tree.
 package main
 
 import (
@@ -18,17 +18,37 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/simimage"
 )
 
 // defaultDB is where lab results live unless --db says otherwise: SQLite in
 // the current directory, so the README's commands need no set-up.
 const defaultDB = "sqlite:.perflab/perflab.db"
 
-var rootCmd = &cobra.Command{
-	Use:           "perflab",
-	Short:         "A performance lab for LLM serving (vLLM, SGLang, TensorRT-LLM, simulator)",
-	SilenceUsage:  true,
-	SilenceErrors: true,
+// newRootCmd builds the whole command tree. The sim subtree keeps its
+// commands in package variables (cmd/perflab/sim.go), so it is built once
+// per process.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "perflab",
+		Short:         "A performance lab for LLM serving (vLLM, SGLang, TensorRT-LLM, simulator)",
+		Version:       version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate("perflab {{.Version}}\n")
+	root.AddCommand(
+		newBenchCmd(),
+		newDoctorCmd(),
+		newEngineCmd(),
+		newLabCmd(),
+		newReportCmd(),
+		newRunsCmd("runs"),
+		newServeCmd(),
+		newSimCmd(),
+		newTokenizeCmd(),
+	)
+	return root
 }
 
 func main() { os.Exit(run()) }
@@ -45,6 +65,9 @@ func run() (code int) {
 			panic(p)
 		}
 	}()
+	// SIGINT/SIGTERM tear down every engine process group this process
+	// started, whatever subcommand is running.
+	engine.InstallSignalHandler()
 	// Cancel on SIGINT/SIGTERM so every subcommand tears down what it started.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -58,7 +81,17 @@ func run() (code int) {
 			}
 		}
 	}
-	if err := rootCmd.ExecuteContext(ctx); err != nil {
+	root := newRootCmd()
+	// Inside the simulated engine image perflab also runs as the engines'
+	// programs: such a call becomes `perflab sim serve` with their argv.
+	if args, ok, err := simimage.EntryArgs(os.Args, os.Getenv); ok {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 127
+		}
+		root.SetArgs(args)
+	}
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "perflab:", err)
 		return 1
 	}

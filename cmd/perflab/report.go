@@ -16,8 +16,6 @@ import (
 	"github.com/perflab/perflab/internal/store"
 )
 
-func init() { rootCmd.AddCommand(newReportCmd()) }
-
 func newReportCmd() *cobra.Command {
 	var (
 		db       string

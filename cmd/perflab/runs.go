@@ -13,8 +13,6 @@ import (
 	"github.com/perflab/perflab/internal/store"
 )
 
-func init() { rootCmd.AddCommand(newRunsCmd("runs")) }
-
 // runRow is one stored run as `perflab runs` shows it.
 type runRow struct {
 	ID   int64  `json:"id"`

@@ -73,10 +73,12 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version %q", v)
 	}
 	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetArgs([]string{"--version"})
-	defer rootCmd.SetArgs(nil)
-	if err := rootCmd.ExecuteContext(context.Background()); err != nil {
+	root := testRoot()
+	root.SetOut(&out)
+	root.SetArgs([]string{"--version"})
+	defer root.SetArgs(nil)
+	defer root.SetOut(nil)
+	if err := root.ExecuteContext(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out.String(), "perflab ") || !strings.Contains(out.String(), "go1.") {

@@ -75,4 +75,3 @@ too, and their runs marked interrupted: resumable after a restart. At most
 	f.IntVar(&maxLabs, "max-labs", 0, "labs run at once, more wait in a queue (default: one per CPU, at most one per 512 MiB of memory)")
 	return cmd
 }
-func init() { rootCmd.AddCommand(newServeCmd()) }

@@ -101,7 +101,9 @@ func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	return tokenizer.Load(path)
 }
 
-func init() {
+// newSimCmd is `perflab sim` with its subcommands. Its commands are
+// package variables: call it once per process.
+func newSimCmd() *cobra.Command {
 	f := simServeCmd.Flags()
 	set := &simServeOpts.set
 	f.StringVar(&simServeOpts.engine, settings.FlagEngine, "vllm", "engine to imitate: "+engine.KindList())
@@ -115,8 +117,8 @@ func init() {
 	f.DurationVar(&set.StartupDelay, settings.FlagStartupDelay, settings.DefaultStartupDelay, "simulated model-load time (divided by --time-scale)")
 	f.StringVar(&set.Tokenizer, settings.FlagTokenizer, "", "tokenizer directory or tokenizer.json for exact prompt counts (default: estimate, 4 bytes a token)")
 	f.StringVar(&set.ModelConfig, settings.FlagModelConfig, "", "HF config.json for a model outside the built-in catalog")
-	simCmd.AddCommand(simServeCmd)
-	rootCmd.AddCommand(simCmd)
+	simCmd.AddCommand(simServeCmd, newSimImageCmd(), newSimPredictCmd(), newSimCalibrateCmd(), newSimFidelityCmd())
+	return simCmd
 }
 
 // simulating says which engine and version a command simulates, and

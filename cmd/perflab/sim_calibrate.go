@@ -13,12 +13,6 @@ import (
 	"github.com/perflab/perflab/internal/sim/simargs"
 )
 
-func init() {
-	if p := simParent(); p != nil {
-		p.AddCommand(newSimCalibrateCmd())
-	}
-}
-
 func newSimCalibrateCmd() *cobra.Command {
 	var engine, version, gpu, dsKind, out string
 	var gpus int

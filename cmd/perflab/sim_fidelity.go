@@ -8,23 +8,6 @@ import (
 	"github.com/perflab/perflab/internal/sim"
 )
 
-// simParent returns the `perflab sim` command that cmd/perflab/sim.go
-// registers (its init runs first: files initialise in name order).
-func simParent() *cobra.Command {
-	for _, c := range rootCmd.Commands() {
-		if c.Name() == "sim" {
-			return c
-		}
-	}
-	return nil
-}
-
-func init() {
-	if p := simParent(); p != nil {
-		p.AddCommand(newSimFidelityCmd())
-	}
-}
-
 func newSimFidelityCmd() *cobra.Command {
 	var coefPath, sharegpt string
 	var lomo bool

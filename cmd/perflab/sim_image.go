@@ -38,9 +38,10 @@ the engine version from PERFLAB_ENGINE_VERSION, which the docker runtime sets.`,
 	},
 }
 
-func init() {
+// newSimImageCmd is `perflab sim image`.
+func newSimImageCmd() *cobra.Command {
 	f := simImageCmd.Flags()
 	f.StringVar(&simImageOpts.tag, "tag", "perflab-sim:latest", "name of the image to build")
 	f.StringVar(&simImageOpts.binary, "binary", "", "perflab binary to put in the image (default: this one; a dynamic one goes in with its C libraries)")
-	simCmd.AddCommand(simImageCmd)
+	return simImageCmd
 }

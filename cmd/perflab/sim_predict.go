@@ -19,12 +19,6 @@ import (
 	"github.com/perflab/perflab/internal/tokenizer"
 )
 
-func init() {
-	if p := simParent(); p != nil {
-		p.AddCommand(newSimPredictCmd())
-	}
-}
-
 type simPredictFlags struct {
 	engine, version, gpu, tokenizer, coefficients, output string
 	modelConfig                                           string

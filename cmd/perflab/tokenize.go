@@ -15,8 +15,6 @@ import (
 	"github.com/perflab/perflab/internal/tokenizer"
 )
 
-func init() { rootCmd.AddCommand(newTokenizeCmd()) }
-
 func newTokenizeCmd() *cobra.Command {
 	var (
 		model, tokPath string

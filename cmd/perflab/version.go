@@ -40,8 +40,3 @@ func version() string {
 	}
 	return fmt.Sprintf("%s (commit %s, %s, %s)", v, rev, when, bi.GoVersion)
 }
-
-func init() {
-	rootCmd.Version = version()
-	rootCmd.SetVersionTemplate("perflab {{.Version}}\n")
-}

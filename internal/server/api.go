@@ -259,9 +259,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, id int64) {
 	ri, err := s.runInfo(r, id)
 	if err != nil {
-		s.mu.Lock()
-		lr := s.labs[id]
-		s.mu.Unlock()
+		lr := s.jobs.get(id)
 		if lr != nil && errors.Is(err, store.ErrNotFound) && lr.result() != nil {
 			// Its lab stopped before its first trial, and the empty run
 			// was removed: the error is all there is.
@@ -273,9 +271,7 @@ func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, id int64) {
 	}
 	info, sum := s.info(ri)
 	d := runDetail{runInfo: info, Spec: ri.Spec, Summary: ri.Summary, Decisions: []decision{}}
-	s.mu.Lock()
-	lr := s.labs[id]
-	s.mu.Unlock()
+	lr := s.jobs.get(id)
 	if sum != nil && !info.Active {
 		for _, st := range sum.Stages {
 			for _, c := range st.Candidates {
@@ -399,8 +395,8 @@ type figureKey struct {
 // result's per-request arrays on each poll of the list made it slow.
 func (s *Server) figuresOf(r *http.Request, t store.Trial) (figures, error) {
 	k := figureKey{t.RunID, t.Key, t.Ended.UnixMilli()}
-	if f, ok := s.figures.Load(k); ok {
-		return f.(figures), nil
+	if f, ok := s.figures.get(k); ok {
+		return f, nil
 	}
 	full, err := s.cfg.Store.Trial(r.Context(), t.RunID, t.Key)
 	if err != nil {
@@ -410,7 +406,7 @@ func (s *Server) figuresOf(r *http.Request, t store.Trial) (figures, error) {
 	if ti, _ := trialOf(full); ti.Status != "" {
 		f = figures{ti.TotalThroughput, ti.OutputThroughput, ti.MeanTPOTMs, ti.MeanTTFTMs}
 	}
-	s.figures.Store(k, f)
+	s.figures.put(k, f)
 	return f, nil
 }
 

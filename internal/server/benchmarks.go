@@ -64,13 +64,13 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	h := newHub(run.ID)
-	lctx, cancel := context.WithCancel(s.base)
-	lr := &labRun{id: run.ID, hub: h, cancel: cancel, done: make(chan struct{})}
-	s.mu.Lock()
-	s.labs[run.ID] = lr
+	lr, lctx, err := s.jobs.begin(run.ID, s.base, nil)
+	if err != nil {
+		writeError(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %d: %v", run.ID, err)})
+		return
+	}
 	s.wg.Add(1)
-	s.mu.Unlock()
+	h, cancel := lr.hub, lr.cancel
 	te := &lab.TrialEvent{Key: "benchmark/" + b.Profile, Name: b.Model + " @ " + b.BaseURL, Stage: "benchmark", Workload: b.Profile}
 	h.Event(lab.Event{Type: lab.EventTrialStarted, Time: time.Now(), Stage: "benchmark", Trial: te, Planned: 1})
 	go func(run store.Run) {
@@ -85,9 +85,7 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 			}
 			h.Event(lab.Event{Type: lab.EventTrialEnded, Time: time.Now(), Stage: "benchmark", Trial: &ended, Done: 1, Ran: 1, Planned: 1})
 		}
-		lr.err = err
-		h.end(stored.Status, err)
-		close(lr.done)
+		s.jobs.finish(lr, stored.Status, err)
 	}(run)
 	run.Status = "running"
 	writeJSON(w, http.StatusAccepted, startedOf(run))

@@ -162,6 +162,8 @@ type labRun struct {
 	err    error
 	// queued is set while the lab waits for a slot (Config.MaxLabs).
 	queued atomic.Bool
+	// ended is when it ended (set by jobs.finish, under its lock).
+	ended time.Time
 }
 
 // result is the error the lab ended with; nil while it runs (err is
@@ -185,30 +187,10 @@ func (lr *labRun) active() bool {
 }
 
 // activeLab returns the lab running run id here, if any.
-func (s *Server) activeLab(id int64) *labRun {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if lr := s.labs[id]; lr != nil && lr.active() {
-		return lr
-	}
-	return nil
-}
+func (s *Server) activeLab(id int64) *labRun { return s.jobs.active(id) }
 
 // labsRunning counts this server's labs that run, and those queued.
-func (s *Server) labsRunning() (running, queued int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, lr := range s.labs {
-		switch {
-		case !lr.active():
-		case lr.queued.Load():
-			queued++
-		default:
-			running++
-		}
-	}
-	return running, queued
-}
+func (s *Server) labsRunning() (running, queued int) { return s.jobs.counts() }
 
 // StatusQueued is the status the API gives a run whose lab waits for a
 // slot (Config.MaxLabs); the store never holds it.
@@ -243,37 +225,29 @@ func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh
 	if err != nil {
 		return store.Run{}, fmt.Errorf("server: open run: %w", err)
 	}
-	s.mu.Lock()
-	prev := s.labs[run.ID]
-	if prev != nil && prev.active() {
-		s.mu.Unlock()
-		return run, errBusy
-	}
 	// A lab of another server (or a perflab lab) holding the run would
 	// make this one's lab fail at its start: refused now, not answered
-	// 202 and then ended.
-	if err := s.cfg.Store.Holder(ctx, run.ID); err != nil {
-		s.mu.Unlock()
+	// 202 and then ended. A slot now, or a place in the queue: decided
+	// here, so the answer says which.
+	lr, lctx, err := s.jobs.begin(run.ID, s.base, func() (bool, error) {
+		if err := s.cfg.Store.Holder(ctx, run.ID); err != nil {
+			return false, err
+		}
+		select {
+		case s.slots <- struct{}{}:
+			return false, nil
+		default:
+			return true, nil
+		}
+	})
+	if err != nil {
 		return run, err
 	}
-	h := newHub(run.ID)
-	if prev != nil {
-		h = prev.hub // event ids go on across a resume
-		h.reopen()
-	}
-	lctx, cancel := context.WithCancel(s.base)
-	lr := &labRun{id: run.ID, hub: h, cancel: cancel, done: make(chan struct{})}
-	// A slot now, or a place in the queue: decided here, so the answer
-	// says which.
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		lr.queued.Store(true)
+	s.wg.Add(1)
+	h, cancel := lr.hub, lr.cancel
+	if lr.queued.Load() {
 		h.add(wireEvent{Event: lab.Event{Type: eventQueued, Time: time.Now()}, Status: StatusQueued})
 	}
-	s.labs[run.ID] = lr
-	s.wg.Add(1)
-	s.mu.Unlock()
 
 	events := lab.NewEvents(h)
 	if s.cfg.Log != nil {
@@ -300,10 +274,7 @@ func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh
 		} else if err == nil {
 			err = allFailed(lctx, s.cfg.Store, stored.ID)
 		}
-		lr.err = err
-		h.end(status, err)
-		s.compactLater(h)
-		close(lr.done)
+		s.jobs.finish(lr, status, err)
 	}()
 	run.Status = "running"
 	if lr.queued.Load() {
@@ -327,10 +298,7 @@ func (s *Server) endQueued(lr *labRun, run store.Run, status string) {
 		status = store.StatusInterrupted
 	}
 	lr.queued.Store(false)
-	lr.err = err
-	lr.hub.end(status, err)
-	s.compactLater(lr.hub)
-	close(lr.done)
+	s.jobs.finish(lr, status, err)
 }
 
 // compactDelay is how long an ended lab's whole stream stays, for the
@@ -339,7 +307,7 @@ var compactDelay = time.Minute
 
 // compactLater compacts an ended lab's hub after compactDelay, unless it
 // was reopened (a resume) meanwhile.
-func (s *Server) compactLater(h *hub) {
+func compactLater(h *hub) {
 	time.AfterFunc(compactDelay, func() {
 		h.mu.Lock()
 		ended := h.ended
@@ -569,9 +537,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	lr := s.labs[id]
-	s.mu.Unlock()
+	lr := s.jobs.get(id)
 	var h *hub
 	if lr != nil {
 		h = lr.hub

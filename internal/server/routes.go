@@ -21,8 +21,10 @@ type route struct {
 	h            http.HandlerFunc
 	// open routes need no token (the health check).
 	open bool
-	// stream routes take the token from ?token= too (EventSource cannot
-	// set headers).
+	// stream routes answer for as long as their lab runs (no overall
+	// write deadline). Their token travels in the Authorization header
+	// like every call's: a token in the URL would land in access logs,
+	// browser history and Referer headers.
 	stream bool
 }
 
@@ -59,7 +61,7 @@ func (s *Server) wrap(rt route) http.Handler {
 	h = s.limitBody(h)
 	h = refuseCrossSite(h)
 	if !rt.open {
-		h = s.requireToken(h, rt.stream)
+		h = s.requireToken(h)
 	}
 	h = s.guardHost(h)
 	h = s.deadlines(h, rt.stream)
@@ -107,16 +109,13 @@ func refuse(w http.ResponseWriter, r *http.Request, code int, e apiError) {
 // requireToken answers 401 unless the request carries the token. The
 // comparison is of SHA-256 digests in constant time, so neither the
 // token's bytes nor its length leak through timing.
-func (s *Server) requireToken(next http.Handler, query bool) http.Handler {
+func (s *Server) requireToken(next http.Handler) http.Handler {
 	if s.cfg.Token == "" {
 		return next
 	}
 	want := sha256.Sum256([]byte(s.cfg.Token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok && query {
-			got, ok = r.URL.Query().Get("token"), r.URL.Query().Has("token")
-		}
 		sum := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="perflab"`)

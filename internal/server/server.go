@@ -61,6 +61,11 @@ type Config struct {
 	// MaxLabs is how many labs run at once (0: DefaultMaxLabs); more wait
 	// in a queue, listed as queued.
 	MaxLabs int
+	// KeepEnded and KeepEndedFor bound the ended labs and benchmarks whose
+	// event streams and errors stay in memory (0: DefaultKeepEnded,
+	// DefaultKeepEndedFor); the store keeps every run.
+	KeepEnded    int
+	KeepEndedFor time.Duration
 }
 
 // labMemory is the memory set aside per lab: a lab of a small spec on the
@@ -158,17 +163,17 @@ type Server struct {
 	routes  []route
 	metrics *apiMetrics
 	reports *reportCache
-	// figures caches each stored trial's list figures (figureKey →
-	// figures).
-	figures sync.Map
+	// figures caches the latest stored trials' list figures (figureKey
+	// → figures), figureCacheSize at most.
+	figures *figureCache
 
 	// base is canceled by Close: every lab's context and every event
 	// stream derive from it.
 	base   context.Context
 	cancel context.CancelFunc
 
-	mu   sync.Mutex
-	labs map[int64]*labRun
+	// jobs are the labs and benchmarks this server started.
+	jobs *jobs
 	wg   sync.WaitGroup
 	// slots holds one token per running lab (Config.MaxLabs).
 	slots chan struct{}
@@ -205,7 +210,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), reports: cache, labs: map[int64]*labRun{},
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), reports: cache,
+		jobs: newJobs(cfg.KeepEnded, cfg.KeepEndedFor), figures: newFigureCache(figureCacheSize),
 		slots: make(chan struct{}, cfg.MaxLabs)}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.routes = s.apiRoutes()

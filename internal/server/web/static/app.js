@@ -330,8 +330,33 @@
     let follower = null;
 
     let head = null, lastHeadKey = "";
-    const headBox = el("div"), bodyBox = el("div");
-    root.append(headBox, bodyBox);
+    const headBox = el("div"), topBox = el("div"), bottomBox = el("div");
+    // The trials table outlives the frames: a long lab's hundreds of rows
+    // are updated by trial (PLLive.RowTable), not rebuilt on each event.
+    const trialsNote = el("span", { class: "muted small" });
+    const scoreHead = el("th", { class: "num" });
+    const trialsBody = el("tbody");
+    const trialsTable = el("div", { class: "table-scroll" }, el("table", { id: "trials-table" },
+      el("thead", {}, el("tr", {}, el("th", { class: "num" }, "#"), el("th", {}, "Stage"), el("th", {}, "Configuration"), el("th", {}, "Workload"),
+        el("th", { class: "num" }, "Rep"), el("th", {}, "Status"), scoreHead)),
+      trialsBody));
+    const trialsEmpty = el("div", { class: "empty" });
+    const trialsPanel = el("div", { class: "panel flush" }, el("h2", {}, "Trials ", trialsNote), trialsTable, trialsEmpty);
+    const trialRow = (t) => el("tr", { class: "clickable" + (t.fresh ? " fresh" : ""), dataset: { key: t.key },
+      onclick: () => { if (t.key) location.hash = "#/runs/" + id + "/trials/" + encodeURIComponent(t.key); } },
+    el("td", { class: "num" }, String(t.n)),
+    el("td", {}, t.stage),
+    el("td", { class: "wrap" }, t.key ? el("a", { href: "#/runs/" + id + "/trials/" + encodeURIComponent(t.key) }, t.name) : t.name),
+    el("td", {}, t.workload),
+    el("td", { class: "num" }, String(t.repeat)),
+    el("td", {}, badge(t.status === "ok" ? "ok" : "failed"), t.failure ? el("span", { class: "muted small" }, " " + t.failure) : null, t.reused ? el("span", { class: "muted small" }, " stored") : null),
+    el("td", { class: "num" }, PL.finite(t.score) ? PL.fmtNum(t.score) : "–"));
+    // A row is rebuilt when what it shows changes (fresh only highlights
+    // a new row, once).
+    const trialRows = new PLLive.RowTable(trialsBody, (t) => (t.key || "") + "#" + t.n,
+      (t) => JSON.stringify([t.n, t.stage, t.name, t.workload, t.repeat, t.status, t.failure || "", !!t.reused, PL.finite(t.score) ? t.score : null]),
+      trialRow);
+    root.append(headBox, topBox, trialsPanel, bottomBox);
     const draw = () => {
       const isRunning = st.status === "running" && run.active && !st.ended;
       const cancelBtn = isRunning ? el("button", { type: "button", class: "danger", id: "cancel-run", onclick: async (e) => {
@@ -372,15 +397,12 @@
       const stageStrip = st.stages.length ? el("div", { class: "stages", id: "stages" }, st.stages.map((s) =>
         el("span", { class: s === st.stage && isRunning ? "now" : "past" }, s))) : null;
 
-      const rows = st.trials.slice().reverse().map((t) => el("tr", { class: "clickable" + (t.fresh ? " fresh" : ""), dataset: { key: t.key },
-        onclick: () => { if (t.key) location.hash = "#/runs/" + id + "/trials/" + encodeURIComponent(t.key); } },
-      el("td", { class: "num" }, String(t.n)),
-      el("td", {}, t.stage),
-      el("td", { class: "wrap" }, t.key ? el("a", { href: "#/runs/" + id + "/trials/" + encodeURIComponent(t.key) }, t.name) : t.name),
-      el("td", {}, t.workload),
-      el("td", { class: "num" }, String(t.repeat)),
-      el("td", {}, badge(t.status === "ok" ? "ok" : "failed"), t.failure ? el("span", { class: "muted small" }, " " + t.failure) : null, t.reused ? el("span", { class: "muted small" }, " stored") : null),
-      el("td", { class: "num" }, PL.finite(t.score) ? PL.fmtNum(t.score) : "–")));
+      trialsNote.textContent = isRunning ? "as they end, newest first" : "newest first";
+      scoreHead.textContent = "Score" + (st.unit ? " (" + st.unit + ")" : "");
+      trialsTable.hidden = !st.trials.length;
+      trialsEmpty.hidden = !!st.trials.length;
+      trialsEmpty.textContent = isRunning ? "Waiting for the first trial…" : "No trials.";
+      trialRows.update(st.trials.slice().reverse());
       for (const t of st.trials) t.fresh = false;
 
       const decisions = (run.decisions || []).length && !isRunning ? el("div", { class: "panel flush" }, el("h2", {}, "Decisions"),
@@ -405,7 +427,7 @@
           el("a", { class: "button ghost", href: "#/compare?runs=" + id }, "Compare…")));
         headBox.replaceChildren(head);
       }
-      bodyBox.replaceChildren(...[
+      topBox.replaceChildren(...[
         st.error || run.error ? errorBox(st.error || run.error) : null,
         banner,
         kpis,
@@ -415,12 +437,8 @@
             el("span", {}, el("i", { style: "background:#c62828" }), "failed"),
             el("span", {}, el("i", { class: "l", style: "background:#1a7f37" }), "incumbent (kept so far)"),
             st.top && PL.finite(st.top.score) ? el("span", {}, "top measured: " + st.top.name + " " + PL.fmtNum(st.top.score)) : null)),
-        el("div", { class: "panel flush" }, el("h2", {}, "Trials ", el("span", { class: "muted small" }, isRunning ? "as they end, newest first" : "newest first")),
-          st.trials.length ? el("div", { class: "table-scroll" }, el("table", { id: "trials-table" },
-            el("thead", {}, el("tr", {}, el("th", { class: "num" }, "#"), el("th", {}, "Stage"), el("th", {}, "Configuration"), el("th", {}, "Workload"),
-              el("th", { class: "num" }, "Rep"), el("th", {}, "Status"), el("th", { class: "num" }, "Score" + (st.unit ? " (" + st.unit + ")" : "")))),
-            el("tbody", {}, rows)))
-            : el("div", { class: "empty" }, isRunning ? "Waiting for the first trial…" : "No trials.")),
+      ].filter(Boolean));
+      bottomBox.replaceChildren(...[
         decisions,
         run.spec ? el("details", { class: "panel", id: "run-spec" }, el("summary", {}, "Spec ", el("span", { class: "muted small" }, "as the lab ran it (normalized)")),
           el("div", { class: "actions", style: "margin:10px 0" }, el("button", { type: "button", class: "ghost small", id: "edit-as-new", onclick: () => {
@@ -443,7 +461,10 @@
         queued = true;
         requestAnimationFrame(() => { queued = false; draw(); });
       };
-      const url = API + "/runs/" + id + "/events" + (token() ? "?token=" + encodeURIComponent(token()) : "");
+      // The token goes in a header (the server refuses it in the URL):
+      // the stream is read with fetch, which can send one.
+      const url = API + "/runs/" + id + "/events";
+      const make = (u) => new PLLive.StreamSource(u, { headers: () => (token() ? { Authorization: "Bearer " + token() } : {}) });
       // The latest event when the page loaded: an `end` before it belongs
       // to an earlier lab of a resumed run.
       const latest = (run.progress && PL.num(run.progress.id)) || 0;
@@ -462,7 +483,7 @@
           }
         },
         onError: (e) => toast(e.message),
-      }, { final: (ev) => (PL.num(ev.id) || 0) >= latest });
+      }, { make, final: (ev) => (PL.num(ev.id) || 0) >= latest });
       onLeave(() => { follower.close(); setConn(""); });
     }
   }
