@@ -46,18 +46,12 @@ func (l *Lab) measureMany(ctx context.Context, stage string, pts []Point, w Work
 
 // runSpecs runs trials under the budget.
 func (l *Lab) runSpecs(ctx context.Context, specs []TrialSpec) ([]*result, error) {
-	if l.Spec.Objective.Metric == ObjectiveMaxLoadUnderSLO {
-		return l.searchLoads(ctx, specs, true)
-	}
-	return l.run2(ctx, specs, true)
+	return l.Spec.Objective.Kind().run(ctx, l, specs, true)
 }
 
 // runSpecsNoBudget runs trials the budget does not stop (generalization).
 func (l *Lab) runSpecsNoBudget(ctx context.Context, specs []TrialSpec) ([]*result, error) {
-	if l.Spec.Objective.Metric == ObjectiveMaxLoadUnderSLO {
-		return l.searchLoads(ctx, specs, false)
-	}
-	return l.run2(ctx, specs, false)
+	return l.Spec.Objective.Kind().run(ctx, l, specs, false)
 }
 
 // likelyWinnerLast orders the trials to run (not the results, nor which
@@ -300,27 +294,9 @@ func (l *Lab) evaluate(t TrialSpec, rec store.Trial) *result {
 	// A score that is not a positive number cannot be compared (a gain
 	// over it is NaN or infinite): not eligible, with the reason.
 	if !(r.score > 0) || math.IsInf(r.score, 0) {
-		r.why, r.kind = fmt.Sprintf("objective is %.4g %s", r.score, obj.Unit()), WhyNoScore
-		if obj.Metric == ObjectiveGoodput {
-			r.why += ": no request met the SLO"
-		}
+		r.why, r.kind = fmt.Sprintf("objective is %.4g %s", r.score, obj.Unit())+obj.Kind().noScoreHint(), WhyNoScore
 	}
 	return r
-}
-
-// neededKeys are the result keys the objective's score and SLO read.
-func (obj Objective) neededKeys() []string {
-	var ks []string
-	if obj.Metric == ObjectiveGoodput {
-		ks = append(ks, "request_goodput")
-	}
-	if obj.SLO.P99TPOTMs > 0 {
-		ks = append(ks, "p99_tpot_ms")
-	}
-	if obj.SLO.P99TTFTMs > 0 {
-		ks = append(ks, "p99_ttft_ms")
-	}
-	return ks
 }
 
 // missingKeys names the keys a result JSON lacks ("" when it has them all).

@@ -171,8 +171,8 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	l.guide = l.Guide
-	if l.Guide != nil && s.Objective.Metric == ObjectiveMaxLoadUnderSLO {
-		l.guide = loadGuide(l.Guide, s.Objective.Load)
+	if l.Guide != nil {
+		l.guide = s.Objective.Kind().guide(l.Guide, s.Objective)
 	}
 	if gc, ok := l.Store.(guideCache); ok && l.guide != nil && l.GuideKey != "" {
 		slo, _ := json.Marshal(s.Objective.SLO)

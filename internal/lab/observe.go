@@ -49,48 +49,6 @@ func (o Observation) SuccessRate() float64 {
 	return float64(o.Completed) / float64(o.NumPrompts)
 }
 
-// Objective scores an observation under the spec's objective; higher is
-// better. gpus is how many GPUs the config occupies.
-func (obj Objective) Score(o Observation, gpus int) float64 {
-	switch obj.Metric {
-	case ObjectiveThroughputPerGPU:
-		if gpus < 1 {
-			gpus = 1
-		}
-		return o.TotalThroughput / float64(gpus)
-	case ObjectiveGoodput:
-		return o.RequestGoodput
-	case ObjectiveMaxLoadUnderSLO:
-		return o.SustainableLoad
-	}
-	return o.TotalThroughput
-}
-
-// Unit names the objective's unit for messages.
-func (obj Objective) Unit() string {
-	switch obj.Metric {
-	case ObjectiveThroughputPerGPU:
-		return "tok/s/GPU"
-	case ObjectiveGoodput:
-		return "req/s within SLO"
-	case ObjectiveMaxLoadUnderSLO:
-		return obj.Load.unit()
-	}
-	return "tok/s"
-}
-
-// sloViolation says which P99 bound an observation breaks ("" if none).
-// For goodput the bounds are per request and already in the score.
-func (obj Objective) sloViolation(o Observation) string {
-	if obj.SLO.P99TPOTMs > 0 && o.P99TPOTMs > obj.SLO.P99TPOTMs {
-		return fmt.Sprintf("P99 TPOT %.1f ms > %.1f ms", o.P99TPOTMs, obj.SLO.P99TPOTMs)
-	}
-	if obj.SLO.P99TTFTMs > 0 && o.P99TTFTMs > obj.SLO.P99TTFTMs {
-		return fmt.Sprintf("P99 TTFT %.1f ms > %.1f ms", o.P99TTFTMs, obj.SLO.P99TTFTMs)
-	}
-	return ""
-}
-
 // scaleResult multiplies a result JSON's throughputs by f and its times by
 // 1/f: the shape of run-to-run noise on a serving benchmark.
 func scaleResult(result []byte, f float64) ([]byte, error) {
