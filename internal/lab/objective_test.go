@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -69,5 +70,43 @@ objective: {metric: latency}
 	}
 	if _, ok := LookupObjective("latency"); ok {
 		t.Fatal("latency is no objective")
+	}
+}
+
+// TestScaleResultTyped: noise scales the typed result's rates and times and
+// adds no key the prediction did not have (the analytic model writes no
+// perflab section).
+func TestScaleResultTyped(t *testing.T) {
+	in := []byte(`{"completed": 90, "num_prompts": 100, "duration": 50, "total_input_tokens": 1000, "total_output_tokens": 500,
+		"request_throughput": 1.8, "output_throughput": 10, "total_token_throughput": 30,
+		"mean_ttft_ms": 400, "p99_ttft_ms": 900, "mean_tpot_ms": 20, "p99_tpot_ms": 60}`)
+	out, err := scaleResult(in, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b map[string]float64
+	if err := json.Unmarshal(in, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out, &b); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(a) != len(b) {
+		t.Fatalf("keys %d -> %d: %s", len(a), len(b), out)
+	}
+	for k, v := range a {
+		want := v
+		switch k {
+		case "request_throughput", "output_throughput", "total_token_throughput":
+			want = v * 2
+		case "duration", "mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p99_tpot_ms":
+			want = v / 2
+		}
+		if b[k] != want {
+			t.Errorf("%s = %v, want %v", k, b[k], want)
+		}
+	}
+	if _, err := scaleResult([]byte(`[1]`), 2); err == nil {
+		t.Fatal("a result that is no object scaled without error")
 	}
 }

@@ -3,8 +3,8 @@ package lab
 import (
 	"encoding/json"
 	"fmt"
-	"math"
-	"strings"
+
+	"github.com/perflab/perflab/internal/metrics"
 )
 
 // Observation is what the lab reads from one trial's result: the keys of
@@ -49,24 +49,19 @@ func (o Observation) SuccessRate() float64 {
 	return float64(o.Completed) / float64(o.NumPrompts)
 }
 
-// scaleResult multiplies a result JSON's throughputs by f and its times by
-// 1/f: the shape of run-to-run noise on a serving benchmark.
+// scaleResult multiplies a result's throughputs by f and its times by 1/f:
+// the shape of run-to-run noise on a serving benchmark. It acts on the
+// typed result (metrics.Result.ScaleSpeed), read as perflab wrote it, so
+// noise adds no key and no warning the prediction did not have.
 func scaleResult(result []byte, f float64) ([]byte, error) {
-	var m map[string]any
-	if err := json.Unmarshal(result, &m); err != nil {
+	r, err := metrics.DecodeStored(result)
+	if err != nil {
 		return nil, fmt.Errorf("lab: noise: decode result: %w", err)
 	}
-	for k, v := range m {
-		x, ok := v.(float64)
-		if !ok || math.IsNaN(x) {
-			continue
-		}
-		switch {
-		case strings.Contains(k, "throughput") || strings.Contains(k, "goodput") || strings.HasSuffix(k, "_per_s"):
-			m[k] = x * f
-		case k == "duration" || strings.HasSuffix(k, "_ms"):
-			m[k] = x / f
-		}
+	r.ScaleSpeed(f)
+	b, err := r.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("lab: noise: encode result: %w", err)
 	}
-	return json.Marshal(m)
+	return b, nil
 }
