@@ -2,12 +2,15 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/loadsearch"
+	"github.com/perflab/perflab/internal/store"
 )
 
 // ObjectiveKind is one objective a spec may name in objective.metric: how
@@ -221,4 +224,33 @@ func (maxLoadUnderSLO) loadSLO(obj Objective) *loadsearch.SLO {
 		return nil
 	}
 	return &o.SLO
+}
+
+// Normalized is the objective as the lab runs it: the default metric
+// filled in and goodput without a per-request bound read as total
+// throughput (see goodput.normalized). A metric the registry lacks stays.
+func (obj Objective) Normalized() Objective {
+	if k, ok := LookupObjective(obj.Metric); ok {
+		obj.Metric = k.normalized(obj)
+	}
+	return obj
+}
+
+// ScoreTrial is a stored trial's score under the objective, as the lab
+// scored it when the trial ended (eligible or not); ok is false for a
+// trial that has none: it failed, or its result or config is unreadable.
+// The API sends it so no client derives scores of its own.
+func (obj Objective) ScoreTrial(t store.Trial) (score float64, ok bool) {
+	if t.Status != "ok" {
+		return 0, false
+	}
+	o, err := ParseObservation(t.Result)
+	if err != nil {
+		return 0, false
+	}
+	var cfg engine.Config
+	if err := json.Unmarshal(t.Config, &cfg); err != nil {
+		return 0, false
+	}
+	return obj.Score(o, GPUs(cfg)), true
 }

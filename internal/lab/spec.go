@@ -723,9 +723,7 @@ func (s *Spec) fillDefaults() {
 		s.Runtime = runtimes.Default
 	}
 	// A name the registry lacks stays as written: validate rejects it.
-	if k, ok := LookupObjective(s.Objective.Metric); ok {
-		s.Objective.Metric = k.normalized(s.Objective)
-	}
+	s.Objective = s.Objective.Normalized()
 	if s.Tuning == nil {
 		t := DefaultTuning()
 		s.Tuning = &t
