@@ -99,8 +99,8 @@ func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey stri
 			configs[cfg] = true
 			p.Configs++
 		}
-		obs, _ := ParseObservation(t.Result)
-		cost := store.Cost{GPUs: GPUs(trialConfig(t)), BenchSeconds: obs.Duration}
+		m, _ := decodeMeasurement(t.Result)
+		cost := store.Cost{GPUs: GPUs(trialConfig(t)), BenchSeconds: m.res().Duration}
 		if starts[i] {
 			p.Starts++
 			cost.StartupSeconds = p.StartupSeconds

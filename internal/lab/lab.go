@@ -88,7 +88,7 @@ type Lab struct {
 type result struct {
 	spec   TrialSpec
 	trial  store.Trial
-	obs    Observation
+	m      Measurement
 	score  float64
 	failed string // failure class or "" when it ran
 	why    string // why it is not eligible ("" when eligible)
@@ -1062,8 +1062,8 @@ func (l *Lab) candidate(r *result, repeats []float64) *Candidate {
 	c := &Candidate{
 		Name: r.spec.Name, Point: map[string]string(r.spec.Point.clone()), ConfigHash: ConfigHash(r.spec.Config),
 		Command: r.trial.Command, TrialKey: r.trial.Key, GPUs: GPUs(r.spec.Config), Score: r.score,
-		TotalThroughput: r.obs.TotalThroughput, MeanTPOTMs: r.obs.MeanTPOTMs, P99TPOTMs: r.obs.P99TPOTMs,
-		SuccessRate: r.obs.SuccessRate(), FailureClass: r.failed,
+		TotalThroughput: r.m.res().TotalTokenThroughput, MeanTPOTMs: r.m.res().MeanTPOTMs, P99TPOTMs: r.m.P99TPOTMs(),
+		SuccessRate: r.m.SuccessRate(), FailureClass: r.failed,
 	}
 	if len(repeats) > 1 {
 		c.RepeatScores, c.Score = repeats, mean(repeats)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/loadsearch"
+	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -21,14 +22,14 @@ import (
 type ObjectiveKind interface {
 	// Name is the objective.metric that selects the kind.
 	Name() string
-	// Score is an observation's score, higher is better; gpus is how many
+	// Score is a measurement's score, higher is better; gpus is how many
 	// GPUs the config occupies.
-	Score(o Observation, gpus int) float64
+	Score(m Measurement, gpus int) float64
 	// Unit names the score's unit for messages.
 	Unit(obj Objective) string
-	// Needs are the result fields the score reads beyond the SLO's: a
-	// trial whose result lacks one is not eligible (it would score 0).
-	Needs() []string
+	// Lacks names the result figures the score reads that m's result
+	// lacks: such a trial is not eligible (it would score 0).
+	Lacks(m Measurement) []string
 
 	// check says what is wrong with the spec's objective section, as the
 	// JSON path and the reason.
@@ -94,9 +95,9 @@ func (obj Objective) Kind() ObjectiveKind {
 	return k
 }
 
-// Score scores an observation under the spec's objective; higher is
+// Score scores a measurement under the spec's objective; higher is
 // better. gpus is how many GPUs the config occupies.
-func (obj Objective) Score(o Observation, gpus int) float64 { return obj.Kind().Score(o, gpus) }
+func (obj Objective) Score(m Measurement, gpus int) float64 { return obj.Kind().Score(m, gpus) }
 
 // Unit names the objective's unit for messages.
 func (obj Objective) Unit() string { return obj.Kind().Unit(obj) }
@@ -110,35 +111,38 @@ func (obj Objective) check() (path string, err error) {
 	return k.check(obj)
 }
 
-// sloViolation says which P99 bound an observation breaks ("" if none).
+// sloViolation says which P99 bound a measurement breaks ("" if none).
 // For goodput the bounds are per request and already in the score.
-func (obj Objective) sloViolation(o Observation) string {
-	if obj.SLO.P99TPOTMs > 0 && o.P99TPOTMs > obj.SLO.P99TPOTMs {
-		return fmt.Sprintf("P99 TPOT %.1f ms > %.1f ms", o.P99TPOTMs, obj.SLO.P99TPOTMs)
+func (obj Objective) sloViolation(m Measurement) string {
+	if obj.SLO.P99TPOTMs > 0 && m.P99TPOTMs() > obj.SLO.P99TPOTMs {
+		return fmt.Sprintf("P99 TPOT %.1f ms > %.1f ms", m.P99TPOTMs(), obj.SLO.P99TPOTMs)
 	}
-	if obj.SLO.P99TTFTMs > 0 && o.P99TTFTMs > obj.SLO.P99TTFTMs {
-		return fmt.Sprintf("P99 TTFT %.1f ms > %.1f ms", o.P99TTFTMs, obj.SLO.P99TTFTMs)
+	if obj.SLO.P99TTFTMs > 0 && m.P99TTFTMs() > obj.SLO.P99TTFTMs {
+		return fmt.Sprintf("P99 TTFT %.1f ms > %.1f ms", m.P99TTFTMs(), obj.SLO.P99TTFTMs)
 	}
 	return ""
 }
 
-// neededKeys are the result keys the objective's score and SLO read.
-func (obj Objective) neededKeys() []string {
-	ks := slices.Clone(obj.Kind().Needs())
-	if obj.SLO.P99TPOTMs > 0 {
+// missing names the figures the objective's score and SLO read that the
+// measurement's result lacks ("" when it has them all): a figure absent
+// would read as 0 and pass a P99 bound or score every trial 0. The names
+// are vLLM's keys, as the user knows them.
+func (obj Objective) missing(m Measurement) string {
+	ks := obj.Kind().Lacks(m)
+	if _, ok := m.p99(metrics.MetricTPOT); obj.SLO.P99TPOTMs > 0 && !ok {
 		ks = append(ks, "p99_tpot_ms")
 	}
-	if obj.SLO.P99TTFTMs > 0 {
+	if _, ok := m.p99(metrics.MetricTTFT); obj.SLO.P99TTFTMs > 0 && !ok {
 		ks = append(ks, "p99_ttft_ms")
 	}
-	return ks
+	return strings.Join(ks, ", ")
 }
 
 // benchmarked is the part of every objective that one benchmark per
 // candidate answers; the kinds embed it.
 type benchmarked struct{}
 
-func (benchmarked) Needs() []string                   { return nil }
+func (benchmarked) Lacks(Measurement) []string        { return nil }
 func (benchmarked) check(Objective) (string, error)   { return "", nil }
 func (benchmarked) guide(g Guide, _ Objective) Guide  { return g }
 func (benchmarked) loadSLO(Objective) *loadsearch.SLO { return nil }
@@ -152,7 +156,7 @@ func (benchmarked) run(ctx context.Context, l *Lab, specs []TrialSpec, budget bo
 type totalThroughput struct{ benchmarked }
 
 func (totalThroughput) Name() string                       { return ObjectiveTotalThroughput }
-func (totalThroughput) Score(o Observation, _ int) float64 { return o.TotalThroughput }
+func (totalThroughput) Score(m Measurement, _ int) float64 { return m.res().TotalTokenThroughput }
 func (totalThroughput) Unit(Objective) string              { return "tok/s" }
 
 // throughputPerGPU scores total tokens/s divided by the config's GPUs.
@@ -160,8 +164,8 @@ type throughputPerGPU struct{ benchmarked }
 
 func (throughputPerGPU) Name() string          { return ObjectiveThroughputPerGPU }
 func (throughputPerGPU) Unit(Objective) string { return "tok/s/GPU" }
-func (throughputPerGPU) Score(o Observation, gpus int) float64 {
-	return o.TotalThroughput / float64(max(gpus, 1))
+func (throughputPerGPU) Score(m Measurement, gpus int) float64 {
+	return m.res().TotalTokenThroughput / float64(max(gpus, 1))
 }
 
 // goodput scores requests/s meeting every per-request bound (vLLM's
@@ -169,9 +173,14 @@ func (throughputPerGPU) Score(o Observation, gpus int) float64 {
 type goodput struct{ benchmarked }
 
 func (goodput) Name() string                       { return ObjectiveGoodput }
-func (goodput) Score(o Observation, _ int) float64 { return o.RequestGoodput }
+func (goodput) Score(m Measurement, _ int) float64 { return m.res().RequestGoodput }
 func (goodput) Unit(Objective) string              { return "req/s within SLO" }
-func (goodput) Needs() []string                    { return []string{"request_goodput"} }
+func (goodput) Lacks(m Measurement) []string {
+	if !m.res().GoodputConfigured {
+		return []string{"request_goodput"}
+	}
+	return nil
+}
 func (goodput) noScoreHint() string                { return ": no request met the SLO" }
 
 func (goodput) check(obj Objective) (string, error) {
@@ -200,9 +209,9 @@ func (goodput) normalized(obj Objective) string {
 type maxLoadUnderSLO struct{}
 
 func (maxLoadUnderSLO) Name() string                       { return ObjectiveMaxLoadUnderSLO }
-func (maxLoadUnderSLO) Score(o Observation, _ int) float64 { return o.SustainableLoad }
+func (maxLoadUnderSLO) Score(m Measurement, _ int) float64 { return m.SustainableLoad }
 func (maxLoadUnderSLO) Unit(obj Objective) string          { return obj.Load.unit() }
-func (maxLoadUnderSLO) Needs() []string                    { return nil }
+func (maxLoadUnderSLO) Lacks(Measurement) []string          { return nil }
 func (maxLoadUnderSLO) noScoreHint() string                { return "" }
 func (maxLoadUnderSLO) normalized(Objective) string        { return ObjectiveMaxLoadUnderSLO }
 func (maxLoadUnderSLO) guide(g Guide, obj Objective) Guide { return loadGuide(g, obj.Load) }
@@ -241,16 +250,13 @@ func (obj Objective) Normalized() Objective {
 // trial that has none: it failed, or its result or config is unreadable.
 // The API sends it so no client derives scores of its own.
 func (obj Objective) ScoreTrial(t store.Trial) (score float64, ok bool) {
-	if t.Status != "ok" {
-		return 0, false
-	}
-	o, err := ParseObservation(t.Result)
-	if err != nil {
+	m, err := measurementOf(t)
+	if err != nil || m.Failure != nil {
 		return 0, false
 	}
 	var cfg engine.Config
 	if err := json.Unmarshal(t.Config, &cfg); err != nil {
 		return 0, false
 	}
-	return obj.Score(o, GPUs(cfg)), true
+	return obj.Score(m, GPUs(cfg)), true
 }

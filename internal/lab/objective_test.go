@@ -5,13 +5,15 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/metrics"
 )
 
 // TestObjectiveRegistry checks each objective the spec accepts through the
-// registry alone: its score of one observation, its unit, and that a spec
+// registry alone: its score of one measurement, its unit, and that a spec
 // naming it parses to it.
 func TestObjectiveRegistry(t *testing.T) {
-	o := Observation{TotalThroughput: 1200, RequestGoodput: 3.5, SustainableLoad: 7}
+	o := Measurement{Result: &metrics.Result{TotalTokenThroughput: 1200, RequestGoodput: 3.5, GoodputConfigured: true}, SustainableLoad: 7}
 	cases := []struct {
 		name  string
 		obj   Objective
