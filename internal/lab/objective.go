@@ -181,7 +181,7 @@ func (goodput) Lacks(m Measurement) []string {
 	}
 	return nil
 }
-func (goodput) noScoreHint() string                { return ": no request met the SLO" }
+func (goodput) noScoreHint() string { return ": no request met the SLO" }
 
 func (goodput) check(obj Objective) (string, error) {
 	slo := obj.SLO
@@ -211,7 +211,7 @@ type maxLoadUnderSLO struct{}
 func (maxLoadUnderSLO) Name() string                       { return ObjectiveMaxLoadUnderSLO }
 func (maxLoadUnderSLO) Score(m Measurement, _ int) float64 { return m.SustainableLoad }
 func (maxLoadUnderSLO) Unit(obj Objective) string          { return obj.Load.unit() }
-func (maxLoadUnderSLO) Lacks(Measurement) []string          { return nil }
+func (maxLoadUnderSLO) Lacks(Measurement) []string         { return nil }
 func (maxLoadUnderSLO) noScoreHint() string                { return "" }
 func (maxLoadUnderSLO) normalized(Objective) string        { return ObjectiveMaxLoadUnderSLO }
 func (maxLoadUnderSLO) guide(g Guide, obj Objective) Guide { return loadGuide(g, obj.Load) }
