@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -308,18 +307,15 @@ func (l *Lab) searched(t TrialSpec, sr *loadsearch.Result, tr store.Trial) {
 	}
 }
 
-// withSustainable adds sustainable_load to a result JSON.
+// withSustainable adds the sustainable load to a result JSON, through
+// the typed measurement.
 func withSustainable(result []byte, load float64) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(result, &m); err != nil {
+	m, err := decodeMeasurement(result)
+	if err != nil {
 		return nil, fmt.Errorf("read result at the sustainable load: %w", err)
 	}
-	b, err := json.Marshal(load)
-	if err != nil {
-		return nil, fmt.Errorf("encode sustainable load: %w", err)
-	}
-	m["sustainable_load"] = b
-	return json.Marshal(m)
+	m.SustainableLoad = load
+	return encodeMeasurement(m)
 }
 
 // rawGuesser is a guide that can give a prediction's whole result JSON,
