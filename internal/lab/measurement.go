@@ -31,7 +31,8 @@ type Measurement struct {
 // (it is no key of vLLM's, so the result keeps it among its extras).
 const sustainableKey = "sustainable_load"
 
-// measurementOf reads a stored trial.
+// measurementOf reads a stored trial (its result through the store's
+// decoder, Trial.Metrics).
 func measurementOf(t store.Trial) (Measurement, error) {
 	if t.Status != "ok" {
 		return Measurement{Failure: &engine.Failure{Class: engine.FailureClass(t.FailureClass), Reason: t.Reason}, Cost: t.Cost}, nil
@@ -41,12 +42,13 @@ func measurementOf(t store.Trial) (Measurement, error) {
 	return m, err
 }
 
-// decodeMeasurement reads a result JSON as perflab stores it.
+// decodeMeasurement reads a result JSON as perflab stores it (a stored
+// trial's, a prediction's, a guide-cache row's).
 func decodeMeasurement(result []byte) (Measurement, error) {
-	if len(result) == 0 {
+	r, err := store.DecodeResult(result)
+	if errors.Is(err, store.ErrNoResult) {
 		return Measurement{}, errors.New("lab: empty result")
 	}
-	r, err := metrics.DecodeStored(result)
 	if err != nil {
 		return Measurement{}, fmt.Errorf("lab: decode result: %w", err)
 	}
