@@ -255,7 +255,7 @@ func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error)
 	if err != nil {
 		return nil, fmt.Errorf("lab: hardware.count %d: %w", spec.Hardware.Count, err)
 	}
-	return &lab.LiveRunner{Runtime: rt, Requests: su.Requests, TimeScale: timeScale, SLO: spec.Objective.SLO, GPUs: gpus,
+	return &lab.LiveRunner{Runtime: rt, Requests: su.Requests, TimeScale: lab.Scale(timeScale), SLO: spec.Objective.SLO, GPUs: gpus,
 		FreshStart: spec.FreshStartPerRepeat, KeepWorkDir: su.opts.KeepWorkDir, WorkRoot: absPath(su.opts.WorkRoot)}, nil
 }
 

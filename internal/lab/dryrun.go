@@ -99,14 +99,14 @@ func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey stri
 			configs[cfg] = true
 			p.Configs++
 		}
-		obs, _ := ParseObservation(t.Result)
-		cost := store.Cost{GPUs: GPUs(trialConfig(t)), BenchSeconds: obs.Duration}
+		m, _ := decodeMeasurement(t.Result)
+		cost := store.Cost{GPUs: GPUs(trialConfig(t)), BenchSeconds: m.res().Duration}
 		if starts[i] {
 			p.Starts++
 			cost.StartupSeconds = p.StartupSeconds
 		}
 		p.GPUHours += cost.GPUHours()
-		busy += cost.StartupSeconds + cost.BenchSeconds/timeScale(spec)
+		busy += cost.StartupSeconds + spec.Scale().Wall(cost.BenchSeconds)
 	}
 	if kind.Servers() {
 		par := spec.Parallel
@@ -123,14 +123,6 @@ func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey stri
 // processStartupSeconds is a real engine's start on a GPU (model load,
 // CUDA graphs), for what a sim-predict plan would cost on GPUs.
 const processStartupSeconds = 180
-
-// timeScale is the spec's clock speed-up where its runtime has one.
-func timeScale(s *Spec) float64 {
-	if s.RuntimeKind().DefaultTimeScale() > 0 && s.TimeScale > 0 {
-		return s.TimeScale
-	}
-	return 1
-}
 
 // trialConfig decodes a stored trial's engine config (zero on error).
 func trialConfig(t store.Trial) engine.Config {

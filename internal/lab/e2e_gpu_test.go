@@ -89,7 +89,7 @@ func TestE2EParallelTrialsGPUs(t *testing.T) {
 		GPUs:      alloc,
 		Runtime:   &engine.Sim{Binary: perflabBin, GPU: s.Hardware.GPU, TimeScale: s.TimeScale, Tokenizer: s.Tokenizer},
 		Requests:  lab.CachedRequests(lab.DatasetRequests(tok)),
-		TimeScale: s.TimeScale,
+		TimeScale: lab.Scale(s.TimeScale),
 		Started: func(pid int) {
 			v, ok := environ(pid, "CUDA_VISIBLE_DEVICES")
 			if !ok {

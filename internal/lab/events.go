@@ -207,11 +207,7 @@ func (e *Events) Start(s *Spec, planned, stored int) {
 	if s.Tuning != nil {
 		e.tuning = s.Tuning.pathKeyName()
 	}
-	if s.Objective.Metric == ObjectiveMaxLoadUnderSLO {
-		if o, err := s.Objective.Load.options(); err == nil {
-			e.slo = &o.SLO
-		}
-	}
+	e.slo = s.Objective.Kind().loadSLO(s.Objective)
 	e.emit(Event{Type: EventStart, Name: s.Name, Model: s.Model, Runtime: s.Runtime, Objective: s.Objective.Metric,
 		GPU: s.Hardware.GPU, GPUs: s.Hardware.Count, Engines: s.engineVersions(), Stored: stored})
 }

@@ -3,11 +3,9 @@ package lab
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -46,18 +44,12 @@ func (l *Lab) measureMany(ctx context.Context, stage string, pts []Point, w Work
 
 // runSpecs runs trials under the budget.
 func (l *Lab) runSpecs(ctx context.Context, specs []TrialSpec) ([]*result, error) {
-	if l.Spec.Objective.Metric == ObjectiveMaxLoadUnderSLO {
-		return l.searchLoads(ctx, specs, true)
-	}
-	return l.run2(ctx, specs, true)
+	return l.Spec.Objective.Kind().run(ctx, l, specs, true)
 }
 
 // runSpecsNoBudget runs trials the budget does not stop (generalization).
 func (l *Lab) runSpecsNoBudget(ctx context.Context, specs []TrialSpec) ([]*result, error) {
-	if l.Spec.Objective.Metric == ObjectiveMaxLoadUnderSLO {
-		return l.searchLoads(ctx, specs, false)
-	}
-	return l.run2(ctx, specs, false)
+	return l.Spec.Objective.Kind().run(ctx, l, specs, false)
 }
 
 // likelyWinnerLast orders the trials to run (not the results, nor which
@@ -275,70 +267,34 @@ func (l *Lab) evaluate(t TrialSpec, rec store.Trial) *result {
 		}
 		return r
 	}
-	obs, err := ParseObservation(rec.Result)
+	m, err := measurementOf(rec)
 	if err != nil {
 		r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), WhyFailed
 		return r
 	}
-	r.obs = obs
+	r.m = m
 	obj := l.Spec.Objective
-	r.score = obj.Score(obs, GPUs(t.Config))
-	if sr := obs.SuccessRate(); sr < l.Spec.MinSuccessRate {
+	r.score = obj.Score(m, GPUs(t.Config))
+	if sr := m.SuccessRate(); sr < l.Spec.MinSuccessRate {
 		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%%", 100*sr, 100*l.Spec.MinSuccessRate), WhyLowSuccess
 		return r
 	}
 	// A figure the objective or an SLO needs but the result lacks reads as
 	// 0 and would pass a P99 bound or score every trial 0; say so instead.
-	if k := missingKeys(rec.Result, obj.neededKeys()); k != "" {
+	if k := obj.missing(m); k != "" {
 		r.why, r.kind = "SLO: the result has no "+k+" to check it against", WhySLO
 		return r
 	}
-	if v := obj.sloViolation(obs); v != "" {
+	if v := obj.sloViolation(m); v != "" {
 		r.why, r.kind = "SLO: "+v, WhySLO
 		return r
 	}
 	// A score that is not a positive number cannot be compared (a gain
 	// over it is NaN or infinite): not eligible, with the reason.
 	if !(r.score > 0) || math.IsInf(r.score, 0) {
-		r.why, r.kind = fmt.Sprintf("objective is %.4g %s", r.score, obj.Unit()), WhyNoScore
-		if obj.Metric == ObjectiveGoodput {
-			r.why += ": no request met the SLO"
-		}
+		r.why, r.kind = fmt.Sprintf("objective is %.4g %s", r.score, obj.Unit())+obj.Kind().noScoreHint(), WhyNoScore
 	}
 	return r
-}
-
-// neededKeys are the result keys the objective's score and SLO read.
-func (obj Objective) neededKeys() []string {
-	var ks []string
-	if obj.Metric == ObjectiveGoodput {
-		ks = append(ks, "request_goodput")
-	}
-	if obj.SLO.P99TPOTMs > 0 {
-		ks = append(ks, "p99_tpot_ms")
-	}
-	if obj.SLO.P99TTFTMs > 0 {
-		ks = append(ks, "p99_ttft_ms")
-	}
-	return ks
-}
-
-// missingKeys names the keys a result JSON lacks ("" when it has them all).
-func missingKeys(result []byte, keys []string) string {
-	if len(keys) == 0 {
-		return ""
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(result, &m); err != nil {
-		return strings.Join(keys, ", ")
-	}
-	var out []string
-	for _, k := range keys {
-		if v, ok := m[k]; !ok || string(v) == "null" {
-			out = append(out, k)
-		}
-	}
-	return strings.Join(out, ", ")
 }
 
 func firstLine(s string) string {

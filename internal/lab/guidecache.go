@@ -30,35 +30,41 @@ type cachedGuide struct {
 	prefix string
 }
 
-// guessRecord is a cached prediction: the observation, or why there is
-// none (a config the simulator cannot run).
+// guessRecord is a cached prediction: the measurement's result JSON, or
+// why there is none (a config the simulator cannot run). Entries written
+// before Measurement hold the same vLLM keys and read back alike.
 type guessRecord struct {
-	Obs *Observation `json:"obs,omitempty"`
-	Err string       `json:"err,omitempty"`
+	Obs json.RawMessage `json:"obs,omitempty"`
+	Err string          `json:"err,omitempty"`
 }
 
 // errGuess is a cached failure to predict.
 var errGuess = errors.New("lab: no prediction")
 
-func (g *cachedGuide) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Observation, error) {
+func (g *cachedGuide) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Measurement, error) {
 	h := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%s|%d", g.prefix, ConfigHash(cfg), w.keyName(), prompts))
 	key := hex.EncodeToString(h[:16])
 	if b, ok, err := g.cache.Guess(ctx, key); err == nil && ok {
 		var rec guessRecord
 		if json.Unmarshal(b, &rec) == nil {
-			if rec.Obs != nil {
-				return *rec.Obs, nil
+			if len(rec.Obs) > 0 {
+				if m, err := decodeMeasurement(rec.Obs); err == nil {
+					return m, nil
+				}
+			} else {
+				return Measurement{}, fmt.Errorf("%w: %s", errGuess, rec.Err)
 			}
-			return Observation{}, fmt.Errorf("%w: %s", errGuess, rec.Err)
 		}
 	}
 	o, err := g.inner.Guess(ctx, cfg, w, prompts)
 	if ctx.Err() != nil {
 		return o, err // a canceled prediction says nothing of the config
 	}
-	rec := guessRecord{Obs: &o}
+	var rec guessRecord
 	if err != nil {
 		rec = guessRecord{Err: err.Error()}
+	} else if rec.Obs, err = encodeMeasurement(o); err != nil {
+		return o, nil // uncached: the prediction itself stands
 	}
 	if b, merr := json.Marshal(rec); merr == nil {
 		// A cache that cannot be written only costs the next resume time.

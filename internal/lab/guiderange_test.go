@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/sim"
 )
 
@@ -17,7 +18,7 @@ type rangedGuide struct {
 	up    float64
 }
 
-func (g rangedGuide) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Observation, error) {
+func (g rangedGuide) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Measurement, error) {
 	return g.inner.Guess(ctx, cfg, w, prompts)
 }
 
@@ -103,12 +104,12 @@ func TestSimPredictorUpside(t *testing.T) {
 // engineGuide predicts a fixed throughput per engine.
 type engineGuide map[string]float64
 
-func (g engineGuide) Guess(_ context.Context, cfg engine.Config, _ Workload, _ int) (Observation, error) {
+func (g engineGuide) Guess(_ context.Context, cfg engine.Config, _ Workload, _ int) (Measurement, error) {
 	v, ok := g[cfg.Engine]
 	if !ok {
-		return Observation{}, errors.New("no prediction")
+		return Measurement{}, errors.New("no prediction")
 	}
-	return Observation{Completed: 1, NumPrompts: 1, TotalThroughput: v}, nil
+	return Measurement{Result: &metrics.Result{Completed: 1, NumPrompts: 1, TotalTokenThroughput: v}}, nil
 }
 
 // TestLikelyWinnerLast (the 14B example's plan started SGLang twice: the

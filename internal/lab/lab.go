@@ -88,7 +88,7 @@ type Lab struct {
 type result struct {
 	spec   TrialSpec
 	trial  store.Trial
-	obs    Observation
+	m      Measurement
 	score  float64
 	failed string // failure class or "" when it ran
 	why    string // why it is not eligible ("" when eligible)
@@ -171,8 +171,8 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	l.guide = l.Guide
-	if l.Guide != nil && s.Objective.Metric == ObjectiveMaxLoadUnderSLO {
-		l.guide = loadGuide(l.Guide, s.Objective.Load)
+	if l.Guide != nil {
+		l.guide = s.Objective.Kind().guide(l.Guide, s.Objective)
 	}
 	if gc, ok := l.Store.(guideCache); ok && l.guide != nil && l.GuideKey != "" {
 		slo, _ := json.Marshal(s.Objective.SLO)
@@ -1062,8 +1062,8 @@ func (l *Lab) candidate(r *result, repeats []float64) *Candidate {
 	c := &Candidate{
 		Name: r.spec.Name, Point: map[string]string(r.spec.Point.clone()), ConfigHash: ConfigHash(r.spec.Config),
 		Command: r.trial.Command, TrialKey: r.trial.Key, GPUs: GPUs(r.spec.Config), Score: r.score,
-		TotalThroughput: r.obs.TotalThroughput, MeanTPOTMs: r.obs.MeanTPOTMs, P99TPOTMs: r.obs.P99TPOTMs,
-		SuccessRate: r.obs.SuccessRate(), FailureClass: r.failed,
+		TotalThroughput: r.m.res().TotalTokenThroughput, MeanTPOTMs: r.m.res().MeanTPOTMs, P99TPOTMs: r.m.P99TPOTMs(),
+		SuccessRate: r.m.SuccessRate(), FailureClass: r.failed,
 	}
 	if len(repeats) > 1 {
 		c.RepeatScores, c.Score = repeats, mean(repeats)

@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,7 +27,7 @@ type LiveRunner struct {
 	// TimeScale is the sim runtime's speed-up; measured figures are scaled
 	// back to simulated time (throughputs ÷K, latencies ×K). 0 or 1 for
 	// real engines.
-	TimeScale float64
+	TimeScale Scale
 	// ReadyTimeout caps a server's start (0 = 20 min).
 	ReadyTimeout time.Duration
 	// SLO feeds goodput.
@@ -124,13 +123,10 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 	clean := false
 	defer func() { r.fleet().Release(srv, clean) }()
 	_, load := t.Workload.resolve()
-	sendRate := load.rate
-	if k := r.TimeScale; k > 0 && !math.IsInf(sendRate, 1) {
-		// A server k times faster than simulated time is offered the
-		// load k times faster, so that in simulated time it gets the
-		// spec's rate (the records are stretched back below).
-		sendRate *= k
-	}
+	// A server k times faster than simulated time is offered the load k
+	// times faster, so that in simulated time it gets the spec's rate (the
+	// records are stretched back below).
+	sendRate := r.TimeScale.Send(load.rate)
 	engine.MarkBenchmarking(h)
 	benchStart := time.Now()
 	out, err := bench.Run(ctx, bench.Config{
@@ -164,17 +160,9 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		if g := r.SLO.goodput(); len(g) > 0 {
 			opt.Goodput = g
 		}
-		recs, dur := out.Records, out.Duration
-		if k := r.TimeScale; k > 0 && k != 1 {
-			// The server ran K times faster than simulated time: the
-			// records are stretched back once, before the one Compute, so
-			// every figure (quantiles and CDFs too) is in simulated time.
-			recs = make([]metrics.Record, len(out.Records))
-			for i, rc := range out.Records {
-				recs[i] = rc.Stretched(k)
-			}
-			dur *= k
-			rec.Reason = joinReason(rec.Reason, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", k))
+		recs, dur, stretched := r.TimeScale.Stretch(out.Records, out.Duration)
+		if stretched {
+			rec.Reason = joinReason(rec.Reason, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", float64(r.TimeScale)))
 		}
 		recs, dur = t.Workload.Point.window(recs, dur, &opt)
 		res := metrics.Compute(recs, dur, opt)

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -277,7 +276,7 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	l.searched(t, sr, tr)
 	r := *base
 	r.spec = t
-	r.obs.SustainableLoad = sr.Sustainable
+	r.m.SustainableLoad = sr.Sustainable
 	r.score = sr.Sustainable
 	r.why, r.kind = "", ""
 	switch {
@@ -285,8 +284,8 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 		r.why, r.kind = "SLO: "+sr.Summary(), WhySLO
 	case sr.Unmeasured:
 		r.why, r.kind = fmt.Sprintf("no score: %.4g %s is only a lower bound (%s)", sr.Sustainable, lo.axis().Unit(), sr.Limit), WhyUnmeasured
-	case r.obs.SuccessRate() < l.Spec.MinSuccessRate:
-		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%% at its sustainable load", 100*r.obs.SuccessRate(), 100*l.Spec.MinSuccessRate), WhyLowSuccess
+	case r.m.SuccessRate() < l.Spec.MinSuccessRate:
+		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%% at its sustainable load", 100*r.m.SuccessRate(), 100*l.Spec.MinSuccessRate), WhyLowSuccess
 	}
 	return &r, nil
 }
@@ -308,18 +307,15 @@ func (l *Lab) searched(t TrialSpec, sr *loadsearch.Result, tr store.Trial) {
 	}
 }
 
-// withSustainable adds sustainable_load to a result JSON.
+// withSustainable adds the sustainable load to a result JSON, through
+// the typed measurement.
 func withSustainable(result []byte, load float64) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(result, &m); err != nil {
+	m, err := decodeMeasurement(result)
+	if err != nil {
 		return nil, fmt.Errorf("read result at the sustainable load: %w", err)
 	}
-	b, err := json.Marshal(load)
-	if err != nil {
-		return nil, fmt.Errorf("encode sustainable load: %w", err)
-	}
-	m["sustainable_load"] = b
-	return json.Marshal(m)
+	m.SustainableLoad = load
+	return encodeMeasurement(m)
 }
 
 // rawGuesser is a guide that can give a prediction's whole result JSON,
@@ -370,10 +366,10 @@ func (g loadGuideT) Upside(cfg engine.Config) (float64, bool) { return upside(g.
 
 // Guess implements Guide: the observation at the predicted sustainable
 // load, with SustainableLoad set (0 when no load meets the SLO).
-func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Observation, error) {
+func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Measurement, error) {
 	opt, err := g.lo.options()
 	if err != nil {
-		return Observation{}, err
+		return Measurement{}, err
 	}
 	if opt.Axis == loadsearch.AxisRate {
 		// A point at a low rate is the costliest to simulate (every decode
@@ -383,9 +379,9 @@ func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w Workload, pr
 		// which no sustainable rate exceeds by much.
 		b, err := g.inner.GuessResult(ctx, cfg, w, prompts)
 		if err != nil {
-			return Observation{}, err
+			return Measurement{}, err
 		}
-		if o, err := ParseObservation(b); err == nil && o.RequestThroughput > 0 {
+		if m, err := decodeMeasurement(b); err == nil && m.res().RequestThroughput > 0 {
 			lo, hi := opt.Min, opt.Max
 			if lo == 0 {
 				lo = opt.Start / 1024
@@ -393,7 +389,7 @@ func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w Workload, pr
 			if hi == 0 {
 				hi = 4096
 			}
-			opt.Start = math.Min(math.Max(o.RequestThroughput/2, lo), hi)
+			opt.Start = math.Min(math.Max(m.res().RequestThroughput/2, lo), hi)
 			opt.Min = lo
 		}
 	}
@@ -409,14 +405,14 @@ func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w Workload, pr
 		})
 	})
 	if err != nil {
-		return Observation{}, err
+		return Measurement{}, err
 	}
 	if !sr.Found {
-		return Observation{}, nil
+		return Measurement{}, nil
 	}
-	o, err := ParseObservation(raw[sr.Sustainable])
-	o.SustainableLoad = sr.Sustainable
-	return o, err
+	m, err := decodeMeasurement(raw[sr.Sustainable])
+	m.SustainableLoad = sr.Sustainable
+	return m, err
 }
 
 var (

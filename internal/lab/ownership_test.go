@@ -388,7 +388,7 @@ type countingGuide struct {
 	n     atomic.Int64
 }
 
-func (c *countingGuide) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Observation, error) {
+func (c *countingGuide) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Measurement, error) {
 	c.n.Add(1)
 	return c.inner.Guess(ctx, cfg, w, prompts)
 }

@@ -70,7 +70,7 @@ type Runner interface {
 // the simulator run in process on a subsample of the workload. The joint
 // search ranks untested configs with it.
 type Guide interface {
-	Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Observation, error)
+	Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Measurement, error)
 }
 
 // Ranged is a guide (or a predictor behind one) whose predictions carry a
@@ -193,22 +193,22 @@ func (r *PredictRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, erro
 }
 
 // Guess predicts without noise on the first prompts requests.
-func (r *PredictRunner) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Observation, error) {
+func (r *PredictRunner) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Measurement, error) {
 	reqs, err := r.Requests(w)
 	if err != nil {
-		return Observation{}, err
+		return Measurement{}, err
 	}
 	if prompts > 0 && prompts < len(reqs) {
 		reqs = reqs[:prompts]
 	}
 	p, err := r.Predictor.Predict(ctx, cfg, r.Hardware, reqs, w)
 	if err != nil {
-		return Observation{}, err
+		return Measurement{}, err
 	}
 	if p.FailureClass != "" {
-		return Observation{}, fmt.Errorf("%s: %s", p.FailureClass, p.Reason)
+		return Measurement{}, fmt.Errorf("%s: %s", p.FailureClass, p.Reason)
 	}
-	return ParseObservation(p.Result)
+	return decodeMeasurement(p.Result)
 }
 
 // Upside implements Ranged: the predictor's range, when it has one.

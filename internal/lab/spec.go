@@ -594,19 +594,8 @@ func (s *Spec) validate(line func(string) int) error {
 	if _, ok := s.Base.Env["HF_TOKEN"]; ok {
 		return bad("$.base.env.HF_TOKEN", "HF_TOKEN does not belong in a spec, which is stored with its run: perflab passes its own environment's HF_TOKEN to the engines")
 	}
-	switch s.Objective.Metric {
-	case "", ObjectiveTotalThroughput, ObjectiveThroughputPerGPU:
-	case ObjectiveMaxLoadUnderSLO:
-		if err := s.Objective.Load.validate(); err != nil {
-			return bad("$.objective.load", "objective max_load_under_slo: %v", err)
-		}
-	case ObjectiveGoodput:
-		slo := s.Objective.SLO
-		if slo.TPOTMs == 0 && slo.TTFTMs == 0 && slo.E2ELMs == 0 && slo.P99TPOTMs == 0 && slo.P99TTFTMs == 0 {
-			return bad("$.objective", "objective goodput needs an slo (e.g. tpot_ms: 100)")
-		}
-	default:
-		return bad("$.objective.metric", "objective %q: want total_throughput, throughput_per_gpu, goodput or max_load_under_slo", s.Objective.Metric)
+	if path, err := s.Objective.check(); err != nil {
+		return bad(path, "%v", err)
 	}
 	for name, v := range map[string]float64{"tpot_ms": s.Objective.SLO.TPOTMs, "ttft_ms": s.Objective.SLO.TTFTMs,
 		"e2el_ms": s.Objective.SLO.E2ELMs, "p99_tpot_ms": s.Objective.SLO.P99TPOTMs, "p99_ttft_ms": s.Objective.SLO.P99TTFTMs} {
@@ -731,17 +720,8 @@ func (s *Spec) fillDefaults() {
 	if s.Runtime == "" {
 		s.Runtime = runtimes.Default
 	}
-	if s.Objective.Metric == "" {
-		s.Objective.Metric = ObjectiveTotalThroughput
-	}
-	if s.Objective.Metric == ObjectiveGoodput && !s.Objective.SLO.perRequest() {
-		// Goodput is requests/s meeting per-request bounds; with only P99
-		// bounds there is nothing per request to count (vLLM's
-		// request_goodput is absent and every trial would score 0). The
-		// meaning is then "the most throughput whose P99 stays within the
-		// bounds": total throughput, with the P99 bounds as constraints.
-		s.Objective.Metric = ObjectiveTotalThroughput
-	}
+	// A name the registry lacks stays as written: validate rejects it.
+	s.Objective = s.Objective.Normalized()
 	if s.Tuning == nil {
 		t := DefaultTuning()
 		s.Tuning = &t

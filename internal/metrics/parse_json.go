@@ -35,6 +35,26 @@ func ParseJSON(data []byte) (*Result, error) {
 // strict JSON (PythonJSONReader's output): what a caller that streams
 // the object key by key has (report's import).
 func ParseJSONFields(raw map[string]json.RawMessage) (*Result, error) {
+	return parseFields(raw, true)
+}
+
+// DecodeStored reads a result JSON that perflab wrote itself (a stored
+// trial, a prediction): as ParseJSON, but it is no import, so it is neither
+// marked as one nor validated again; re-encoded, it gives back the same keys.
+func DecodeStored(data []byte) (*Result, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(pythonJSONToStrict(data), &raw); err != nil {
+		return nil, fmt.Errorf("metrics: decode stored result: %w", err)
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("metrics: decode stored result: not an object")
+	}
+	return parseFields(raw, false)
+}
+
+// parseFields reads a result object's keys; an import is marked as such
+// and validated.
+func parseFields(raw map[string]json.RawMessage, imported bool) (*Result, error) {
 	r := &Result{Present: map[string]bool{}}
 	var errs []string
 	fail := func(k string, err error) {
@@ -236,8 +256,11 @@ func ParseJSONFields(raw map[string]json.RawMessage) (*Result, error) {
 	// it re-encodes identically.
 	if r.Perflab != nil && r.Perflab.Source == "perflab" {
 		r.Present = nil
-	} else {
+	} else if imported {
 		r.perflab().Source = "vllm-json"
+	}
+	if !imported {
+		return r, nil
 	}
 	for _, w := range r.Validate() {
 		r.warn(w)

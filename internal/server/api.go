@@ -321,10 +321,15 @@ type trialInfo struct {
 	OutputThroughput float64         `json:"output_throughput,omitempty"`
 	MeanTPOTMs       float64         `json:"mean_tpot_ms,omitempty"`
 	MeanTTFTMs       float64         `json:"mean_ttft_ms,omitempty"`
-	Attempt          int             `json:"attempt,omitempty"`
-	Cost             store.Cost      `json:"cost"`
-	Started          time.Time       `json:"started"`
-	Ended            time.Time       `json:"ended"`
+	// Score is the trial's score under the run's objective, as the lab
+	// scored it (null when it has none: failed, unreadable); Unit is the
+	// score's. Clients show these and derive no score of their own.
+	Score   *float64   `json:"score"`
+	Unit    string     `json:"unit,omitempty"`
+	Attempt int        `json:"attempt,omitempty"`
+	Cost    store.Cost `json:"cost"`
+	Started time.Time  `json:"started"`
+	Ended   time.Time  `json:"ended"`
 }
 
 // trialDetail is one trial with its command, result, log and metrics.
@@ -356,10 +361,12 @@ func (s *Server) listTrials(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
+	run, err := s.cfg.Store.Run(r.Context(), id)
+	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
+	obj := objectiveOf(run)
 	trials, err := s.cfg.Store.TrialHeads(r.Context(), id)
 	if err != nil {
 		writeStoreError(w, err)
@@ -368,19 +375,49 @@ func (s *Server) listTrials(w http.ResponseWriter, r *http.Request) {
 	out := make([]trialInfo, 0, len(trials))
 	for _, t := range trials {
 		ti, _ := trialOf(t)
-		f, err := s.figuresOf(r, t)
+		f, err := s.figuresOf(r, t, obj)
 		if err != nil {
 			writeStoreError(w, err)
 			return
 		}
 		ti.TotalThroughput, ti.OutputThroughput, ti.MeanTPOTMs, ti.MeanTTFTMs = f.total, f.output, f.tpot, f.ttft
+		ti.Score, ti.Unit = f.score, obj.Unit()
 		out = append(out, ti)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"trials": out})
 }
 
-// figures are the few numbers of a trial's result that the list shows.
-type figures struct{ total, output, tpot, ttft float64 }
+// figures are the few numbers of a trial's result that the list shows,
+// with its score (nil when it has none).
+type figures struct {
+	total, output, tpot, ttft float64
+	score                     *float64
+}
+
+// objectiveOf is the objective the run's lab scores its trials by: the
+// stored spec's, normalized as the lab normalizes it; a run stored without
+// its spec falls back to its summary's objective name.
+func objectiveOf(run store.Run) lab.Objective {
+	if run.Spec != "" {
+		var sh struct {
+			Objective lab.Objective `yaml:"objective"`
+		}
+		if yaml.Unmarshal([]byte(run.Spec), &sh) == nil {
+			return sh.Objective.Normalized()
+		}
+	}
+	var h summaryHead
+	_ = json.Unmarshal(run.Summary, &h)
+	return lab.Objective{Metric: h.Objective}.Normalized()
+}
+
+// scoreOf is the trial's score under obj, nil when it has none.
+func scoreOf(obj lab.Objective, t store.Trial) *float64 {
+	if sc, ok := obj.ScoreTrial(t); ok {
+		return &sc
+	}
+	return nil
+}
 
 // figureKey names one stored trial result: a trial saved again (a retry)
 // ends later.
@@ -393,7 +430,7 @@ type figureKey struct {
 // figuresOf returns the trial's list figures, reading and parsing its
 // result once: a stored result does not change, and parsing every
 // result's per-request arrays on each poll of the list made it slow.
-func (s *Server) figuresOf(r *http.Request, t store.Trial) (figures, error) {
+func (s *Server) figuresOf(r *http.Request, t store.Trial, obj lab.Objective) (figures, error) {
 	k := figureKey{t.RunID, t.Key, t.Ended.UnixMilli()}
 	if f, ok := s.figures.get(k); ok {
 		return f, nil
@@ -404,7 +441,7 @@ func (s *Server) figuresOf(r *http.Request, t store.Trial) (figures, error) {
 	}
 	var f figures
 	if ti, _ := trialOf(full); ti.Status != "" {
-		f = figures{ti.TotalThroughput, ti.OutputThroughput, ti.MeanTPOTMs, ti.MeanTTFTMs}
+		f = figures{ti.TotalThroughput, ti.OutputThroughput, ti.MeanTPOTMs, ti.MeanTTFTMs, scoreOf(obj, full)}
 	}
 	s.figures.put(k, f)
 	return f, nil
@@ -415,12 +452,19 @@ func (s *Server) getTrial(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	run, err := s.cfg.Store.Run(r.Context(), id)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
 	t, err := s.cfg.Store.Trial(r.Context(), id, r.PathValue("key"))
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
 	ti, res := trialOf(t)
+	obj := objectiveOf(run)
+	ti.Score, ti.Unit = scoreOf(obj, t), obj.Unit()
 	d := trialDetail{trialInfo: ti, Command: t.Command, Result: t.Result, LogTail: t.LogTail, EngineMetrics: t.EngineMetrics}
 	if d.EngineMetrics == nil {
 		d.EngineMetrics = map[string]float64{}

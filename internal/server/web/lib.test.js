@@ -152,7 +152,7 @@ test("applyEvent drops a replay: nothing counts twice after a reconnect", () => 
 
 test("a trial both stored and streamed is one row", () => {
   const st = PL.liveState();
-  PL.seedTrials(st, [{ key: "k1", name: "vLLM", stage: "engine", workload: "ShareGPT", repeat: 0, status: "ok", total_throughput: 999 }], "total_throughput", []);
+  PL.seedTrials(st, [{ key: "k1", name: "vLLM", stage: "engine", workload: "ShareGPT", repeat: 0, status: "ok", total_throughput: 999, score: 999 }], "total_throughput", []);
   stream().forEach((e) => PL.applyEvent(st, e));
   assert.equal(st.trials.length, 3);
   assert.equal(st.trials[0].n, 1);
@@ -163,8 +163,8 @@ test("seedTrials: the top figure is the tuning workload's", () => {
   const st = PL.liveState();
   st.tuning = "ShareGPT";
   PL.seedTrials(st, [
-    { key: "a", name: "x", workload: "ShareGPT", status: "ok", total_throughput: 100 },
-    { key: "b", name: "y", workload: "Short Prompt", status: "ok", total_throughput: 900 },
+    { key: "a", name: "x", workload: "ShareGPT", status: "ok", total_throughput: 100, score: 100 },
+    { key: "b", name: "y", workload: "Short Prompt", status: "ok", total_throughput: 900, score: 900 },
   ], "total_throughput", []);
   assert.deepEqual(st.top, { name: "x", score: 100 });
   // The winner's last trial on the tuning workload places it, not its
@@ -172,8 +172,8 @@ test("seedTrials: the top figure is the tuning workload's", () => {
   const st2 = PL.liveState();
   st2.tuning = "ShareGPT";
   PL.seedTrials(st2, [
-    { key: "a", name: "w", workload: "ShareGPT", status: "ok", total_throughput: 100 },
-    { key: "b", name: "w", workload: "Short Prompt", status: "ok", total_throughput: 900 },
+    { key: "a", name: "w", workload: "ShareGPT", status: "ok", total_throughput: 100, score: 100 },
+    { key: "b", name: "w", workload: "Short Prompt", status: "ok", total_throughput: 900, score: 900 },
   ], "total_throughput", [{ name: "w", decision: "kept", score: 100 }]);
   assert.deepEqual(st2.incumbents, [{ at: 1, score: 100, name: "w" }]);
 });
@@ -188,20 +188,23 @@ test("trialFigures: the trial's fields, else its result's", () => {
   assert.equal(PL.trialFigures(null).total_throughput, null);
 });
 
-test("scoreOf reads the objective from a stored trial", () => {
-  const t = { status: "ok", total_throughput: 4000, cost: { gpus: 2 } };
-  assert.equal(PL.scoreOf(t, "total_throughput"), 4000);
-  assert.equal(PL.scoreOf(t, ""), 4000);
-  assert.equal(PL.scoreOf(t, "throughput_per_gpu"), 2000);
-  assert.equal(PL.scoreOf(t, "goodput"), null);
-  assert.equal(PL.scoreOf({ status: "failed", total_throughput: 1 }, "total_throughput"), null);
+test("seedTrials shows the API's score and derives none", () => {
+  // A goodput run: the list's throughput is no score; the API's is.
+  const st = PL.seedTrials(PL.liveState(), [
+    { key: "a", name: "x", workload: "ShareGPT", status: "ok", total_throughput: 4000, score: 1.5, unit: "req/s within SLO", cost: { gpus: 2 } },
+    { key: "b", name: "y", workload: "ShareGPT", status: "ok", total_throughput: 9000, score: null },
+    { key: "c", name: "z", workload: "ShareGPT", status: "failed", total_throughput: 1, score: 7 },
+  ], "goodput", []);
+  assert.deepEqual(st.trials.map((t) => t.score), [1.5, null, null]);
+  assert.deepEqual(st.top, { name: "x", score: 1.5 });
+  assert.equal(PL.scoreOf, undefined);
 });
 
 test("seedTrials rebuilds the incumbent line of a stored run from its decisions", () => {
   const trials = [
     ["engine", "vLLM"], ["engine", "vLLM"], ["engine", "SGLang"], ["engine", "SGLang"],
     ["quantization", "SGLang + FP8"], ["quantization", "SGLang + FP8"], ["attention", "SGLang + FP8 + fa3"],
-  ].map(([stage, name], i) => ({ key: "k" + i, stage, name, workload: "w", repeat: i % 2, status: "ok", total_throughput: 1000 + i * 100 }));
+  ].map(([stage, name], i) => ({ key: "k" + i, stage, name, workload: "w", repeat: i % 2, status: "ok", total_throughput: 1000 + i * 100, score: 1000 + i * 100 }));
   const decisions = [
     { stage: "engine", name: "vLLM", decision: "baseline", score: 1050 },
     { stage: "engine", name: "SGLang", decision: "kept", score: 1250 },

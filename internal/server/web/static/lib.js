@@ -198,27 +198,6 @@
     return row;
   }
 
-  // scoreOf reads a stored trial's objective figure: the list carries the
-  // throughputs, and throughput_per_gpu divides by the trial's GPUs. A
-  // failed trial, or an objective the list does not carry (goodput), has
-  // none.
-  function scoreOf(trial, objective) {
-    if (!trial || trial.status !== "ok") return null;
-    const tps = num(trial.total_throughput);
-    switch (objective) {
-      case "throughput_per_gpu": {
-        const g = num(trial.cost && trial.cost.gpus) || 1;
-        return tps === null ? null : tps / g;
-      }
-      case "total_throughput":
-      case "":
-      case undefined:
-        return tps;
-      default:
-        return num(trial[objective]);
-    }
-  }
-
   // TRIAL_FIGURES maps the figures the pages show to the trial's own field
   // and the stored result's (vLLM --save-result) key.
   const TRIAL_FIGURES = [
@@ -244,11 +223,15 @@
   // with the incumbent line rebuilt from the run's decisions: each kept
   // configuration (or the baseline) becomes the incumbent after its last
   // trial. A run followed live gets its line from the best events instead.
-  function seedTrials(st, trials, objective, decisions) {
+  // Each trial's score is the API's (GET /runs/{id}/trials scores it under
+  // the run's objective, null when it has none): the page derives none, so
+  // goodput and SLO runs show theirs after a reload too. _objective is
+  // unused, kept for callers.
+  function seedTrials(st, trials, _objective, decisions) {
     for (const t of trials || []) {
       addTrial(st, {
         key: t.key, name: t.name, stage: t.stage, workload: t.workload, repeat: t.repeat || 0,
-        status: t.status, score: scoreOf(t, objective), reused: false, failure: t.failure_class || "",
+        status: t.status, score: t.status === "ok" ? num(t.score) : null, reused: false, failure: t.failure_class || "",
       });
     }
     st.done = Math.max(st.done, st.trials.length);
@@ -579,7 +562,7 @@
 
   const api = {
     finite, fmtNum, fmtPct, fmtDuration, parseDuration, fmtAgo, delta, lowerIsBetter, verdict,
-    compareRows, liveState, applyEvent, addTrial, scoreOf, trialFigures, seedTrials, incumbentsFromDecisions, Follower,
+    compareRows, liveState, applyEvent, addTrial, trialFigures, seedTrials, incumbentsFromDecisions, Follower,
     terminal, niceTicks, scoreChart, backoff, parseRoute, splitList, trialRef, problemsByLine, extractProblems, pick, num,
   };
   if (typeof module !== "undefined" && module.exports) module.exports = api;

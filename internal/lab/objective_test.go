@@ -1,0 +1,114 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/perflab/perflab/internal/metrics"
+)
+
+// TestObjectiveRegistry checks each objective the spec accepts through the
+// registry alone: its score of one measurement, its unit, and that a spec
+// naming it parses to it.
+func TestObjectiveRegistry(t *testing.T) {
+	o := Measurement{Result: &metrics.Result{TotalTokenThroughput: 1200, RequestGoodput: 3.5, GoodputConfigured: true}, SustainableLoad: 7}
+	cases := []struct {
+		name  string
+		obj   Objective
+		score float64
+		unit  string
+	}{
+		{ObjectiveTotalThroughput, Objective{Metric: ObjectiveTotalThroughput}, 1200, "tok/s"},
+		{ObjectiveThroughputPerGPU, Objective{Metric: ObjectiveThroughputPerGPU}, 300, "tok/s/GPU"},
+		{ObjectiveGoodput, Objective{Metric: ObjectiveGoodput, SLO: SLO{TPOTMs: 50}}, 3.5, "req/s within SLO"},
+		{ObjectiveMaxLoadUnderSLO, Objective{Metric: ObjectiveMaxLoadUnderSLO, Load: &LoadObjective{SLO: "ttft_p99<=2s", Axis: "concurrency"}}, 7, "concurrent requests within SLO"},
+	}
+	if got := ObjectiveNames(); len(got) != len(cases) {
+		t.Fatalf("registered %v, the test covers %d", got, len(cases))
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			k, ok := LookupObjective(tc.name)
+			if !ok || k.Name() != tc.name {
+				t.Fatalf("LookupObjective(%q) = %v, %v", tc.name, k, ok)
+			}
+			if got := tc.obj.Score(o, 4); got != tc.score {
+				t.Errorf("score %v, want %v", got, tc.score)
+			}
+			if got := tc.obj.Unit(); got != tc.unit {
+				t.Errorf("unit %q, want %q", got, tc.unit)
+			}
+			if p, err := tc.obj.check(); err != nil {
+				t.Errorf("check: %s: %v", p, err)
+			}
+			// The kind runs its candidates its own way: only the load
+			// search has an SLO of its own to show.
+			if hasSLO := k.loadSLO(tc.obj) != nil; hasSLO != (tc.name == ObjectiveMaxLoadUnderSLO) {
+				t.Errorf("loadSLO set = %v", hasSLO)
+			}
+		})
+	}
+}
+
+// TestObjectiveUnknownNamesRegistry: an unknown objective is refused at its
+// field, with every registered name offered.
+func TestObjectiveUnknownNamesRegistry(t *testing.T) {
+	_, err := ParseSpec("x.yaml", []byte(`
+name: x
+model: Qwen/Qwen3-14B
+engines: [{name: vllm}]
+objective: {metric: latency}
+`))
+	var se *SpecError
+	if !errors.As(err, &se) || se.Field != "$.objective.metric" {
+		t.Fatalf("err %v, want a SpecError at $.objective.metric", err)
+	}
+	for _, n := range ObjectiveNames() {
+		if !strings.Contains(se.Msg, n) {
+			t.Errorf("message %q does not offer %s", se.Msg, n)
+		}
+	}
+	if _, ok := LookupObjective("latency"); ok {
+		t.Fatal("latency is no objective")
+	}
+}
+
+// TestScaleResultTyped: noise scales the typed result's rates and times and
+// adds no key the prediction did not have (the analytic model writes no
+// perflab section).
+func TestScaleResultTyped(t *testing.T) {
+	in := []byte(`{"completed": 90, "num_prompts": 100, "duration": 50, "total_input_tokens": 1000, "total_output_tokens": 500,
+		"request_throughput": 1.8, "output_throughput": 10, "total_token_throughput": 30,
+		"mean_ttft_ms": 400, "p99_ttft_ms": 900, "mean_tpot_ms": 20, "p99_tpot_ms": 60}`)
+	out, err := scaleResult(in, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b map[string]float64
+	if err := json.Unmarshal(in, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out, &b); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(a) != len(b) {
+		t.Fatalf("keys %d -> %d: %s", len(a), len(b), out)
+	}
+	for k, v := range a {
+		want := v
+		switch k {
+		case "request_throughput", "output_throughput", "total_token_throughput":
+			want = v * 2
+		case "duration", "mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p99_tpot_ms":
+			want = v / 2
+		}
+		if b[k] != want {
+			t.Errorf("%s = %v, want %v", k, b[k], want)
+		}
+	}
+	if _, err := scaleResult([]byte(`[1]`), 2); err == nil {
+		t.Fatal("a result that is no object scaled without error")
+	}
+}
