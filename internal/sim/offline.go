@@ -11,9 +11,12 @@ import (
 // withoutAPIServer drops the API server's costs from the engine: what an
 // offline benchmark runs is the engine core fed in-process. vLLM's
 // `bench throughput` hands LLM.generate pre-tokenized prompts
-// (vllm/benchmarks/throughput.py, run_vllm); trtllm-bench throughput
-// feeds token ids to the LLM API (tensorrt_llm/bench/benchmark);
-// sglang.bench_offline_throughput calls sgl.Engine in the same process.
+// (vllm/benchmarks/throughput.py, run_vllm, at vllm-project/vllm
+// 02028314); trtllm-bench throughput feeds token ids to the LLM API's
+// generate_async with no detokenization (post_proc_params None in
+// tensorrt_llm/bench/benchmark/throughput.py at NVIDIA/TensorRT-LLM
+// 000a01de); sglang.bench_offline_throughput calls sgl.Engine in the
+// same process (python/sglang/bench_offline_throughput.py).
 // None parses HTTP, applies a chat template, tokenizes or streams a
 // chunk per step, which is what FrontendMs and OutputUs price.
 func (e *Engine) withoutAPIServer() {
