@@ -54,8 +54,8 @@ type OfflineResult struct {
 	// PerUserOutputTPS is the mean over completed requests of output
 	// tokens over that request's latency, trtllm-bench's per-user figure.
 	PerUserOutputTPS float64 `json:"per_user_output_tokens_per_second"`
-	// GPUs is the deployment's GPU count; PerGPUOutputTPS is
-	// OutputThroughput over it.
+	// GPUs is the GPUs the deployment runs on (TP × DP); PerGPUOutputTPS
+	// is OutputThroughput over it.
 	GPUs            int     `json:"gpus"`
 	PerGPUOutputTPS float64 `json:"per_gpu_output_tokens_per_second"`
 }
@@ -64,7 +64,10 @@ type OfflineResult struct {
 // prediction's records. A run with no completed request has zero rates
 // (Prediction.Err names why).
 func OfflineFigures(pr *Prediction) OfflineResult {
-	r := OfflineResult{Requests: len(pr.Records), DurationS: pr.Duration, GPUs: max(pr.Params.GPUs, 1)}
+	// trtllm-bench divides by the world size the engine runs on, not by
+	// the GPUs the machine has.
+	gpus := max(pr.Params.TP, 1) * max(pr.Params.DP, 1)
+	r := OfflineResult{Requests: len(pr.Records), DurationS: pr.Duration, GPUs: gpus}
 	var lat, perUser float64
 	for _, rec := range pr.Records {
 		if !rec.Success {

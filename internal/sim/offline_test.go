@@ -84,8 +84,8 @@ func TestOfflineFigures(t *testing.T) {
 		want OfflineResult
 	}{
 		{
-			name: "two requests on two GPUs",
-			pr: Prediction{Duration: 2, Params: Params{GPUs: 2}, Records: []metrics.Record{
+			name: "two requests on TP2 of a machine's 8 GPUs",
+			pr: Prediction{Duration: 2, Params: Params{TP: 2, DP: 1, GPUs: 8}, Records: []metrics.Record{
 				ok(100, 50, 1), ok(300, 150, 2)}},
 			want: OfflineResult{Requests: 2, Completed: 2, DurationS: 2, PromptTokens: 400, OutputTokens: 200,
 				RequestThroughput: 1, InputThroughput: 200, OutputThroughput: 100, TotalThroughput: 300,
@@ -93,7 +93,7 @@ func TestOfflineFigures(t *testing.T) {
 		},
 		{
 			name: "a rejected request counts as sent, not completed",
-			pr: Prediction{Duration: 4, Params: Params{GPUs: 1}, Records: []metrics.Record{
+			pr: Prediction{Duration: 4, Params: Params{TP: 1, DP: 1}, Records: []metrics.Record{
 				ok(10, 20, 4), {PromptLen: 99999, Error: "too long"}}},
 			want: OfflineResult{Requests: 2, Completed: 1, DurationS: 4, PromptTokens: 10, OutputTokens: 20,
 				RequestThroughput: 0.25, InputThroughput: 2.5, OutputThroughput: 5, TotalThroughput: 7.5,
