@@ -50,7 +50,12 @@ in a fraction of a second. The dataset and load flags are perflab bench's.
     --dataset-path ../shared/data/sharegpt/sharegpt_v3_sample_1000.json \
     --tokenizer ../shared/data/tokenizers/qwen3 -- vllm serve Qwen/Qwen3-14B
 
-Prints vLLM's result block (--output json: the --save-result JSON).`,
+Prints vLLM's result block (--output json: the --save-result JSON).
+
+With --offline it predicts an offline throughput benchmark instead (vllm bench
+throughput, trtllm-bench throughput, sglang.bench_offline_throughput): every
+request handed to the engine core at once, no API server, and prints their
+figures (requests/s, input, output and total tokens/s, latency, per GPU).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runSimPredict(cmd, f, args) },
 	}
