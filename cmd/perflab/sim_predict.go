@@ -29,6 +29,7 @@ type simPredictFlags struct {
 	maxConcurrency                                        int
 	seed                                                  int64
 	noFaults                                              bool
+	offline                                               bool
 }
 
 func newSimPredictCmd() *cobra.Command {
@@ -44,7 +45,12 @@ in a fraction of a second. The dataset and load flags are perflab bench's.
     --dataset-path ../shared/data/sharegpt/sharegpt_v3_sample_1000.json \
     --tokenizer ../shared/data/tokenizers/qwen3 -- vllm serve Qwen/Qwen3-14B
 
-Prints vLLM's result block (--output json: the --save-result JSON).`,
+Prints vLLM's result block (--output json: the --save-result JSON).
+
+With --offline it predicts an offline throughput benchmark instead (vllm bench
+throughput, trtllm-bench throughput, sglang.bench_offline_throughput): every
+request handed to the engine core at once, no API server, and prints their
+figures (requests/s, input, output and total tokens/s, latency, per GPU).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runSimPredict(cmd, f, args) },
 	}
@@ -63,6 +69,7 @@ Prints vLLM's result block (--output json: the --save-result JSON).`,
 	f.result.register(fl)
 	fl.StringVar(&f.modelConfig, "model-config", "", "the model's HF config.json (default: a local model directory, the HF cache, the catalog, then the Hub)")
 	fl.StringVar(&f.output, "output", "text", "stdout format: text (vLLM's block) or json")
+	fl.BoolVar(&f.offline, "offline", false, "predict an offline throughput benchmark (vllm bench throughput, trtllm-bench throughput, sglang.bench_offline_throughput): all requests at once into the engine core, no API server")
 	fl.BoolVar(&f.noFaults, "no-faults", false, "do not reproduce known engine bugs (a configuration the real engine crashes on runs to the end)")
 	return cmd
 }
@@ -85,6 +92,13 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	}
 	if f.burstiness <= 0 || math.IsNaN(f.burstiness) {
 		return fmt.Errorf("sim predict: --burstiness %g: want a positive gamma shape", f.burstiness)
+	}
+	if f.offline {
+		for _, name := range []string{"request-rate", "burstiness", "save-result"} {
+			if cmd.Flags().Changed(name) {
+				return fmt.Errorf("sim predict: --%s: an offline run (--offline) hands every request to the engine at once and has no serving result", name)
+			}
+		}
 	}
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
@@ -132,6 +146,9 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	reqs, err := dataset.Sample(f.dataset, tok)
 	if err != nil {
 		return fmt.Errorf("sim predict: %w", err)
+	}
+	if f.offline {
+		return runSimPredictOffline(cmd, f, p, coef, reqs, modelFrom)
 	}
 	pr, err := sim.PredictWith(p, coef, reqs, sim.Load{RequestRate: f.requestRate, Burstiness: f.burstiness,
 		MaxConcurrency: f.maxConcurrency, Seed: f.seed})
@@ -195,6 +212,49 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 		}
 	}
 	return nil
+}
+
+// runSimPredictOffline is sim predict --offline: the offline benchmarks'
+// figures, with their range, instead of the serving result block.
+func runSimPredictOffline(cmd *cobra.Command, f *simPredictFlags, p sim.Params, coef *sim.Coefficients, reqs []dataset.Request, modelFrom string) error {
+	pr, off, err := sim.PredictOffline(p, coef, reqs, f.maxConcurrency)
+	if err != nil {
+		return fmt.Errorf("sim predict: %w", err)
+	}
+	if err := pr.Err(); err != nil {
+		return fmt.Errorf("sim predict: %w", err)
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: offline, "+simulating(pr.Params.Engine, pr.Params.Version, f.version != "", pr.Params.GPU, pr.Params.GPUs)+
+		"; "+p.Model+" from "+modelFrom)
+	span, err := sim.OfflineSpan(p, coef, nil, reqs, f.maxConcurrency)
+	if err != nil {
+		return fmt.Errorf("sim predict: range: %w", err)
+	}
+	if span.Borrowed != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: no calibration was fitted to %s %s on %s; this prediction borrows %s's\n",
+			p.Engine, pr.Params.Version, pr.Params.GPU, span.Borrowed)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: range over %d calibrations and the served run (the calibration saw only served runs): Total TPS %.0f..%.0f tok/s\n",
+		span.Fits, span.Lo.TotalTPS, span.Hi.TotalTPS)
+	out := cmd.OutOrStdout()
+	if f.output == "json" {
+		b, err := json.MarshalIndent(struct {
+			sim.OfflineResult
+			Simulated     bool    `json:"simulated"`
+			Engine        string  `json:"engine"`
+			EngineVersion string  `json:"engine_version"`
+			GPU           string  `json:"gpu"`
+			RangeTotalLo  float64 `json:"range_tokens_per_second_lo"`
+			RangeTotalHi  float64 `json:"range_tokens_per_second_hi"`
+			Borrowed      string  `json:"calibration_borrowed_from,omitempty"`
+		}{off, true, p.Engine, pr.Params.Version, pr.Params.GPU, span.Lo.TotalTPS, span.Hi.TotalTPS, span.Borrowed}, "", "  ")
+		if err != nil {
+			return fmt.Errorf("sim predict: encode result: %w", err)
+		}
+		fmt.Fprintf(out, "%s\n", b)
+		return nil
+	}
+	return off.WriteText(out, &span)
 }
 
 // tokenizer.Tokenizer satisfies the dataset sampler's interface.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -94,6 +95,9 @@ func TestSimPredictCLIErrors(t *testing.T) {
 		// figures and exit 0.
 		{"all rejected", []string{"--tokenizer", tok, "--num-prompts", "3", "--dataset-name", "random", "--random-input-len", "2000",
 			"--random-output-len", "10", "--", "vllm", "serve", "Qwen/Qwen3-14B", "--max-model-len", "1024"}, "maximum context length"},
+		{"offline all rejected", []string{"--offline", "--tokenizer", tok, "--num-prompts", "3", "--dataset-name", "random", "--random-input-len", "2000",
+			"--random-output-len", "10", "--", "vllm", "serve", "Qwen/Qwen3-14B", "--max-model-len", "1024"}, "maximum context length"},
+		{"offline has no rate", []string{"--offline", "--request-rate", "4", "--tokenizer", tok, "--", "vllm", "serve", "Qwen/Qwen3-14B"}, "--request-rate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,4 +193,58 @@ func parseRange(s string) (lo, hi float64, ok bool) {
 	lo, err1 := strconv.ParseFloat(a, 64)
 	hi, err2 := strconv.ParseFloat(b, 64)
 	return lo, hi, err1 == nil && err2 == nil && lo <= hi
+}
+
+// TestSimPredictOffline: --offline prints the offline benchmarks' figures
+// for the engine core alone, which on the same requests deliver at least
+// the served run's throughput (the API server only adds time), and whose
+// range holds both.
+func TestSimPredictOffline(t *testing.T) {
+	tok := sharedTokenizer(t)
+	base := []string{"--engine", "vllm", "--gpu", "H100", "--dataset-name", "random", "--num-prompts", "60",
+		"--random-input-len", "300", "--random-output-len", "40", "--seed", "3", "--tokenizer", tok, "--output", "json"}
+	argv := []string{"--", "vllm", "serve", "Qwen/Qwen3-8B"}
+	out, err := execSimPredict(t, append(append([]string{"--offline"}, base...), argv...)...)
+	if err != nil {
+		t.Fatalf("sim predict --offline: %v", err)
+	}
+	var off struct {
+		Requests  int     `json:"num_requests"`
+		Completed int     `json:"completed"`
+		Output    int     `json:"total_output_tokens"`
+		RPS       float64 `json:"requests_per_second"`
+		OutTPS    float64 `json:"output_tokens_per_second"`
+		TotalTPS  float64 `json:"tokens_per_second"`
+		Elapsed   float64 `json:"elapsed_time"`
+		Lo        float64 `json:"range_tokens_per_second_lo"`
+		Hi        float64 `json:"range_tokens_per_second_hi"`
+		Simulated bool    `json:"simulated"`
+	}
+	if err := json.Unmarshal([]byte(out), &off); err != nil {
+		t.Fatalf("offline JSON: %v\n%s", err, out)
+	}
+	if off.Requests != 60 || off.Completed != 60 || off.Output != 60*40 || !off.Simulated {
+		t.Errorf("requests %d completed %d output tokens %d simulated %v, want 60, 60, 2400, true", off.Requests, off.Completed, off.Output, off.Simulated)
+	}
+	if d := off.RPS*off.Elapsed - 60; d > 1e-6 || d < -1e-6 {
+		t.Errorf("requests/s %g × elapsed %g s ≠ 60", off.RPS, off.Elapsed)
+	}
+	served, err := execSimPredict(t, append(base, argv...)...)
+	if err != nil {
+		t.Fatalf("sim predict: %v", err)
+	}
+	js, err := metrics.ParseJSON([]byte(served))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.TotalTPS <= js.TotalTokenThroughput {
+		t.Errorf("offline %g tok/s, served %g tok/s: the API server's admissions and streaming must cost the served run time", off.TotalTPS, js.TotalTokenThroughput)
+	}
+	if !(off.Lo <= js.TotalTokenThroughput && off.Lo <= off.TotalTPS && off.TotalTPS <= off.Hi) {
+		t.Errorf("range %g..%g tok/s does not hold offline %g and served %g", off.Lo, off.Hi, off.TotalTPS, js.TotalTokenThroughput)
+	}
+	text, err := execSimPredict(t, append(append([]string{"--offline", "--output", "text"}, base[:len(base)-2]...), argv...)...)
+	if err != nil || !strings.Contains(text, "Output token throughput (tok/s):") || !strings.Contains(text, "Successful requests:                     60") {
+		t.Errorf("offline text block (err %v):\n%s", err, text)
+	}
 }

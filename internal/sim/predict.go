@@ -22,6 +22,14 @@ type Load struct {
 	MaxConcurrency int
 	// Seed seeds the arrival schedule.
 	Seed int64
+	// Offline drives the engine core as the offline benchmarks do
+	// (`vllm bench throughput`, `trtllm-bench throughput`,
+	// `sglang.bench_offline_throughput`): pre-tokenized requests handed to
+	// the engine in-process, results collected at the end, so the API
+	// server's admission (Coef.FrontendMs) and streaming (Coef.OutputUs)
+	// costs are not paid. The scheduler still takes each request off its
+	// queue (Coef.CoreAddMs), as it does for any caller.
+	Offline bool
 }
 
 // Prediction is what a predicted run produced: the same records and result
@@ -73,6 +81,9 @@ func PredictWith(p Params, c *Coefficients, reqs []dataset.Request, load Load) (
 	if err != nil {
 		return nil, err
 	}
+	if load.Offline {
+		e.withoutAPIServer()
+	}
 	if e.p.DP <= 1 {
 		return e.run(reqs, load, false)
 	}
@@ -81,6 +92,9 @@ func PredictWith(p Params, c *Coefficients, reqs []dataset.Request, load Load) (
 		r, err := New(p, c)
 		if err != nil {
 			return nil, fmt.Errorf("sim: data-parallel replica %d: %w", k, err)
+		}
+		if load.Offline {
+			r.withoutAPIServer()
 		}
 		engines = append(engines, r)
 	}
