@@ -44,7 +44,15 @@ type memoPredictor struct {
 	hits int
 }
 
-var _ Predictor = (*memoPredictor)(nil)
+var (
+	_ Predictor = (*memoPredictor)(nil)
+	_ Ranged    = (*memoPredictor)(nil)
+)
+
+// Upside passes on the wrapped predictor's range (the embedded
+// calibration's LOMO spread): without it the joint search would credit
+// unmeasured knob values with its default, and decide otherwise.
+func (mp *memoPredictor) Upside(cfg engine.Config) (float64, bool) { return upside(mp.p, cfg) }
 
 func (mp *memoPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardware, reqs []dataset.Request, w Workload) (Prediction, error) {
 	k, err := json.Marshal(struct {
@@ -141,3 +149,22 @@ func TestMemoPredictor(t *testing.T) {
 		t.Fatalf("after an error: %v, want a new prediction 6", got)
 	}
 }
+
+// The memo keeps the simulator's range: the joint search asks the
+// measuring runner's predictor for it (PredictRunner.Upside), and a memo
+// without it made the 9B grid test credit +50% instead of the guide's
+// range and run 4 more trials.
+func TestMemoPredictorKeepsRange(t *testing.T) {
+	sp := SimPredictor{}
+	cfg := engine.Config{Engine: "sglang", Version: "0.5.5.post1", Model: "Qwen/Qwen3-14B"}
+	want, wok := upside(sp, cfg)
+	if !wok {
+		t.Skip("the embedded calibration gives this config no range")
+	}
+	got, ok := upside(gridMemo(sp), cfg)
+	if !ok || got != want {
+		t.Fatalf("upside through the memo = %v, %v; want %v, true", got, ok, want)
+	}
+}
+
+func gridMemo(p Predictor) *memoPredictor { return &memoPredictor{p: p, m: map[string]Prediction{}} }
