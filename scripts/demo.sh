@@ -18,8 +18,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$work/perflab" ./cmd/perflab
-pl="$work/perflab"
+# PERFLAB_BIN when .ci/run built it once; else built here.
+if [ -n "${PERFLAB_BIN:-}" ]; then
+  pl=$PERFLAB_BIN
+else
+  go build -o "$work/perflab" ./cmd/perflab
+  pl="$work/perflab"
+fi
 db="sqlite:$work/perflab.db"
 
 echo "--- 1. perflab lab examples/qwen3-14b-h100.yaml (sim-predict)"

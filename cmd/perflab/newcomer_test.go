@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/perflab/perflab/internal/shareddata"
+	"github.com/perflab/perflab/internal/testbin"
 )
 
 // The newcomer test drives the built binary the way issue 11's defects were
@@ -50,11 +51,10 @@ func newNewcomer(t *testing.T) *newcomer {
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "perflab")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Join(root, "cmd", "perflab")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build perflab: %v\n%s", err, b)
+	// PERFLAB_BIN when CI built it once; else built here, once.
+	bin, err := testbin.Perflab()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return &newcomer{t: t, bin: bin, root: root, home: home, db: "sqlite:" + filepath.Join(home, "perflab.db")}
 }

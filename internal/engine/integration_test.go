@@ -16,6 +16,7 @@ import (
 
 	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/testbin"
 )
 
 func requests(n, outLen int) []dataset.Request {
@@ -87,31 +88,15 @@ func TestBenchAgainstProcess(t *testing.T) {
 	})
 }
 
-var (
-	perflabOnce sync.Once
-	perflabBin  string
-	perflabErr  error
-)
-
-// buildPerflab builds cmd/perflab once per test binary.
+// buildPerflab returns the perflab binary: PERFLAB_BIN when CI built it
+// once, else built once per test binary (testbin).
 func buildPerflab(t *testing.T) string {
 	t.Helper()
-	perflabOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "engine-perflab-")
-		if err != nil {
-			perflabErr = err
-			return
-		}
-		perflabBin = filepath.Join(dir, "perflab")
-		out, err := exec.Command("go", "build", "-o", perflabBin, "../../cmd/perflab").CombinedOutput()
-		if err != nil {
-			perflabErr = fmt.Errorf("build perflab: %v\n%s", err, out)
-		}
-	})
-	if perflabErr != nil {
-		t.Fatal(perflabErr)
+	bin, err := testbin.Perflab()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return perflabBin
+	return bin
 }
 
 // TestSIGINTMidLaunchLeavesNothing starts `perflab engine launch` as a

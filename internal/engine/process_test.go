@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/perflab/perflab/internal/testbin"
 )
 
 // fakeEngine is the path of testdata/fakeengine, built once in TestMain.
@@ -34,9 +36,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	KillAll(time.Second) // belt and braces: no test leaves a process behind
 	os.RemoveAll(dir)
-	if perflabBin != "" {
-		os.RemoveAll(filepath.Dir(perflabBin)) // the perflab the integration tests built
-	}
+	testbin.Cleanup() // the perflab the integration tests built, not PERFLAB_BIN
 	os.Exit(code)
 }
 

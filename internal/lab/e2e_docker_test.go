@@ -26,6 +26,7 @@ import (
 	"github.com/perflab/perflab/internal/engine/docker"
 	"github.com/perflab/perflab/internal/lab"
 	"github.com/perflab/perflab/internal/store"
+	"github.com/perflab/perflab/internal/testbin"
 )
 
 // dockerE2E returns the Docker API client and a simulated engine image
@@ -48,16 +49,27 @@ func dockerE2E(t *testing.T) (client.APIClient, string) {
 	b := make([]byte, 4)
 	rand.Read(b)
 	tag := "perflab-sim-e2e:" + hex.EncodeToString(b)
-	out, err := exec.Command(perflabBin, "sim", "image", "--tag", tag).CombinedOutput()
-	if err != nil {
-		t.Fatalf("perflab sim image: %v\n%s", err, out)
+	// A tag of this test's own, on CI's one image (PERFLAB_SIM_IMAGE) or
+	// on one built here: the tests count their containers by it.
+	shared := testbin.SimImage()
+	if shared != "" {
+		if _, err := cli.ImageTag(t.Context(), client.ImageTagOptions{Source: shared, Target: tag}); err != nil {
+			t.Fatalf("tag %s=%s as %s: %v", testbin.EnvSimImage, shared, tag, err)
+		}
+	} else {
+		out, err := exec.Command(perflabBin, "sim", "image", "--tag", tag).CombinedOutput()
+		if err != nil {
+			t.Fatalf("perflab sim image: %v\n%s", err, out)
+		}
 	}
 	t.Cleanup(func() {
 		// A failed test may leave containers: they go with the image.
 		for id := range containersOf(t, cli, tag) {
 			cli.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true})
 		}
-		cli.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true})
+		// Removing a tag of an image with others only untags it: the
+		// shared image stays for the next test.
+		cli.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: shared == ""})
 	})
 	return cli, tag
 }

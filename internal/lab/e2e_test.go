@@ -15,6 +15,7 @@ import (
 	"github.com/perflab/perflab/internal/shareddata"
 
 	"github.com/perflab/perflab/internal/store"
+	"github.com/perflab/perflab/internal/testbin"
 )
 
 // The end-to-end tests drive the real perflab binary with the sim runtime
@@ -27,20 +28,15 @@ var perflabBin string
 
 func TestMain(m *testing.M) {
 	if os.Getenv("PERFLAB_LAB_E2E") == "1" {
-		dir, err := os.MkdirTemp("", "perflab-lab-e2e")
+		// PERFLAB_BIN when CI built it once; else built here.
+		bin, err := testbin.Perflab()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		perflabBin = filepath.Join(dir, "perflab")
-		build := exec.Command("go", "build", "-o", perflabBin, "github.com/perflab/perflab/cmd/perflab")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build perflab:", err)
-			os.Exit(1)
-		}
+		perflabBin = bin
 		code := m.Run()
-		os.RemoveAll(dir)
+		testbin.Cleanup()
 		os.Exit(code)
 	}
 	os.Exit(m.Run())

@@ -64,7 +64,9 @@ func gridExample(t *testing.T, ex string, guide *sim.Coefficients) *Summary {
 		t.Fatal(err)
 	}
 	reqs := CachedRequests(DatasetRequests(tok))
-	runner := &PredictRunner{Predictor: SimPredictor{SLO: s.Objective.SLO}, Hardware: s.Hardware, Requests: reqs}
+	// Measured through the example's shared memo: the grid is the same in
+	// every test that measures this example (gridshare_test.go).
+	runner := &PredictRunner{Predictor: gridPredictor(ex, SimPredictor{SLO: s.Objective.SLO}), Hardware: s.Hardware, Requests: reqs}
 	g := runner
 	if guide != nil {
 		g = &PredictRunner{Predictor: SimPredictor{SLO: s.Objective.SLO, Coefficients: guide}, Hardware: s.Hardware, Requests: reqs}
@@ -73,6 +75,9 @@ func gridExample(t *testing.T, ex string, guide *sim.Coefficients) *Summary {
 	sum, err := l.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if mp, ok := runner.Predictor.(*memoPredictor); ok {
+		t.Logf("%s: %d predictions so far, %d answered from the shared grid memo", ex, len(mp.m), mp.hits)
 	}
 	return sum
 }

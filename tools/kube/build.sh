@@ -21,20 +21,35 @@ major=${k8s#v}; major=${major%%.*}
 minor=${k8s#v*.}; minor=${minor%%.*}
 kver="-X k8s.io/component-base/version.gitVersion=$k8s -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
 
-build() { # name package [ldflags]
-  local name=$1 pkg=$2 ld=${3:-}
-  if [ -x "$bin/$name" ]; then return 0; fi
-  echo "kube: building $name ($pkg)" >&2
-  local start=$SECONDS
-  # Into a temporary name first: an interrupted build leaves nothing that
-  # a later run would take for a finished binary.
-  go build -trimpath -ldflags="-s $ld" -o "$bin/.$name.tmp" "$pkg"
-  mv -f "$bin/.$name.tmp" "$bin/$name"
-  echo "kube: built $name in $((SECONDS - start))s" >&2
-}
-
-# etcd's main package is the server module's root (go.etcd.io/etcd/server/v3).
-build etcd go.etcd.io/etcd/server/v3
-build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$kver"
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kver"
+# The missing binaries in one go build: one action graph compiles the
+# packages they share once and links one while compiling the next, where
+# three builds in turn left a core idle through each link. -w drops DWARF
+# (as -s drops the symbol table): nobody debugs these, and it shortens
+# the links. Names and packages: etcd's main package is the server
+# module's root (go.etcd.io/etcd/server/v3).
+names=(etcd kube-scheduler kube-apiserver)
+pkgs=(go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-apiserver)
+want=() wantpkgs=()
+for i in "${!names[@]}"; do
+  [ -x "$bin/${names[$i]}" ] || { want+=("${names[$i]}"); wantpkgs+=("${pkgs[$i]}"); }
+done
+if [ "${#want[@]}" -gt 0 ]; then
+  echo "kube: building ${want[*]}" >&2
+  start=$SECONDS
+  # Into a temporary directory first: an interrupted build leaves nothing
+  # that a later run would take for a finished binary. go build names each
+  # binary after its package's last element without a /vN: etcd's is
+  # "server".
+  tmp=$(mktemp -d "$bin/.build.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  # The version stamp only for Kubernetes' binaries: the last -ldflags a
+  # package matches wins.
+  go build -trimpath -ldflags="-s -w" -ldflags="k8s.io/kubernetes/cmd/...=-s -w $kver" -o "$tmp/" "${wantpkgs[@]}"
+  for n in "${want[@]}"; do
+    out=$n
+    [ "$n" = etcd ] && out=server
+    mv -f "$tmp/$out" "$bin/$n"
+  done
+  echo "kube: built ${want[*]} in $((SECONDS - start))s" >&2
+fi
 echo "$bin"

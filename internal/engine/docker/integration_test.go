@@ -30,14 +30,17 @@ import (
 	"github.com/perflab/perflab/internal/engine/docker"
 	"github.com/perflab/perflab/internal/shareddata"
 	"github.com/perflab/perflab/internal/simimage"
+	"github.com/perflab/perflab/internal/testbin"
 )
 
 var (
 	imageOnce sync.Once
 	imageTag  string
 	imageErr  error
-	apiOnce   sync.Once
-	api       client.APIClient
+	// imageShared is set when imageTag is CI's image, which TestMain leaves.
+	imageShared bool
+	apiOnce     sync.Once
+	api         client.APIClient
 )
 
 // needDocker skips without PERFLAB_TEST_DOCKER=1, except under CI=true,
@@ -70,6 +73,11 @@ func needDocker(t *testing.T) client.APIClient {
 func simImage(t *testing.T) string {
 	t.Helper()
 	imageOnce.Do(func() {
+		// CI's one image (PERFLAB_SIM_IMAGE), used and left in place.
+		if shared := testbin.SimImage(); shared != "" {
+			imageTag, imageShared = shared, true
+			return
+		}
 		dir, err := os.MkdirTemp("", "perflab-simimage-test-")
 		if err != nil {
 			imageErr = err
@@ -96,7 +104,7 @@ func simImage(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if imageTag != "" && api != nil {
+	if imageTag != "" && !imageShared && api != nil {
 		_, _ = api.ImageRemove(context.Background(), imageTag, client.ImageRemoveOptions{Force: true})
 	}
 	os.Exit(code)

@@ -8,14 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/perflab/perflab/internal/testbin"
 )
 
 // syncBuffer is a bytes.Buffer safe for a child's output and the test.
@@ -36,46 +36,18 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// perflabBinary builds cmd/perflab once per test run.
+// perflabBinary returns the perflab binary: PERFLAB_BIN when CI built it
+// once, else built once per test binary (testbin).
 func perflabBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the perflab binary; skipped with -short")
 	}
-	buildOnce.Do(func() {
-		dir, _ := os.Getwd()
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
-			}
-			if filepath.Dir(dir) == dir {
-				buildErr = errors.New("no go.mod found")
-				return
-			}
-			dir = filepath.Dir(dir)
-		}
-		tmp, err := os.MkdirTemp("", "perflab-sim-serve-test")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(tmp, "perflab")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/perflab")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	bin, err := testbin.Perflab()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binPath
+	return bin
 }
 
 func freePort(t *testing.T) int {
