@@ -10,7 +10,9 @@
 #
 #   .ci/image.sh            # tags localhost/perflab:ci, localhost/perflab-sim:ci
 #
-# Environment: PERFLAB_IMAGE and PERFLAB_SIM_IMAGE name the tags. With
+# Environment: PERFLAB_IMAGE and PERFLAB_SIM_IMAGE name the tags;
+# PERFLAB_BINARY, a static perflab already built, is used instead of
+# building one. With
 # PODMAN_DIR set (.ci/run after start_podman, or a test), podman uses the
 # storage under it, so the images are where the docker runtime's tests
 # look; else podman's own storage. The simulated engine image is built
@@ -47,7 +49,19 @@ command -v podman >/dev/null 2>&1 || { echo "image.sh: podman is not installed" 
 rootfs=$work/perflab/rootfs
 mkdir -p "$rootfs/usr/local/bin" "$rootfs/etc/ssl/certs" "$rootfs/tmp" "$rootfs/home/nonroot"
 chmod 1777 "$rootfs/tmp"
-(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$rootfs/usr/local/bin/perflab" ./cmd/perflab)
+if [ -n "${PERFLAB_BINARY:-}" ]; then
+  # CI builds perflab once, static, for every test and for these images: a
+  # second build here would compile everything again in another
+  # configuration (cgo off, -trimpath) on a cold cache.
+  # ldd (libc-bin, on every Debian) fails on a static executable.
+  if ldd "$PERFLAB_BINARY" >/dev/null 2>&1; then
+    echo "image.sh: PERFLAB_BINARY=$PERFLAB_BINARY is not a static executable (the image has no C library): build it with CGO_ENABLED=0" >&2
+    exit 1
+  fi
+  cp "$PERFLAB_BINARY" "$rootfs/usr/local/bin/perflab"
+else
+  (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$rootfs/usr/local/bin/perflab" ./cmd/perflab)
+fi
 # The Hub over HTTPS needs the CA bundle; the host's, when it has one.
 for ca in /etc/ssl/certs/ca-certificates.crt /etc/pki/tls/certs/ca-bundle.crt; do
   if [ -f "$ca" ]; then
@@ -67,7 +81,7 @@ ENTRYPOINT ["/usr/local/bin/perflab"]
 CMD ["--help"]
 EOF
 pod build --pull=never --network=none -t "$perflab_image" -f "$work/perflab/Containerfile" "$work/perflab"
-version=$(pod run --rm --network=none "$perflab_image" --version)
+version=$(pod run --rm --pull=never --network=none "$perflab_image" --version)
 echo "image.sh: $perflab_image runs: $version"
 user=$(pod image inspect --format '{{.Config.User}}' "$perflab_image")
 [ "$user" = "65532:65532" ] || { echo "image.sh: $perflab_image runs as $user, not 65532:65532" >&2; exit 1; }
@@ -95,5 +109,5 @@ if [ -z "${DOCKER_HOST:-}" ]; then
   export DOCKER_HOST="unix://$sock"
 fi
 "$rootfs/usr/local/bin/perflab" sim image --tag "$sim_image" --binary "$rootfs/usr/local/bin/perflab"
-pod run --rm --network=none "$sim_image" perflab --version >/dev/null
+pod run --rm --pull=never --network=none "$sim_image" perflab --version >/dev/null
 echo "image.sh: $sim_image runs"
