@@ -40,7 +40,7 @@ func TestBenchSLOSearch(t *testing.T) {
 	tok := sharedTokenizer(t)
 	url := simServer(t, 50)
 	for _, tc := range []struct{ axis, slo string }{
-		{"rate", "ttft_p90<=15ms,success>=99%"},
+		{"rate", "ttft_p90<=50ms,success>=99%"}, // wall time: a loaded 2-core machine alone adds 15–30 ms at low rates
 		{"concurrency", "tpot_p90<=1ms"},
 	} {
 		t.Run(tc.axis, func(t *testing.T) {
