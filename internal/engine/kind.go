@@ -260,6 +260,32 @@ func KindOfCommand(argv []string) (*Kind, bool) {
 	return nil, false
 }
 
+// pythons are the interpreters a Kind's Modules are started with
+// (python3 -m sglang.launch_server); KindOfCommand accepts any python*.
+var pythons = []string{"python3", "python"}
+
+// ServerPrograms are the executables (base names) that start some
+// registered engine's server: every Kind's Programs, then the Python
+// interpreters when a Kind is started as a module. A stand-in that serves
+// every engine's command (the simulated image, the fake kubelet) provides
+// exactly these.
+func ServerPrograms() []string {
+	var out []string
+	modules := false
+	for _, k := range kinds {
+		for _, p := range k.Programs {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		modules = modules || len(k.Modules) > 0
+	}
+	if modules {
+		out = append(out, pythons...)
+	}
+	return out
+}
+
 // HasAttentionBackend reports whether the engine accepts backend b.
 func (k *Kind) HasAttentionBackend(b string) bool {
 	for _, n := range k.AttentionBackends {
