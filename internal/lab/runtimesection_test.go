@@ -62,7 +62,7 @@ func TestSpecRuntimeSectionErrors(t *testing.T) {
 	const head = "name: x\nmodel: m\nengines: [{name: vllm}]\n"
 	for _, tc := range []struct {
 		name, body, want string
-		line            int
+		line             int
 	}{
 		{"docker has no namespace", "runtime:\n  kind: docker\n  settings:\n    images: {vllm: a:1}\n    namespace: lab\n", `runtime.settings: docker: unknown field "namespace"`, 8},
 		{"kubernetes has no volumes", "runtime:\n  kind: kubernetes\n  settings:\n    volumes: [\"/d:/d\"]\n", `runtime.settings: kubernetes: unknown field "volumes"`, 7},
