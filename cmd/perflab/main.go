@@ -25,9 +25,8 @@ import (
 // the current directory, so the README's commands need no set-up.
 const defaultDB = "sqlite:.perflab/perflab.db"
 
-// newRootCmd builds the whole command tree. The sim subtree keeps its
-// commands in package variables (cmd/perflab/sim.go), so it is built once
-// per process.
+// newRootCmd builds the whole command tree, each command from its
+// constructor: a tree shares no state with another (TestTreeBuildsTwice).
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "perflab",

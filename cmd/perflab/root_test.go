@@ -7,15 +7,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
-
-// testRoot is the command tree, built once per test binary: the sim
-// subtree's commands are package variables (newRootCmd).
-var testRoot = sync.OnceValue(newRootCmd)
 
 // TestCommandTree: main builds the whole tree, every command a user could
 // reach before is reachable, each under its parent.
@@ -31,7 +27,7 @@ func TestCommandTree(t *testing.T) {
 			walk(sub)
 		}
 	}
-	walk(testRoot())
+	walk(newRootCmd())
 	want := []string{
 		"bench", "doctor", "engine", "engine cleanup", "engine command", "engine gpus", "engine launch", "engine validate",
 		"lab", "report", "report list", "runs", "serve",
@@ -47,8 +43,46 @@ func TestCommandTree(t *testing.T) {
 	if len(got) != len(slices.Compact(slices.Clone(got))) {
 		t.Errorf("a command is registered twice: %q", got)
 	}
-	if testRoot().Version == "" {
+	if newRootCmd().Version == "" {
 		t.Error("root has no version")
+	}
+}
+
+// TestTreeBuildsTwice: every command, the sim subtree's included, is
+// built by its constructor, so two trees share no command and no flag's
+// variable: a test may build its own, and flags parsed in one tree leave
+// the other's defaults alone.
+func TestTreeBuildsTwice(t *testing.T) {
+	a, b := newRootCmd(), newRootCmd()
+	var walk func(x, y *cobra.Command)
+	walk = func(x, y *cobra.Command) {
+		if x == y {
+			t.Errorf("perflab %s: the same command in both trees", x.CommandPath())
+		}
+		x.Flags().VisitAll(func(f *pflag.Flag) {
+			if g := y.Flags().Lookup(f.Name); g != nil && g.Value == f.Value {
+				t.Errorf("perflab %s --%s: both trees set the same variable", x.CommandPath(), f.Name)
+			}
+		})
+		xs, ys := x.Commands(), y.Commands()
+		if len(xs) != len(ys) {
+			t.Fatalf("perflab %s: %d subcommands, then %d", x.CommandPath(), len(xs), len(ys))
+		}
+		for i := range xs {
+			walk(xs[i], ys[i])
+		}
+	}
+	walk(a, b)
+	serveA, _, err := a.Find([]string{"sim", "serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serveA.ParseFlags([]string{"--engine", "sglang"}); err != nil {
+		t.Fatal(err)
+	}
+	serveB, _, _ := b.Find([]string{"sim", "serve"})
+	if got := serveB.Flags().Lookup("engine").Value.String(); got != "vllm" {
+		t.Errorf("the second tree's sim serve --engine = %q after the first parsed sglang, want vllm", got)
 	}
 }
 

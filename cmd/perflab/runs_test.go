@@ -73,7 +73,7 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version %q", v)
 	}
 	var out bytes.Buffer
-	root := testRoot()
+	root := newRootCmd()
 	root.SetOut(&out)
 	root.SetArgs([]string{"--version"})
 	defer root.SetArgs(nil)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,6 +57,13 @@ type Kind struct {
 	// Defaults are what the engine does with a knob left unset, as the
 	// lab's analytic estimate assumes it.
 	Defaults Defaults
+	// Reset is how a running server of the engine forgets its prefix
+	// cache between two measurements (ResetFor): the endpoint, the env
+	// the server needs for it, and whether its answer proves anything.
+	Reset CacheReset
+	// SaltSince, when set, is the first version that keeps measurements
+	// apart by a request's cache_salt: from it on, Reset.Salt holds.
+	SaltSince string
 
 	// render appends the engine's command line to r.
 	render func(r *renderer)
@@ -114,8 +122,19 @@ var kinds = []*Kind{
 		Protocol:        vllmProtocol{},
 		AsyncScheduling: true, PerformanceMode: true, Baseline: true, ResultBackend: "openai-chat",
 		Defaults: Defaults{GPUMemoryFraction: 0.9, MaxNumSeqs: 256, MaxNumBatchedTokens: 8192, ChunkedPrefill: true, StepOverheadMs: 9},
-		render:   (*renderer).vllm,
-		support:  vllmSupport,
+		// The route exists only under VLLM_SERVER_DEV_MODE=1
+		// (vllm/entrypoints/openai/api_server.py at v0.11.0,
+		// vllm/entrypoints/serve/cache/api_router.py at v0.17.1), and it
+		// "currently do[es] not check if the prefix cache is successfully
+		// reset": the scheduler refuses while blocks are held and the API
+		// answers 200 anyway. The V1 engine counts lookups and hits as
+		// vllm:prefix_cache_queries / vllm:prefix_cache_hits
+		// (vllm/v1/metrics/loggers.py), exposed with prometheus_client's
+		// _total suffix.
+		Reset: CacheReset{Method: http.MethodPost, Path: "/reset_prefix_cache", Env: map[string]string{"VLLM_SERVER_DEV_MODE": "1"},
+			Check: &CacheCheck{MetricsPath: "/metrics", Queries: "vllm:prefix_cache_queries_total", Hits: "vllm:prefix_cache_hits_total"}},
+		render:  (*renderer).vllm,
+		support: vllmSupport,
 	},
 	{
 		Name: SGLang, Display: "SGLang", DefaultVersion: "0.5.9",
@@ -129,8 +148,13 @@ var kinds = []*Kind{
 		Programs: []string{"sglang"}, Modules: []string{"sglang.launch_server"}, DefaultPort: 30000,
 		Protocol: sglangProtocol{}, ResultBackend: SGLang,
 		Defaults: Defaults{GPUMemoryFraction: 0.87, MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192, ChunkedPrefill: true, StepOverheadMs: 6.5},
-		render:   (*renderer).sglang,
-		support:  sglangSupport,
+		// flush_cache refuses while requests are running (between two
+		// measurements none are) and answers 400 when it could not flush
+		// (python/sglang/srt/entrypoints/http_server.py): its answer is
+		// the proof.
+		Reset:   CacheReset{Method: http.MethodPost, Path: "/flush_cache"},
+		render:  (*renderer).sglang,
+		support: sglangSupport,
 	},
 	{
 		Name: TRTLLM, Display: "TensorRT-LLM", DefaultVersion: "1.2.0rc1",
@@ -143,8 +167,13 @@ var kinds = []*Kind{
 		Programs: []string{"trtllm-serve"}, DefaultPort: 8000,
 		Protocol: trtllmProtocol{}, ResultBackend: TRTLLM,
 		Defaults: Defaults{GPUMemoryFraction: 0.9, MaxNumSeqs: 2048, MaxNumBatchedTokens: 8192, ChunkedPrefill: false, StepOverheadMs: 6.8},
-		render:   (*renderer).trtllm,
-		support:  trtllmSupport,
+		// trtllm-serve has no reset endpoint. It reads a request's
+		// cache_salt into the KV cache's block keys since TensorRT-LLM PR
+		// #7106, merged to main in August 2025; 1.2.0rc0 is the first
+		// release cut from main after it.
+		SaltSince: "1.2.0rc0",
+		render:    (*renderer).trtllm,
+		support:   trtllmSupport,
 	},
 }
 
@@ -229,6 +258,32 @@ func KindOfCommand(argv []string) (*Kind, bool) {
 		}
 	}
 	return nil, false
+}
+
+// pythons are the interpreters a Kind's Modules are started with
+// (python3 -m sglang.launch_server); KindOfCommand accepts any python*.
+var pythons = []string{"python3", "python"}
+
+// ServerPrograms are the executables (base names) that start some
+// registered engine's server: every Kind's Programs, then the Python
+// interpreters when a Kind is started as a module. A stand-in that serves
+// every engine's command (the simulated image, the fake kubelet) provides
+// exactly these.
+func ServerPrograms() []string {
+	var out []string
+	modules := false
+	for _, k := range kinds {
+		for _, p := range k.Programs {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		modules = modules || len(k.Modules) > 0
+	}
+	if modules {
+		out = append(out, pythons...)
+	}
+	return out
 }
 
 // HasAttentionBackend reports whether the engine accepts backend b.

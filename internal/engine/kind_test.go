@@ -93,3 +93,31 @@ func TestKindOfCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestServerPrograms: the programs a stand-in must provide come from the
+// registry: an engine registered with its own program appears, and every
+// registered engine's rendered command starts with one of them (so the
+// simulated image and the fake kubelet can run it).
+func TestServerPrograms(t *testing.T) {
+	for _, k := range Kinds() {
+		for _, c := range []Config{{Engine: k.Name, Model: "Qwen/Qwen3-8B"}} {
+			cmd, err := Render(c)
+			if err != nil {
+				t.Fatalf("%s: %v", k.Name, err)
+			}
+			if !slices.Contains(ServerPrograms(), cmd.Argv[0]) {
+				t.Errorf("%s: its command %q starts with a program not in ServerPrograms %q", k.Name, cmd.Argv, ServerPrograms())
+			}
+		}
+	}
+	saved := kinds
+	t.Cleanup(func() { kinds = saved })
+	kinds = append(append([]*Kind(nil), saved...), &Kind{Name: "toyengine", Programs: []string{"toy-serve", "vllm"}})
+	got := ServerPrograms()
+	if !slices.Contains(got, "toy-serve") {
+		t.Errorf("ServerPrograms = %q, lacks a registered engine's toy-serve", got)
+	}
+	if len(got) != len(slices.Compact(slices.Sorted(slices.Values(got)))) {
+		t.Errorf("ServerPrograms = %q, has a program twice", got)
+	}
+}

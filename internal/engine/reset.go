@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -44,43 +45,23 @@ type CacheCheck struct {
 	MetricsPath, Queries, Hits string
 }
 
-// trtllmSaltSince is the first trtllm-serve release that reads a
-// request's cache_salt into the KV cache's block keys (TensorRT-LLM PR
-// #7106, merged to main in August 2025; 1.2.0rc0 is the first release cut
-// from main after it).
-const trtllmSaltSince = "1.2.0rc0"
-
-// ResetFor returns how a server of cfg's engine resets its prefix cache.
-//   - vLLM: POST /reset_prefix_cache, served when VLLM_SERVER_DEV_MODE=1.
-//   - SGLang: POST /flush_cache (it refuses while requests are running;
-//     between two measurements none are).
-//   - TensorRT-LLM's trtllm-serve has no such endpoint; from 1.2.0rc0 it
-//     salts the KV cache's block keys with a request's cache_salt.
+// ResetFor returns how a server of cfg's engine resets its prefix cache:
+// its Kind's Reset, salted from the Kind's SaltSince on. An engine that is
+// not registered has neither an endpoint nor salts.
 func ResetFor(cfg Config) CacheReset {
-	switch cfg.Engine {
-	case TRTLLM:
-		if v, err := parseVersion(cfg.EffectiveVersion()); err == nil && v.atLeast(trtllmSaltSince) {
-			return CacheReset{Salt: true}
-		}
-	case VLLM:
-		// The route exists only under VLLM_SERVER_DEV_MODE=1
-		// (vllm/entrypoints/openai/api_server.py at v0.11.0,
-		// vllm/entrypoints/serve/cache/api_router.py at v0.17.1), and it
-		// "currently do[es] not check if the prefix cache is successfully
-		// reset": the scheduler refuses while blocks are held and the API
-		// answers 200 anyway. The V1 engine counts lookups and hits as
-		// vllm:prefix_cache_queries / vllm:prefix_cache_hits
-		// (vllm/v1/metrics/loggers.py), exposed with prometheus_client's
-		// _total suffix.
-		return CacheReset{Method: http.MethodPost, Path: "/reset_prefix_cache", Env: map[string]string{"VLLM_SERVER_DEV_MODE": "1"},
-			Check: &CacheCheck{MetricsPath: "/metrics", Queries: "vllm:prefix_cache_queries_total", Hits: "vllm:prefix_cache_hits_total"}}
-	case SGLang:
-		// flush_cache answers 400 when it could not flush
-		// (python/sglang/srt/entrypoints/http_server.py): its answer is
-		// the proof.
-		return CacheReset{Method: http.MethodPost, Path: "/flush_cache"}
+	k, ok := KindOf(cfg.Engine)
+	if !ok {
+		return CacheReset{}
 	}
-	return CacheReset{}
+	c := k.Reset
+	// The Kind's map is shared by every caller: each gets its own.
+	c.Env = maps.Clone(c.Env)
+	if k.SaltSince != "" {
+		if v, err := parseVersion(cfg.EffectiveVersion()); err == nil && v.atLeast(k.SaltSince) {
+			c.Salt = true
+		}
+	}
+	return c
 }
 
 // Reusable says whether a server of cfg may serve a second measurement:

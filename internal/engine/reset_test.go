@@ -31,3 +31,36 @@ func TestResetFor(t *testing.T) {
 		})
 	}
 }
+
+// TestResetFromKind: the reset is the Kind's, so an engine registered with
+// a reset endpoint, env and salt version gets them from ResetFor with no
+// other code naming it; and a caller that edits the env it got does not
+// edit the registry's.
+func TestResetFromKind(t *testing.T) {
+	saved := kinds
+	t.Cleanup(func() { kinds = saved })
+	kinds = append(append([]*Kind(nil), saved...), &Kind{
+		Name: "toyengine", DefaultVersion: "2.0",
+		Reset:     CacheReset{Method: "PUT", Path: "/forget", Env: map[string]string{"TOY_RESET": "1"}},
+		SaltSince: "2.1",
+	})
+	for _, tc := range []struct {
+		version string
+		salt    bool
+	}{{"2.0", false}, {"2.1", true}, {"3.0", true}, {"", false}} {
+		c := ResetFor(Config{Engine: "toyengine", Version: tc.version})
+		if c.Method != "PUT" || c.Path != "/forget" || c.Env["TOY_RESET"] != "1" || c.Salt != tc.salt {
+			t.Errorf("version %q: ResetFor = %+v, want PUT /forget TOY_RESET=1 salt %v", tc.version, c, tc.salt)
+		}
+		if !Reusable(Config{Engine: "toyengine", Version: tc.version}) {
+			t.Errorf("version %q: not reusable with a reset endpoint", tc.version)
+		}
+	}
+	ResetFor(Config{Engine: VLLM}).Env["VLLM_SERVER_DEV_MODE"] = "0"
+	if got := ResetFor(Config{Engine: VLLM}).Env["VLLM_SERVER_DEV_MODE"]; got != "1" {
+		t.Errorf("a caller's edit reached the registry: VLLM_SERVER_DEV_MODE=%q", got)
+	}
+	if c := ResetFor(Config{Engine: "unregistered"}); c.Path != "" || c.Salt || c.Env != nil {
+		t.Errorf("unregistered engine: ResetFor = %+v, want none", c)
+	}
+}

@@ -53,6 +53,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
+
+	"github.com/perflab/perflab/internal/engine"
 )
 
 // Kubelet is the stand-in for one node's kubelet.
@@ -107,10 +109,8 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if err := os.MkdirAll(k.bin, 0o755); err != nil {
 		return fmt.Errorf("fakekubelet: %w", err)
 	}
-	for _, n := range []string{"vllm", "python3", "python", "sglang", "trtllm-serve"} {
-		if err := os.Symlink(k.Binary, filepath.Join(k.bin, n)); err != nil {
-			return fmt.Errorf("fakekubelet: %w", err)
-		}
+	if err := linkPrograms(k.bin, k.Binary); err != nil {
+		return err
 	}
 	if err := k.serveLogs(); err != nil {
 		return err
@@ -128,6 +128,18 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if err := k.watch(ctx); err != nil && ctx.Err() == nil {
 			time.Sleep(200 * time.Millisecond) // a dropped watch: list and watch again
+		}
+	}
+	return nil
+}
+
+// linkPrograms links every registered engine's server program (and the
+// Python interpreters its modules start under) in dir to binary, as the
+// simulated image does: a pod's command runs whichever engine it names.
+func linkPrograms(dir, binary string) error {
+	for _, n := range engine.ServerPrograms() {
+		if err := os.Symlink(binary, filepath.Join(dir, n)); err != nil {
+			return fmt.Errorf("fakekubelet: link %s: %w", n, err)
 		}
 	}
 	return nil

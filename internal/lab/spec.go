@@ -485,11 +485,23 @@ func decodeSpecUnsafe(name string, data []byte) (*Spec, func(string) int, error)
 		errors.As(err, &se)
 		return nil, nil, &SpecError{File: name, Line: se.Line, Msg: se.Msg}
 	}
+	body, sec, err := splitRuntime(name, data)
+	if err != nil {
+		return nil, nil, err
+	}
 	var s Spec
-	if err := yaml.UnmarshalWithOptions(data, &s, yaml.Strict()); err != nil {
+	decode := func() error { return yaml.UnmarshalWithOptions(data, &s, yaml.Strict()) }
+	unknown := func() []unknownField { return specUnknownFields(data) }
+	if body != nil {
+		// runtime: {kind, settings}: the rest decodes as ever, the
+		// section read as its kind (runtimesection.go).
+		decode = func() error { return yaml.NodeToValue(body, &s, yaml.Strict()) }
+		unknown = func() []unknownField { return unknownFields(body, reflect.TypeFor[Spec]()) }
+	}
+	if err := decode(); err != nil {
 		var ue *yaml.UnknownFieldError
 		if errors.As(err, &ue) {
-			if u := specUnknownFields(data); len(u) > 0 {
+			if u := unknown(); len(u) > 0 {
 				return nil, nil, &SpecError{File: name, Line: u[0].line, Msg: unknownMessage(u)}
 			}
 		}
@@ -506,6 +518,12 @@ func decodeSpecUnsafe(name string, data []byte) (*Spec, func(string) int, error)
 	s.file = name
 	file, _ := parser.ParseBytes(data, 0)
 	line := func(path string) int { return lineOf(file, path) }
+	if sec != nil {
+		line = sec.settingsLine(line)
+		if err := sec.apply(&s, line); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := s.validate(line); err != nil {
 		return nil, nil, err
 	}

@@ -26,8 +26,9 @@ import (
 // not pretend to be vLLM.
 const EnvMarker = "PERFLAB_SIM_IMAGE"
 
-// entryNames are the engines' programs the image provides.
-var entryNames = []string{"vllm", "sglang", "python3", "python", "trtllm-serve"}
+// entryNames are the engines' programs the image provides: those of the
+// registered engines.
+var entryNames = engine.ServerPrograms()
 
 // EntryNames lists the programs the image links to perflab.
 func EntryNames() []string { return slices.Clone(entryNames) }

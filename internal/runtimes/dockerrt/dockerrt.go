@@ -34,11 +34,29 @@ type simKind struct {
 }
 
 var (
-	_ runtimes.Kind        = dockerKind{}
-	_ runtimes.Specializer = dockerKind{}
-	_ runtimes.Cleaner     = dockerKind{}
-	_ runtimes.Kind        = simKind{}
+	_ runtimes.Kind            = dockerKind{}
+	_ runtimes.Specializer     = dockerKind{}
+	_ runtimes.Cleaner         = dockerKind{}
+	_ runtimes.Kind            = simKind{}
+	_ runtimes.SettingsDecoder = dockerKind{}
 )
+
+// dockerSettings are the docker runtime's settings in a spec's
+// `runtime: {kind: docker, settings: {...}}`.
+type dockerSettings struct {
+	Images  map[string]string `yaml:"images,omitempty"`
+	Volumes []string          `yaml:"volumes,omitempty"`
+}
+
+// DecodeSettings reads the engines' images and the containers' extra
+// bind mounts.
+func (dockerKind) DecodeSettings(decode func(any) error) (runtimes.Settings, error) {
+	var d dockerSettings
+	if err := decode(&d); err != nil {
+		return runtimes.Settings{}, err
+	}
+	return runtimes.Settings{Images: d.Images, Volumes: d.Volumes}, nil
+}
 
 func (dockerKind) Name() string { return runtimes.Docker }
 func (dockerKind) Summary() string {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -36,11 +37,35 @@ type simKind struct {
 }
 
 var (
-	_ runtimes.Kind        = kubeKind{}
-	_ runtimes.Specializer = kubeKind{}
-	_ runtimes.Cleaner     = kubeKind{}
-	_ runtimes.Kind        = simKind{}
+	_ runtimes.Kind            = kubeKind{}
+	_ runtimes.Specializer     = kubeKind{}
+	_ runtimes.Cleaner         = kubeKind{}
+	_ runtimes.Kind            = simKind{}
+	_ runtimes.SettingsDecoder = kubeKind{}
 )
+
+// kubeSettings are the kubernetes runtime's settings in a spec's
+// `runtime: {kind: kubernetes, settings: {...}}`: the engines' images and
+// the cluster settings of a top-level kubernetes: block, side by side.
+type kubeSettings struct {
+	Images                map[string]string `yaml:"images,omitempty"`
+	runtimes.KubeSettings `yaml:",inline"`
+}
+
+// DecodeSettings reads the engines' images and the cluster settings; with
+// none of the latter set the spec has no kubernetes block, as a spec
+// that writes none at its top level.
+func (kubeKind) DecodeSettings(decode func(any) error) (runtimes.Settings, error) {
+	var d kubeSettings
+	if err := decode(&d); err != nil {
+		return runtimes.Settings{}, err
+	}
+	out := runtimes.Settings{Images: d.Images}
+	if !reflect.DeepEqual(d.KubeSettings, runtimes.KubeSettings{}) {
+		out.Kubernetes = &d.KubeSettings
+	}
+	return out, nil
+}
 
 func (kubeKind) Name() string { return runtimes.Kubernetes }
 func (kubeKind) Summary() string {
