@@ -3,10 +3,12 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/perflab/perflab/internal/runtimes"
 	"sort"
 	"strings"
 
+	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/runtimes"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -285,14 +287,15 @@ func topTwo(cs []Candidate) (Candidate, Candidate, bool) {
 // candidateOf turns a stored trial into a candidate with its figures and
 // its vLLM result block.
 func candidateOf(t store.Trial, defaultGPUs int) (*Candidate, error) {
-	gpus := configGPUs(t.Config, defaultGPUs)
+	gpus := trialGPUs(t.Config, defaultGPUs)
+	cfg, _ := configOf(t.Config)
 	m, v, err := decodeMetrics(t.Result, gpus)
 	if err != nil {
 		return nil, fmt.Errorf("trial %s: %w", t.Key, err)
 	}
 	c := &Candidate{
 		Key: t.Key, Name: t.Name, Stage: t.Stage, Workload: t.Workload, Command: t.Command,
-		Engine: configEngine(t.Config), GPUs: gpus, Status: t.Status, Failure: t.FailureClass,
+		Engine: cfg.Engine, GPUs: gpus, Status: t.Status, Failure: t.FailureClass,
 		Reason: t.Reason, Metrics: m, EngineMetrics: t.EngineMetrics, Runs: 1,
 	}
 	if t.Status == "ok" && len(t.Result) > 0 && m.Completed == 0 && m.Failed > 0 {
@@ -307,20 +310,23 @@ func candidateOf(t store.Trial, defaultGPUs int) (*Candidate, error) {
 			return nil, fmt.Errorf("trial %s: %w", t.Key, err)
 		}
 	}
+	if v == nil {
+		return c, nil
+	}
 	c.TTFTs = scale(v.TTFTs, 1000)
 	c.TPOTs = tpots(v)
-	if len(c.TTFTs) == 0 {
-		c.TTFTs = v.Perflab.Quantiles["ttft"]
+	if q := v.Perflab; q != nil && len(c.TTFTs) == 0 {
+		c.TTFTs = q.Quantiles[metrics.MetricTTFT]
 	}
-	if len(c.TPOTs) == 0 {
-		c.TPOTs = v.Perflab.Quantiles["tpot"]
+	if q := v.Perflab; q != nil && len(c.TPOTs) == 0 {
+		c.TPOTs = q.Quantiles[metrics.MetricTPOT]
 	}
 	return c, nil
 }
 
 // tpots derives per-request TPOT (ms) from the detailed arrays, when the
 // result kept them, the way vLLM defines TPOT.
-func tpots(v resultView) []float64 {
+func tpots(v *metrics.Result) []float64 {
 	if len(v.ITLs) == 0 || len(v.ITLs) != len(v.OutputLens) {
 		return nil
 	}
@@ -348,26 +354,23 @@ func scale(xs []float64, k float64) []float64 {
 	return out
 }
 
-func configGPUs(raw json.RawMessage, def int) int {
-	var c struct {
-		TP int `json:"tensor_parallel"`
-		DP int `json:"data_parallel"`
-	}
+// configOf reads a stored trial's config (ok is false when it has none, or
+// one that is no engine.Config).
+func configOf(raw json.RawMessage) (c engine.Config, ok bool) {
 	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
-		return def
+		return engine.Config{}, false
 	}
-	n := max(c.TP, 1) * max(c.DP, 1)
-	return n
+	return c, true
 }
 
-func configEngine(raw json.RawMessage) string {
-	var c struct {
-		Engine string `json:"engine"`
+// trialGPUs is how many GPUs a stored trial's config occupies (def when
+// its config cannot be read).
+func trialGPUs(raw json.RawMessage, def int) int {
+	c, ok := configOf(raw)
+	if !ok {
+		return def
 	}
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &c)
-	}
-	return c.Engine
+	return c.GPUs()
 }
 
 func shortModel(m string) string {
