@@ -12,82 +12,11 @@ import (
 	"github.com/perflab/perflab/internal/store"
 )
 
-// labSummary mirrors the run summary the lab stores in store.Run.Summary
-// (its JSON tags are a contract, documented in docs/lab.md). The report
-// decodes its own copy so that it never imports the lab.
-type labSummary struct {
-	Version      int             `json:"version"`
-	Name         string          `json:"name"`
-	Model        string          `json:"model"`
-	Runtime      string          `json:"runtime"`
-	Provenance   string          `json:"provenance"`
-	Objective    string          `json:"objective"`
-	Unit         string          `json:"unit"`
-	GPU          string          `json:"gpu"`
-	GPUs         int             `json:"gpus"`
-	NoiseFloor   float64         `json:"noise_floor"`
-	EngineStarts int             `json:"engine_starts"`
-	GPUHours     float64         `json:"gpu_hours"`
-	FreshStarts  bool            `json:"fresh_starts"`
-	Engines      []EngineVersion `json:"engines"`
-	Workloads    []Workload      `json:"workloads"`
-	Tuning       string          `json:"tuning_workload"`
-	Baseline     *sumCandidate   `json:"baseline"`
-	Staged       *sumCandidate   `json:"staged"`
-	Winner       *sumCandidate   `json:"winner"`
-	TuningTrials int             `json:"tuning_trials"`
-	Stopped      string          `json:"stopped"`
-	Stages       []struct {
-		Name       string         `json:"name"`
-		Knob       string         `json:"knob"`
-		Incumbent  *sumCandidate  `json:"incumbent"`
-		Candidates []sumCandidate `json:"candidates"`
-		Kept       string         `json:"kept"`
-		NoiseFloor float64        `json:"noise_floor"`
-		Skipped    string         `json:"skipped"`
-	} `json:"stages"`
-	Joint *struct {
-		Knobs      []string       `json:"knobs"`
-		Space      int            `json:"space"`
-		Tried      []sumCandidate `json:"tried"`
-		StopReason string         `json:"stop_reason"`
-		Improved   bool           `json:"improved"`
-	} `json:"joint"`
-	Generalization []struct {
-		Workload string        `json:"workload"`
-		Baseline *sumCandidate `json:"baseline"`
-		Winner   *sumCandidate `json:"winner"`
-	} `json:"generalization"`
-	Grid *struct {
-		Size      int           `json:"size"`
-		Best      *sumCandidate `json:"best"`
-		LabTrials int           `json:"lab_trials"`
-		LabShare  float64       `json:"lab_share"`
-		WinnerGap float64       `json:"winner_gap"`
-		StagedGap float64       `json:"staged_gap"`
-	} `json:"grid"`
-	Load         *sumLoad        `json:"load"`
-	LoadSearches []sumLoadSearch `json:"load_searches"`
-}
-
-type sumCandidate struct {
-	Name         string    `json:"name"`
-	Command      string    `json:"command"`
-	TrialKey     string    `json:"trial_key"`
-	GPUs         int       `json:"gpus"`
-	Score        float64   `json:"score"`
-	RepeatScores []float64 `json:"repeat_scores"`
-	Gain         float64   `json:"gain"`
-	Decision     string    `json:"decision"`
-	Reason       string    `json:"reason"`
-	FailureClass string    `json:"failure_class"`
-}
-
 // Build computes the report of a run from its stored trials and the lab's
 // summary. Every figure comes from a stored result; the summary only says
 // which trial played which part and why each decision was taken.
 func Build(run store.Run, trials []store.Trial) (*Report, error) {
-	var sum labSummary
+	var sum Summary
 	if len(run.Summary) > 0 {
 		if err := json.Unmarshal(run.Summary, &sum); err != nil {
 			return nil, fmt.Errorf("report: run %d summary: %w", run.ID, err)
@@ -133,7 +62,7 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 	}
 	// from places a summary candidate on its stored trial; a candidate
 	// with no trial (skipped before running) keeps the summary's figures.
-	from := func(sc *sumCandidate, stage string) *Candidate {
+	from := func(sc *SummaryCandidate, stage string) *Candidate {
 		if sc == nil {
 			return nil
 		}
