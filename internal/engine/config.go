@@ -68,3 +68,9 @@ type Speculative struct {
 	// NumSpeculativeTokens is how many tokens are proposed per step.
 	NumSpeculativeTokens int `json:"num_speculative_tokens" yaml:"num_speculative_tokens"`
 }
+
+// GPUs is how many GPUs the config occupies: tensor × data parallel (an
+// unset size counts as 1).
+func (c Config) GPUs() int {
+	return max(c.TensorParallel, 1) * max(c.DataParallel, 1)
+}

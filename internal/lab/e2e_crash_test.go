@@ -2,7 +2,6 @@ package lab_test
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"testing"
 
@@ -30,24 +29,20 @@ func TestE2ECrashDuringBench(t *testing.T) {
 	cfg := engine.Config{Engine: engine.VLLM, Version: "0.17.1", Model: "Qwen/Qwen3.5-9B", MaxModelLen: 32768,
 		Speculative: &engine.Speculative{Method: "mtp", NumSpeculativeTokens: 4}}
 	w := Workload{Name: "burst", Dataset: "random", InputLen: 64, OutputLen: 3000, NumPrompts: 300, Seed: 42}
-	rec, err := r.Run(context.Background(), TrialSpec{Key: "crash", Stage: "speculative", Name: "mtp", Config: cfg, Workload: w})
+	m, err := r.Run(context.Background(), TrialSpec{Key: "crash", Stage: "speculative", Name: "mtp", Config: cfg, Workload: w})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != "failed" || rec.FailureClass != string(engine.ClassCrashDuringBench) {
-		t.Fatalf("trial %s / %s (%s), want failed / crash_during_bench; result %.600s; log %.800s", rec.Status, rec.FailureClass, rec.Reason, rec.Result, rec.LogTail)
+	if m.Failure == nil || m.Failure.Class != engine.ClassCrashDuringBench {
+		t.Fatalf("failure %+v, want crash_during_bench; result %+v; log %.800s", m.Failure, m.Result, m.Trace.LogTail)
 	}
-	var res struct {
-		Completed int `json:"completed"`
-		Failed    int `json:"failed"`
+	if m.Result == nil {
+		t.Fatal("partial result not kept")
 	}
-	if err := json.Unmarshal(rec.Result, &res); err != nil {
-		t.Fatalf("partial result not kept: %v (%q)", err, rec.Result)
+	if m.Result.Completed+m.Result.Failed != 300 || m.Result.Failed == 0 {
+		t.Errorf("kept result: %d completed, %d failed; want the 300 requests accounted for, the cut ones failed", m.Result.Completed, m.Result.Failed)
 	}
-	if res.Completed+res.Failed != 300 || res.Failed == 0 {
-		t.Errorf("kept result: %d completed, %d failed; want the 300 requests accounted for, the cut ones failed", res.Completed, res.Failed)
-	}
-	if len(rec.LogTail) == 0 {
+	if len(m.Trace.LogTail) == 0 {
 		t.Error("no log tail kept")
 	}
 }

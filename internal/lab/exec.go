@@ -174,9 +174,15 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 			if ts, ok := l.Progress.(trialStarter); ok {
 				ts.TrialStarted(t)
 			}
-			rec, err := l.Runner.Run(ctx, t)
+			started := time.Now()
+			m, err := l.Runner.Run(ctx, t)
 			if err != nil {
 				errs[i] = err
+				return
+			}
+			rec, err := trialRecord(t, m, started)
+			if err != nil {
+				errs[i] = fmt.Errorf("lab: trial %s: %w", t.Key, err)
 				return
 			}
 			rec.RunID = l.run.ID

@@ -116,7 +116,7 @@ func TestLiveRunnerGPUAssignment(t *testing.T) {
 	run := func(t TrialSpec) chan out {
 		c := make(chan out, 1)
 		go func() {
-			rec, err := r.Run(ctx, t)
+			rec, err := runTrial(ctx, r, t)
 			c <- out{rec, err}
 		}()
 		return c
@@ -185,7 +185,7 @@ func TestLiveRunnerGPUAssignment(t *testing.T) {
 	}
 
 	// Wider than the node: failed at once, no server started.
-	rec, err := r.Run(ctx, gateTrial("four", 4))
+	rec, err := runTrial(ctx, r, gateTrial("four", 4))
 	if err != nil || rec.Status != "failed" || rec.FailureClass != FailInvalidConfig {
 		t.Fatalf("4-GPU trial on 2 GPUs: %s/%s %v, want failed invalid_config", rec.Status, rec.FailureClass, err)
 	}

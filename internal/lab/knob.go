@@ -452,14 +452,7 @@ func ConfigHash(cfg engine.Config) string {
 
 // GPUs is how many GPUs a config occupies.
 func GPUs(cfg engine.Config) int {
-	tp, dp := cfg.TensorParallel, cfg.DataParallel
-	if tp < 1 {
-		tp = 1
-	}
-	if dp < 1 {
-		dp = 1
-	}
-	return tp * dp
+	return cfg.GPUs()
 }
 
 // DefaultStages are the reports' stages in the reports' order, with their

@@ -202,7 +202,7 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	l.sum = &Summary{
 		Version: SummaryVersion, Name: s.Name, Model: s.Model, Runtime: s.Runtime, Provenance: s.RuntimeKind().Provenance(),
 		Objective: s.Objective.Metric, Unit: s.Objective.Unit(), GPU: s.Hardware.GPU, GPUs: s.Hardware.Count,
-		Repeats: s.Repeats, MinSuccessRate: s.MinSuccessRate, Engines: s.Engines, Tuning: s.Tuning.Name,
+		Repeats: s.Repeats, MinSuccessRate: s.MinSuccessRate, Engines: engineVersions(s.Engines), Tuning: s.Tuning.Name,
 	}
 	for _, w := range append([]Workload{*s.Tuning}, s.Generalization...) {
 		l.sum.Workloads = append(l.sum.Workloads, w.info(s.Model))
@@ -228,7 +228,7 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 		err = cause // the lease was lost: say so, not just "canceled"
 	}
 	l.sum.TuningTrials = len(l.tuning)
-	l.sum.Load, l.sum.LoadSearches = s.Objective.Load, l.loadSearches()
+	l.sum.Load, l.sum.LoadSearches = summaryLoad(s.Objective.Load, l.loadSearches())
 	l.sum.TrialsRun, l.sum.TrialsReused, l.sum.Stopped = l.ran, l.reused, l.stopped
 	l.mu.Lock()
 	for _, t := range l.done {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/perflab/perflab/internal/shareddata"
 
@@ -132,6 +133,16 @@ func TestLabStagedAnalytic(t *testing.T) {
 	}
 }
 
+// runTrial runs t on r and returns the record the lab would store of it.
+func runTrial(ctx context.Context, r Runner, t TrialSpec) (store.Trial, error) {
+	started := time.Now()
+	m, err := r.Run(ctx, t)
+	if err != nil {
+		return store.Trial{}, err
+	}
+	return trialRecord(t, m, started)
+}
+
 // countingRunner counts trials actually run and cancels after stopAfter.
 type countingRunner struct {
 	inner     Runner
@@ -141,11 +152,11 @@ type countingRunner struct {
 	keys      chan string
 }
 
-func (c *countingRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
+func (c *countingRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) {
 	n := c.n.Add(1)
 	if c.stopAfter > 0 && n > c.stopAfter {
 		c.cancel()
-		return store.Trial{}, context.Canceled
+		return Measurement{}, context.Canceled
 	}
 	return c.inner.Run(ctx, t)
 }

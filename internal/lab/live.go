@@ -13,7 +13,6 @@ import (
 	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/metrics"
-	"github.com/perflab/perflab/internal/store"
 )
 
 // LiveRunner runs trials against started servers: the sim runtime (the
@@ -74,50 +73,51 @@ var _ Runner = (*LiveRunner)(nil)
 // a clean measurement the server is kept for the next measurement of the
 // same config, unless FreshStart is set or the engine cannot reset its
 // cache.
-func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
-	rec := newRecord(t)
-	fail := func(class, reason string, h engine.Handle) (store.Trial, error) {
-		rec.Status, rec.FailureClass, rec.Reason, rec.Ended = "failed", class, joinReason(rec.Reason, reason), time.Now()
+func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) {
+	var m Measurement
+	tr := &m.Trace
+	fail := func(class engine.FailureClass, reason string, h engine.Handle) (Measurement, error) {
+		m.Failure, tr.Ended = &engine.Failure{Class: class, Reason: reason}, time.Now()
 		if h != nil {
-			rec.LogTail = logTail(h, r.logLines())
+			tr.LogTail = logTail(h, r.logLines())
 		}
-		return rec, nil
+		return m, nil
 	}
 	cmd, err := engine.Render(t.Config)
 	if err != nil {
-		return fail(FailInvalidConfig, err.Error(), nil)
+		return fail(engine.ClassInvalidConfig, err.Error(), nil)
 	}
 	// Launched with the engine's metrics endpoint on, and recorded so.
 	cmd = engine.WithMetrics(t.Config, cmd)
-	rec.Command = cmd.String()
+	tr.Command = cmd.String()
 	reqs, err := r.Requests(t.Workload)
 	if err != nil {
-		return rec, err // it names the workload
+		return m, err // it names the workload
 	}
-	rec.Cost.GPUs = GPUs(t.Config)
+	m.Cost.GPUs = GPUs(t.Config)
 	got, err := r.fleet().Serve(ctx, engine.Want{Config: t.Config, Command: cmd, Key: ConfigHash(t.Config),
 		GPUs: GPUs(t.Config), Labels: map[string]string{engine.LabelTrial: t.Key}})
-	rec.Reason, rec.Cache = joinReason(rec.Reason, got.Notes), got.Cache
+	tr.Notes, tr.Cache = joinReason(tr.Notes, got.Notes), got.Cache
 	if got.EngineStart {
-		rec.Cost.EngineStart, rec.Cost.StartupSeconds = true, got.StartupSeconds
+		m.Cost.EngineStart, m.Cost.StartupSeconds = true, got.StartupSeconds
 	}
 	if err != nil {
-		return rec, err
+		return m, err
 	}
 	if f := got.Failure; f != nil {
-		rec.Status, rec.FailureClass, rec.Reason, rec.Ended = "failed", string(f.Class), joinReason(rec.Reason, f.Reason), time.Now()
-		rec.LogTail = strings.Join(got.LogTail, "\n")
-		return rec, nil
+		m.Failure, tr.Ended = &engine.Failure{Class: f.Class, Reason: f.Reason}, time.Now()
+		tr.LogTail = strings.Join(got.LogTail, "\n")
+		return m, nil
 	}
 	srv := got.Server
 	if got.Reused {
-		rec.Reason = joinReason(rec.Reason, fmt.Sprintf("on the server already up for this config (measurement %d)", srv.Used()+1))
+		tr.Notes = joinReason(tr.Notes, fmt.Sprintf("on the server already up for this config (measurement %d)", srv.Used()+1))
 	}
 	if gpus := srv.GPUs(); gpus != nil {
-		rec.Reason = joinReason("GPUs "+joinInts(gpus), rec.Reason)
+		tr.Notes = joinReason("GPUs "+joinInts(gpus), tr.Notes)
 	}
 	if w := engine.WhereOf(srv.Handle); w != "" {
-		rec.Reason = joinReason(w, rec.Reason)
+		tr.Notes = joinReason(w, tr.Notes)
 	}
 	h := srv.Handle
 	clean := false
@@ -137,9 +137,9 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		RequestRate: sendRate, MaxConcurrency: load.maxConc, Seed: load.seed,
 		ExtraBody: srv.Salt(measurementKey(t.Key)),
 	})
-	rec.Cost.BenchSeconds = time.Since(benchStart).Seconds()
+	m.Cost.BenchSeconds = time.Since(benchStart).Seconds()
 	if ctx.Err() != nil {
-		return rec, ctx.Err()
+		return m, ctx.Err()
 	}
 	if err != nil || lostConnections(out) {
 		// A server that dropped its clients may be dying: give its exit
@@ -150,8 +150,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		case <-time.After(3 * time.Second):
 		}
 	}
-	rec.EngineMetrics = srv.Metrics(ctx)
-	var b []byte
+	tr.EngineMetrics = srv.Metrics(ctx)
 	if out != nil && len(out.Records) > 0 {
 		// Kept even when the server failed: what was measured before the
 		// crash stays in the store next to the failure.
@@ -162,27 +161,21 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) 
 		}
 		recs, dur, stretched := r.TimeScale.Stretch(out.Records, out.Duration)
 		if stretched {
-			rec.Reason = joinReason(rec.Reason, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", float64(r.TimeScale)))
+			tr.Notes = joinReason(tr.Notes, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", float64(r.TimeScale)))
 		}
 		recs, dur = t.Workload.Point.window(recs, dur, &opt)
-		res := metrics.Compute(recs, dur, opt)
-		if b, err = res.MarshalJSON(); err != nil {
-			return rec, fmt.Errorf("lab: encode result: %w", err)
-		}
+		m.Result = metrics.Compute(recs, dur, opt)
 	}
 	if f := h.Failure(); f != nil {
-		rec.Result = b
-		return fail(string(f.Class), f.Reason, h)
+		return fail(f.Class, f.Reason, h)
 	}
-	if err != nil && b == nil {
-		return fail(FailCrashDuringBench, err.Error(), h)
+	if err != nil && m.Result == nil {
+		return fail(engine.ClassCrashDuringBench, err.Error(), h)
 	}
-	rec.Result = b
-	rec.Status = "ok"
-	rec.LogTail = logTail(h, r.logLines())
-	rec.Ended = time.Now()
+	tr.LogTail = logTail(h, r.logLines())
+	tr.Ended = time.Now()
 	clean = true
-	return rec, nil
+	return m, nil
 }
 
 // fleet is the runner's servers (engine.Fleet), set up from its fields

@@ -199,19 +199,14 @@ type slowClient struct {
 	limit float64
 }
 
-func (c slowClient) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
-	rec, err := c.inner.Run(ctx, t)
-	if err != nil || t.Workload.Point == nil || t.Workload.Point.Load <= c.limit || rec.Status != "ok" {
-		return rec, err
+func (c slowClient) Run(ctx context.Context, t TrialSpec) (Measurement, error) {
+	m, err := c.inner.Run(ctx, t)
+	if err != nil || t.Workload.Point == nil || t.Workload.Point.Load <= c.limit || m.Failure != nil {
+		return m, err
 	}
-	var m map[string]any
-	if err := json.Unmarshal(rec.Result, &m); err != nil {
-		return rec, err
-	}
-	pf := m["perflab"].(map[string]any)
-	pf["achieved_rate"] = 0.9 * pf["offered_rate"].(float64)
-	rec.Result, err = json.Marshal(m)
-	return rec, err
+	pf := m.Result.Perflab
+	pf.AchievedRate = 0.9 * pf.OfferedRate
+	return m, nil
 }
 
 // TestLoadReport runs a max_load_under_slo lab into a real SQLite store

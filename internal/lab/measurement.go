@@ -5,17 +5,20 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"time"
 
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/store"
 )
 
-// Measurement is one trial's outcome as the lab, its objectives and its
-// guide read it, typed: the benchmark's result (nil when the trial failed),
-// the failure (nil when it ran) and what it cost. JSON is only the store's
-// encoding of it: measurementOf decodes a stored trial, in one place, with
-// the decoder of every result perflab writes (metrics.DecodeStored), so a
+// Measurement is one trial's outcome as a runner returns it and the lab,
+// its objectives and its guide read it, typed: the benchmark's result (nil
+// when nothing was measured; kept next to a failure when the server died
+// mid-benchmark), the failure (nil when it ran) and what it cost. JSON is
+// only the store's encoding of it: trialRecord encodes one for the store,
+// measurementOf decodes a stored trial, in one place each, with the
+// decoder of every result perflab writes (metrics.DecodeStored), so a
 // trial stored by any earlier version reads back.
 type Measurement struct {
 	Result  *metrics.Result
@@ -25,6 +28,52 @@ type Measurement struct {
 	// highest load found within the SLO (0 under other objectives, or when
 	// none meets it).
 	SustainableLoad float64
+	// Trace is how a runner took the measurement, for the trial's record
+	// (zero for a guide's prediction).
+	Trace Trace
+}
+
+// Trace is what a runner records of how it took a measurement besides the
+// figures: what the store shows next to a trial so that it can be rerun and
+// a failure read.
+type Trace struct {
+	// Command is the serving command (argv joined for display).
+	Command string
+	// Notes are the runner's remarks (the GPUs, a reused server, the
+	// noise); a failure's reason is appended to them in the record.
+	Notes string
+	// LogTail is the server's last log lines.
+	LogTail string
+	// Cache is how the server started without an earlier measurement's
+	// prefix cache (engine.Reuse*; "" when no server was reached).
+	Cache string
+	// EngineMetrics is the engine's /metrics after the benchmark.
+	EngineMetrics map[string]float64
+	// Ended is when the measurement ended (zero: when the lab got it).
+	Ended time.Time
+}
+
+// trialRecord is the store's record of m, taken for t from started: the
+// one place a runner's typed measurement becomes a store.Trial (its result
+// as JSON, its failure as a class and a reason).
+func trialRecord(t TrialSpec, m Measurement, started time.Time) (store.Trial, error) {
+	rec := newRecord(t)
+	rec.Started = started
+	tr := m.Trace
+	rec.Command, rec.Reason, rec.LogTail, rec.Cache, rec.EngineMetrics, rec.Ended = tr.Command, tr.Notes, tr.LogTail, tr.Cache, tr.EngineMetrics, tr.Ended
+	rec.Cost = m.Cost
+	if m.Result != nil {
+		b, err := encodeMeasurement(m)
+		if err != nil {
+			return rec, err
+		}
+		rec.Result = b
+	}
+	rec.Status = "ok"
+	if f := m.Failure; f != nil {
+		rec.Status, rec.FailureClass, rec.Reason = "failed", string(f.Class), joinReason(rec.Reason, f.Reason)
+	}
+	return rec, nil
 }
 
 // sustainableKey is the key the load search adds to the result it scores

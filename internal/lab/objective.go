@@ -11,6 +11,7 @@ import (
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/objective"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -54,6 +55,10 @@ var objectives = map[string]ObjectiveKind{}
 func registerObjective(k ObjectiveKind) {
 	if _, dup := objectives[k.Name()]; dup {
 		panic("lab: objective " + k.Name() + " registered twice")
+	}
+	// The report says an objective's words from its name alone.
+	if !objective.Known(k.Name()) {
+		panic("lab: objective " + k.Name() + " has no words in package objective")
 	}
 	objectives[k.Name()] = k
 }

@@ -1,11 +1,16 @@
 package lab
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/metrics"
 )
 
@@ -75,40 +80,60 @@ objective: {metric: latency}
 	}
 }
 
-// TestScaleResultTyped: noise scales the typed result's rates and times and
-// adds no key the prediction did not have (the analytic model writes no
-// perflab section).
+// fixedPredictor predicts the same result JSON for every config.
+type fixedPredictor struct{ result []byte }
+
+func (p fixedPredictor) Predict(context.Context, engine.Config, Hardware, []dataset.Request, Workload) (Prediction, error) {
+	return Prediction{Command: "vllm serve m", Result: p.result}, nil
+}
+
+// TestScaleResultTyped: sim-predict's noise scales the typed result's rates
+// and times and, once encoded for the store, adds no key the prediction did
+// not have (the analytic model writes no perflab section).
 func TestScaleResultTyped(t *testing.T) {
 	in := []byte(`{"completed": 90, "num_prompts": 100, "duration": 50, "total_input_tokens": 1000, "total_output_tokens": 500,
 		"request_throughput": 1.8, "output_throughput": 10, "total_token_throughput": 30,
 		"mean_ttft_ms": 400, "p99_ttft_ms": 900, "mean_tpot_ms": 20, "p99_tpot_ms": 60}`)
-	out, err := scaleResult(in, 2)
+	noise := Noise{Sigma: 0.2, Seed: 7}
+	noReqs := func(Workload) ([]dataset.Request, error) { return nil, nil }
+	r := &PredictRunner{Predictor: fixedPredictor{in}, Requests: noReqs, Noise: noise}
+	ts := TrialSpec{Key: "s/c/w/r0", Name: "c", Workload: Workload{Name: "w"}}
+	m, err := r.Run(context.Background(), ts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	rec, err := trialRecord(ts, m, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := noiseFactor(noise, measurementKey(ts.Key))
+	if f == 1 {
+		t.Fatal("noise factor is 1: the test would not see a scale")
 	}
 	var a, b map[string]float64
 	if err := json.Unmarshal(in, &a); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(out, &b); err != nil {
-		t.Fatalf("%v: %s", err, out)
+	if err := json.Unmarshal(rec.Result, &b); err != nil {
+		t.Fatalf("%v: %s", err, rec.Result)
 	}
 	if len(a) != len(b) {
-		t.Fatalf("keys %d -> %d: %s", len(a), len(b), out)
+		t.Fatalf("keys %d -> %d: %s", len(a), len(b), rec.Result)
 	}
 	for k, v := range a {
 		want := v
 		switch k {
 		case "request_throughput", "output_throughput", "total_token_throughput":
-			want = v * 2
+			want = v * f
 		case "duration", "mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p99_tpot_ms":
-			want = v / 2
+			want = v / f
 		}
-		if b[k] != want {
+		if math.Abs(b[k]-want) > 1e-9*math.Abs(want) {
 			t.Errorf("%s = %v, want %v", k, b[k], want)
 		}
 	}
-	if _, err := scaleResult([]byte(`[1]`), 2); err == nil {
+	r.Predictor = fixedPredictor{[]byte(`[1]`)}
+	if _, err := r.Run(context.Background(), ts); err == nil {
 		t.Fatal("a result that is no object scaled without error")
 	}
 }

@@ -44,7 +44,7 @@ type gateRunner struct {
 	once    sync.Once
 }
 
-func (g *gateRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
+func (g *gateRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) {
 	g.once.Do(func() {
 		close(g.started)
 		select {
@@ -152,7 +152,7 @@ type flakyRunner struct {
 	seen  map[string]int
 }
 
-func (f *flakyRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
+func (f *flakyRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) {
 	f.mu.Lock()
 	if f.seen == nil {
 		f.seen = map[string]int{}
@@ -161,9 +161,8 @@ func (f *flakyRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error)
 	n := f.seen[t.Key]
 	f.mu.Unlock()
 	if f.match(t) && n <= f.times {
-		return store.Trial{Key: t.Key, Stage: t.Stage, Name: t.Name, Workload: t.Workload.Name, Repeat: t.Repeat,
-			Status: "failed", FailureClass: f.class, Reason: "engine exited (killed by SIGKILL)",
-			Started: time.Now(), Ended: time.Now()}, nil
+		return Measurement{Failure: &engine.Failure{Class: engine.FailureClass(f.class), Reason: "engine exited (killed by SIGKILL)"},
+			Trace: Trace{Ended: time.Now()}}, nil
 	}
 	return f.inner.Run(ctx, t)
 }
@@ -242,8 +241,8 @@ func TestResumeRetriesTransientFailures(t *testing.T) {
 // failingRunner fails the lab itself (not a trial) on its first call.
 type failingRunner struct{}
 
-func (failingRunner) Run(context.Context, TrialSpec) (store.Trial, error) {
-	return store.Trial{}, errors.New("dataset: decode sharegpt.json: unexpected end of JSON input")
+func (failingRunner) Run(context.Context, TrialSpec) (Measurement, error) {
+	return Measurement{}, errors.New("dataset: decode sharegpt.json: unexpected end of JSON input")
 }
 
 // TestFailedStartStoresNoRun (defect 14 of issue 11): a lab that stops

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/perflab/perflab/internal/store"
 )
 
 func TestPerformanceModeValues(t *testing.T) {
@@ -44,7 +42,7 @@ type recordingRunner struct {
 	modes []string
 }
 
-func (r *recordingRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
+func (r *recordingRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) {
 	r.mu.Lock()
 	r.modes = append(r.modes, t.Config.Engine+":"+t.Config.PerformanceMode)
 	r.mu.Unlock()

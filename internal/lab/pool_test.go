@@ -198,7 +198,7 @@ func TestServerReuse(t *testing.T) {
 			rt.blindReset = tc.blindReset
 			r := &LiveRunner{Runtime: rt, Requests: twoRequests, GPUs: engine.NewAllocator([]int{0}), FreshStart: tc.fresh}
 			for i, tr := range tc.seq {
-				rec, err := r.Run(context.Background(), tr)
+				rec, err := runTrial(context.Background(), r, tr)
 				if err != nil || rec.Status != "ok" {
 					t.Fatalf("trial %d: %v %+v", i, err, rec)
 				}
@@ -327,7 +327,7 @@ func TestGPUBusyStartsAgain(t *testing.T) {
 			rt := &busyRuntime{countingRuntime: newCountingRuntime(t), busy: tc.busy}
 			r := &LiveRunner{Runtime: rt, Requests: twoRequests, GPUs: engine.NewAllocator([]int{0}), GPUBusyWait: time.Millisecond}
 			defer r.Close()
-			rec, err := r.Run(context.Background(), poolTrial("vllm", "a", 0))
+			rec, err := runTrial(context.Background(), r, poolTrial("vllm", "a", 0))
 			if err != nil {
 				t.Fatal(err)
 			}

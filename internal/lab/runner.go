@@ -60,10 +60,10 @@ func measurementKey(key string) string {
 }
 
 // Runner runs trials. Run never returns an error for a failed trial: a
-// crash, an OOM or a hung engine is a failure class on the returned record.
+// crash, an OOM or a hung engine is the returned measurement's Failure.
 // It returns an error only when the lab itself must stop (ctx canceled).
 type Runner interface {
-	Run(ctx context.Context, t TrialSpec) (store.Trial, error)
+	Run(ctx context.Context, t TrialSpec) (Measurement, error)
 }
 
 // Guide predicts a config's result on a workload cheaply, without a trial:
@@ -157,39 +157,36 @@ var _ Runner = (*PredictRunner)(nil)
 var _ Guide = (*PredictRunner)(nil)
 
 // Run predicts one trial.
-func (r *PredictRunner) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
-	rec := newRecord(t)
+func (r *PredictRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) {
 	if err := ctx.Err(); err != nil {
-		return rec, err
+		return Measurement{}, err
 	}
 	reqs, err := r.Requests(t.Workload)
 	if err != nil {
-		return rec, err // it names the workload
+		return Measurement{}, err // it names the workload
 	}
 	p, err := r.Predictor.Predict(ctx, t.Config, r.Hardware, reqs, t.Workload)
 	if err != nil {
 		if ctx.Err() != nil {
-			return rec, ctx.Err()
+			return Measurement{}, ctx.Err()
 		}
-		return rec, fmt.Errorf("lab: predict %s: %w", t.Name, err)
+		return Measurement{}, fmt.Errorf("lab: predict %s: %w", t.Name, err)
 	}
-	rec.Command = p.Command
-	rec.Ended = time.Now()
+	trace := Trace{Command: p.Command, Ended: time.Now()}
 	if p.FailureClass != "" {
-		rec.Status, rec.FailureClass, rec.Reason = "failed", p.FailureClass, p.Reason
-		return rec, nil
+		return Measurement{Failure: &engine.Failure{Class: engine.FailureClass(p.FailureClass), Reason: p.Reason}, Trace: trace}, nil
 	}
-	res := []byte(p.Result)
+	m, err := decodeMeasurement(p.Result)
+	if err != nil {
+		return Measurement{}, fmt.Errorf("lab: predict %s: %w", t.Name, err)
+	}
 	if r.Noise.Sigma > 0 {
 		f := noiseFactor(r.Noise, measurementKey(t.Key))
-		if res, err = scaleResult(res, f); err != nil {
-			return rec, err
-		}
-		rec.Reason = fmt.Sprintf("sim-predict with seeded noise x%.4f (sigma %.3g)", f, r.Noise.Sigma)
+		m.Result.ScaleSpeed(f)
+		trace.Notes = fmt.Sprintf("sim-predict with seeded noise x%.4f (sigma %.3g)", f, r.Noise.Sigma)
 	}
-	rec.Result = res
-	rec.Status = "ok"
-	return rec, nil
+	m.Trace = trace
+	return m, nil
 }
 
 // Guess predicts without noise on the first prompts requests.

@@ -19,6 +19,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/objective"
 	"github.com/perflab/perflab/internal/runtimes"
 
 	"github.com/perflab/perflab/internal/safeyaml"
@@ -64,14 +65,14 @@ func (s *Spec) EngineVersions() map[string]string {
 	return out
 }
 
-// Objective metric names.
+// Objective metric names (package objective holds them, with their words).
 const (
-	ObjectiveTotalThroughput  = "total_throughput"
-	ObjectiveThroughputPerGPU = "throughput_per_gpu"
-	ObjectiveGoodput          = "goodput"
+	ObjectiveTotalThroughput  = objective.TotalThroughput
+	ObjectiveThroughputPerGPU = objective.ThroughputPerGPU
+	ObjectiveGoodput          = objective.Goodput
 	// ObjectiveMaxLoadUnderSLO scores a config by the highest load it
 	// sustains within objective.load's SLO (loadobjective.go).
-	ObjectiveMaxLoadUnderSLO = "max_load_under_slo"
+	ObjectiveMaxLoadUnderSLO = objective.MaxLoadUnderSLO
 )
 
 // Spec is one lab: what to tune, where, against which workloads, with which

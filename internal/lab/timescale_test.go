@@ -60,7 +60,7 @@ func TestTimeScaleStretchesRecords(t *testing.T) {
 	tr := TrialSpec{Key: "t/x/w/r0", Name: "x", Workload: Workload{Name: "w", RequestRate: rate},
 		Config: engine.Config{Engine: "vllm", Version: "0.11.0", Model: "m"}}
 	start := time.Now()
-	rec, err := r.Run(context.Background(), tr)
+	rec, err := runTrial(context.Background(), r, tr)
 	if err != nil || rec.Status != "ok" {
 		t.Fatalf("run: %v, %+v", err, rec)
 	}

@@ -1,9 +1,11 @@
 package lab
 
+import "github.com/perflab/perflab/internal/report"
+
 // Why is the kind of reason behind a candidate's decision. Decisions and
 // the report test it; Candidate.Reason is the same reason as a sentence
 // for people, and nothing branches on its text.
-type Why string
+type Why = report.Why
 
 // The kinds of reasons.
 const (

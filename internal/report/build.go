@@ -3,89 +3,20 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/perflab/perflab/internal/runtimes"
 	"sort"
 	"strings"
 
+	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/runtimes"
 	"github.com/perflab/perflab/internal/store"
 )
-
-// labSummary mirrors the run summary the lab stores in store.Run.Summary
-// (its JSON tags are a contract, documented in docs/lab.md). The report
-// decodes its own copy so that it never imports the lab.
-type labSummary struct {
-	Version      int             `json:"version"`
-	Name         string          `json:"name"`
-	Model        string          `json:"model"`
-	Runtime      string          `json:"runtime"`
-	Provenance   string          `json:"provenance"`
-	Objective    string          `json:"objective"`
-	Unit         string          `json:"unit"`
-	GPU          string          `json:"gpu"`
-	GPUs         int             `json:"gpus"`
-	NoiseFloor   float64         `json:"noise_floor"`
-	EngineStarts int             `json:"engine_starts"`
-	GPUHours     float64         `json:"gpu_hours"`
-	FreshStarts  bool            `json:"fresh_starts"`
-	Engines      []EngineVersion `json:"engines"`
-	Workloads    []Workload      `json:"workloads"`
-	Tuning       string          `json:"tuning_workload"`
-	Baseline     *sumCandidate   `json:"baseline"`
-	Staged       *sumCandidate   `json:"staged"`
-	Winner       *sumCandidate   `json:"winner"`
-	TuningTrials int             `json:"tuning_trials"`
-	Stopped      string          `json:"stopped"`
-	Stages       []struct {
-		Name       string         `json:"name"`
-		Knob       string         `json:"knob"`
-		Incumbent  *sumCandidate  `json:"incumbent"`
-		Candidates []sumCandidate `json:"candidates"`
-		Kept       string         `json:"kept"`
-		NoiseFloor float64        `json:"noise_floor"`
-		Skipped    string         `json:"skipped"`
-	} `json:"stages"`
-	Joint *struct {
-		Knobs      []string       `json:"knobs"`
-		Space      int            `json:"space"`
-		Tried      []sumCandidate `json:"tried"`
-		StopReason string         `json:"stop_reason"`
-		Improved   bool           `json:"improved"`
-	} `json:"joint"`
-	Generalization []struct {
-		Workload string        `json:"workload"`
-		Baseline *sumCandidate `json:"baseline"`
-		Winner   *sumCandidate `json:"winner"`
-	} `json:"generalization"`
-	Grid *struct {
-		Size      int           `json:"size"`
-		Best      *sumCandidate `json:"best"`
-		LabTrials int           `json:"lab_trials"`
-		LabShare  float64       `json:"lab_share"`
-		WinnerGap float64       `json:"winner_gap"`
-		StagedGap float64       `json:"staged_gap"`
-	} `json:"grid"`
-	Load         *sumLoad        `json:"load"`
-	LoadSearches []sumLoadSearch `json:"load_searches"`
-}
-
-type sumCandidate struct {
-	Name         string    `json:"name"`
-	Command      string    `json:"command"`
-	TrialKey     string    `json:"trial_key"`
-	GPUs         int       `json:"gpus"`
-	Score        float64   `json:"score"`
-	RepeatScores []float64 `json:"repeat_scores"`
-	Gain         float64   `json:"gain"`
-	Decision     string    `json:"decision"`
-	Reason       string    `json:"reason"`
-	FailureClass string    `json:"failure_class"`
-}
 
 // Build computes the report of a run from its stored trials and the lab's
 // summary. Every figure comes from a stored result; the summary only says
 // which trial played which part and why each decision was taken.
 func Build(run store.Run, trials []store.Trial) (*Report, error) {
-	var sum labSummary
+	var sum Summary
 	if len(run.Summary) > 0 {
 		if err := json.Unmarshal(run.Summary, &sum); err != nil {
 			return nil, fmt.Errorf("report: run %d summary: %w", run.ID, err)
@@ -131,7 +62,7 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 	}
 	// from places a summary candidate on its stored trial; a candidate
 	// with no trial (skipped before running) keeps the summary's figures.
-	from := func(sc *sumCandidate, stage string) *Candidate {
+	from := func(sc *SummaryCandidate, stage string) *Candidate {
 		if sc == nil {
 			return nil
 		}
@@ -285,14 +216,15 @@ func topTwo(cs []Candidate) (Candidate, Candidate, bool) {
 // candidateOf turns a stored trial into a candidate with its figures and
 // its vLLM result block.
 func candidateOf(t store.Trial, defaultGPUs int) (*Candidate, error) {
-	gpus := configGPUs(t.Config, defaultGPUs)
+	gpus := trialGPUs(t.Config, defaultGPUs)
+	cfg, _ := configOf(t.Config)
 	m, v, err := decodeMetrics(t.Result, gpus)
 	if err != nil {
 		return nil, fmt.Errorf("trial %s: %w", t.Key, err)
 	}
 	c := &Candidate{
 		Key: t.Key, Name: t.Name, Stage: t.Stage, Workload: t.Workload, Command: t.Command,
-		Engine: configEngine(t.Config), GPUs: gpus, Status: t.Status, Failure: t.FailureClass,
+		Engine: cfg.Engine, GPUs: gpus, Status: t.Status, Failure: t.FailureClass,
 		Reason: t.Reason, Metrics: m, EngineMetrics: t.EngineMetrics, Runs: 1,
 	}
 	if t.Status == "ok" && len(t.Result) > 0 && m.Completed == 0 && m.Failed > 0 {
@@ -307,20 +239,23 @@ func candidateOf(t store.Trial, defaultGPUs int) (*Candidate, error) {
 			return nil, fmt.Errorf("trial %s: %w", t.Key, err)
 		}
 	}
+	if v == nil {
+		return c, nil
+	}
 	c.TTFTs = scale(v.TTFTs, 1000)
 	c.TPOTs = tpots(v)
-	if len(c.TTFTs) == 0 {
-		c.TTFTs = v.Perflab.Quantiles["ttft"]
+	if q := v.Perflab; q != nil && len(c.TTFTs) == 0 {
+		c.TTFTs = q.Quantiles[metrics.MetricTTFT]
 	}
-	if len(c.TPOTs) == 0 {
-		c.TPOTs = v.Perflab.Quantiles["tpot"]
+	if q := v.Perflab; q != nil && len(c.TPOTs) == 0 {
+		c.TPOTs = q.Quantiles[metrics.MetricTPOT]
 	}
 	return c, nil
 }
 
 // tpots derives per-request TPOT (ms) from the detailed arrays, when the
 // result kept them, the way vLLM defines TPOT.
-func tpots(v resultView) []float64 {
+func tpots(v *metrics.Result) []float64 {
 	if len(v.ITLs) == 0 || len(v.ITLs) != len(v.OutputLens) {
 		return nil
 	}
@@ -348,26 +283,23 @@ func scale(xs []float64, k float64) []float64 {
 	return out
 }
 
-func configGPUs(raw json.RawMessage, def int) int {
-	var c struct {
-		TP int `json:"tensor_parallel"`
-		DP int `json:"data_parallel"`
-	}
+// configOf reads a stored trial's config (ok is false when it has none, or
+// one that is no engine.Config).
+func configOf(raw json.RawMessage) (c engine.Config, ok bool) {
 	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
-		return def
+		return engine.Config{}, false
 	}
-	n := max(c.TP, 1) * max(c.DP, 1)
-	return n
+	return c, true
 }
 
-func configEngine(raw json.RawMessage) string {
-	var c struct {
-		Engine string `json:"engine"`
+// trialGPUs is how many GPUs a stored trial's config occupies (def when
+// its config cannot be read).
+func trialGPUs(raw json.RawMessage, def int) int {
+	c, ok := configOf(raw)
+	if !ok {
+		return def
 	}
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &c)
-	}
-	return c.Engine
+	return c.GPUs()
 }
 
 func shortModel(m string) string {

@@ -58,23 +58,9 @@ func (c LoadCurve) At() (loadsearch.Point, bool) {
 	return loadsearch.Point{}, false
 }
 
-// sumLoad mirrors the lab summary's load objective.
-type sumLoad struct {
-	SLO       string  `json:"slo"`
-	Axis      string  `json:"axis"`
-	Tolerance float64 `json:"tolerance"`
-}
-
-// sumLoadSearch mirrors one search of the lab summary.
-type sumLoadSearch struct {
-	Key    string             `json:"key"`
-	Name   string             `json:"name"`
-	Result *loadsearch.Result `json:"result"`
-}
-
 // loadReport picks the searches of the baseline, the winner and each kept
 // config (the search whose points hold the candidate's trial).
-func loadReport(sum *labSummary) *LoadReport {
+func loadReport(sum *Summary) *LoadReport {
 	if sum.Load == nil || len(sum.LoadSearches) == 0 {
 		return nil
 	}
@@ -97,7 +83,7 @@ func loadReport(sum *labSummary) *LoadReport {
 	}
 	lr.PointsPerSearch = float64(pts) / float64(len(sum.LoadSearches))
 	at := map[int]int{} // search → curve
-	add := func(c *sumCandidate, role string) {
+	add := func(c *SummaryCandidate, role string) {
 		if c == nil {
 			return
 		}

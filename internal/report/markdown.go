@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/objective"
 )
 
 // WriteMarkdown writes the report in the reference reports' structure:
@@ -26,7 +27,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 	}
 	if r.Recommended != nil {
-		p("Recommended configuration for optimizing %s of %s on %s:\n\n", objectiveNoun(r.Objective), r.Model, gpuPhrase(r))
+		p("Recommended configuration for optimizing %s of %s on %s:\n\n", objective.WordsOf(r.Objective).Noun, r.Model, gpuPhrase(r))
 		p("```bash\n%s\n```\n\n", r.Recommended.Command)
 	} else if anyOK(r) {
 		// Imported results, or a lab that stopped before deciding: results
@@ -58,7 +59,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		p("Runtime `%s`: these figures are %s.\n\n", r.Runtime, r.Provenance)
 	}
 
-	p("## Optimization Objective\n\n%s\n\n", objectiveSentence(r.Objective))
+	p("## Optimization Objective\n\n%s\n\n", objective.WordsOf(r.Objective).Sentence)
 
 	p("## Experimental Setup\n\n### Model\n\n%s\n\n### Hardware\n\n%s\n\n", nonEmpty(r.Model, notRecorded), hardwareLine(r))
 	p("### Engine Version\n\n")
@@ -349,30 +350,6 @@ func engineMetricsRows(r *Report) []string {
 	}
 	sort.Strings(rows)
 	return rows
-}
-
-func objectiveNoun(obj string) string {
-	switch obj {
-	case "goodput":
-		return "goodput"
-	case "throughput_per_gpu":
-		return "throughput per GPU"
-	case "max_load_under_slo":
-		return "the load sustained within the SLO"
-	}
-	return "throughput"
-}
-
-func objectiveSentence(obj string) string {
-	switch {
-	case strings.HasPrefix(obj, "goodput"):
-		return "Achieve the highest goodput (requests per second that meet every SLO) under high-concurrency request scenarios: " + obj + "."
-	case obj == "throughput_per_gpu":
-		return "Achieve high throughput per GPU under high-concurrency request scenarios."
-	case obj == "max_load_under_slo":
-		return "Sustain the highest load (request rate or concurrent requests) that still meets the latency SLO: each configuration is scored by its sustainable load (see Load within the SLO)."
-	}
-	return "Achieve high throughput under high-concurrency request scenarios."
 }
 
 // notRecorded stands in for setup facts the results do not carry

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -197,45 +198,24 @@ type Chart struct {
 	SVG   string `json:"svg"`
 }
 
-// resultView is the part of a stored result (vLLM --save-result keys plus
-// perflab's section) the report reads. Decoding the JSON keys rather than a
-// Go type keeps imported vLLM files and perflab's own results on one path.
-type resultView struct {
-	NumPrompts           int         `json:"num_prompts"`
-	Duration             float64     `json:"duration"`
-	Completed            int         `json:"completed"`
-	Failed               int         `json:"failed"`
-	TotalInputTokens     int         `json:"total_input_tokens"`
-	TotalOutputTokens    int         `json:"total_output_tokens"`
-	RequestThroughput    float64     `json:"request_throughput"`
-	OutputThroughput     float64     `json:"output_throughput"`
-	TotalTokenThroughput float64     `json:"total_token_throughput"`
-	MeanTTFTMs           float64     `json:"mean_ttft_ms"`
-	MeanTPOTMs           float64     `json:"mean_tpot_ms"`
-	P99TTFTMs            float64     `json:"p99_ttft_ms"`
-	P99TPOTMs            float64     `json:"p99_tpot_ms"`
-	MeanITLMs            float64     `json:"mean_itl_ms"`
-	TTFTs                []float64   `json:"ttfts"`
-	OutputLens           []int       `json:"output_lens"`
-	ITLs                 [][]float64 `json:"itls"`
-	Perflab              struct {
-		Quantiles map[string][]float64 `json:"quantiles_ms"`
-	} `json:"perflab"`
-}
-
-func decodeMetrics(raw json.RawMessage, gpus int) (Metrics, resultView, error) {
-	var v resultView
+// decodeMetrics reads a stored result into the report's figures, through
+// the store's decoder (store.DecodeResult: the one decoder of every result
+// perflab writes, which reads vLLM's --save-result files too, so imported
+// results and perflab's own stay on one path). r is nil when raw is empty.
+func decodeMetrics(raw json.RawMessage, gpus int) (m Metrics, r *metrics.Result, err error) {
 	if len(raw) == 0 {
-		return Metrics{}, v, nil
+		return Metrics{}, nil, nil
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return Metrics{}, v, fmt.Errorf("report: decode result: %w", err)
+	if r, err = store.DecodeResult(raw); err != nil {
+		return Metrics{}, nil, fmt.Errorf("report: decode result: %w", err)
 	}
-	m := Metrics{
-		TotalTPS: v.TotalTokenThroughput, OutputTPS: v.OutputThroughput, RequestTPS: v.RequestThroughput,
-		MeanTTFTMs: v.MeanTTFTMs, MeanTPOTMs: v.MeanTPOTMs, P99TPOTMs: v.P99TPOTMs, P99TTFTMs: v.P99TTFTMs,
-		MeanITLMs: v.MeanITLMs, Completed: v.Completed, Failed: v.Failed, NumPrompts: v.NumPrompts,
-		DurationS: v.Duration,
+	// A percentile the result lacks reads 0, as an absent key always did.
+	p99 := func(metric string) float64 { v, _ := r.Percentile(metric, 99); return v }
+	m = Metrics{
+		TotalTPS: r.TotalTokenThroughput, OutputTPS: r.OutputThroughput, RequestTPS: r.RequestThroughput,
+		MeanTTFTMs: r.MeanTTFTMs, MeanTPOTMs: r.MeanTPOTMs, P99TPOTMs: p99(metrics.MetricTPOT), P99TTFTMs: p99(metrics.MetricTTFT),
+		MeanITLMs: r.MeanITLMs, Completed: r.Completed, Failed: r.Failed, NumPrompts: r.NumPrompts,
+		DurationS: r.Duration,
 	}
 	if m.NumPrompts == 0 {
 		m.NumPrompts = m.Completed + m.Failed
@@ -250,7 +230,7 @@ func decodeMetrics(raw json.RawMessage, gpus int) (Metrics, resultView, error) {
 	if m.MeanTPOTMs > 0 {
 		m.TokensPerUser = 1000 / m.MeanTPOTMs
 	}
-	return m, v, nil
+	return m, r, nil
 }
 
 // pct formats a relative change as the reports do: "+58.1%".
@@ -411,7 +391,7 @@ func (ix trialIndex) averageRepeats(c *Candidate, gpus int) error {
 		if t.Status != "ok" || len(t.Result) == 0 {
 			continue
 		}
-		m, _, err := decodeMetrics(t.Result, configGPUs(t.Config, gpus))
+		m, _, err := decodeMetrics(t.Result, trialGPUs(t.Config, gpus))
 		if err != nil {
 			return fmt.Errorf("trial %s: %w", t.Key, err)
 		}
