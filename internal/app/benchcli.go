@@ -128,7 +128,7 @@ func (r *ResultFiles) Name(model string, ld LoadShape, dt string) string {
 	if ld.RampUp != "" {
 		name = fmt.Sprintf("%s-ramp-up-%s-%dqps-%dqps%s-%s-%s.json", label, ld.RampUp, ld.RampStart, ld.RampEnd, conc, base, dt)
 	} else {
-		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, pyFloat(ld.Rate), conc, base, dt)
+		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, bench.PyFloat(ld.Rate), conc, base, dt)
 	}
 	if r.Filename != "" {
 		name = r.Filename
@@ -215,18 +215,6 @@ func parseKV(items []string, what string) (map[string]string, error) {
 		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
 	return out, nil
-}
-
-// pyFloat formats like Python's str(float): "inf", "10.0", "0.5".
-func pyFloat(x float64) string {
-	if math.IsInf(x, 1) {
-		return "inf"
-	}
-	s := strconv.FormatFloat(x, 'g', -1, 64)
-	if !strings.ContainsAny(s, ".eEn") {
-		s += ".0"
-	}
-	return s
 }
 
 // RunBench is perflab bench: vllm bench serve's checks and defaults on f,

@@ -140,7 +140,4 @@ func TestResultFilesName(t *testing.T) {
 	if got := r.Name("m", ld, "d"); got != filepath.Join("out", "x-ramp-up-linear-1qps-20qps-concurrency4-m-d.json") {
 		t.Errorf("got %q", got)
 	}
-	if pyFloat(1e300) == "" || pyFloat(0.5) != "0.5" || pyFloat(3) != "3.0" {
-		t.Errorf("pyFloat: %q %q", pyFloat(0.5), pyFloat(3))
-	}
 }

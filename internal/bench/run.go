@@ -140,13 +140,13 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		logf("Traffic ramp-up strategy: %s.", cfg.RampUpStrategy)
 		logf("Will increase RPS from %d to %d RPS over the duration of the benchmark.", int(cfg.RampUpStartRPS), int(cfg.RampUpEndRPS))
 	} else {
-		logf("Traffic request rate: %s", pyFloat(cfg.RequestRate))
+		logf("Traffic request rate: %s", PyFloat(cfg.RequestRate))
 	}
 	dist := "Gamma distribution"
 	if cfg.Burstiness == 1 {
 		dist = "Poisson process"
 	}
-	logf("Burstiness factor: %s (%s)", pyFloat(cfg.Burstiness), dist)
+	logf("Burstiness factor: %s (%s)", PyFloat(cfg.Burstiness), dist)
 	if cfg.MaxConcurrency > 0 {
 		logf("Maximum request concurrency: %d", cfg.MaxConcurrency)
 	} else {
@@ -517,8 +517,9 @@ func (cl *client) prepare(ctx context.Context, logf func(string, ...any)) error 
 	return ctx.Err()
 }
 
-// pyFloat formats like Python's str(float): "inf", "10.0", "0.5".
-func pyFloat(x float64) string {
+// PyFloat formats like Python's str(float): "inf", "10.0", "0.5", as vLLM
+// prints a rate and names its result files.
+func PyFloat(x float64) string {
 	if math.IsInf(x, 1) {
 		return "inf"
 	}

@@ -202,20 +202,36 @@ func (cc *CacheCheck) read(ctx context.Context, base string) (queries, hits floa
 
 // probeCompletion sends the probe prompt for one token.
 func probeCompletion(ctx context.Context, base, model string) error {
-	body, _ := json.Marshal(map[string]any{"model": model, "prompt": probePrompt, "max_tokens": 1, "temperature": 0})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
+	status, msg, err := postJSON(ctx, base+"/v1/completions",
+		map[string]any{"model": model, "prompt": probePrompt, "max_tokens": 1, "temperature": 0}, 512)
 	if err != nil {
 		return err
+	}
+	if status/100 != 2 {
+		return fmt.Errorf("POST /v1/completions: %d %s: %s", status, http.StatusText(status), strings.TrimSpace(string(msg)))
+	}
+	return nil
+}
+
+// postJSON posts body as JSON to url and returns the answer's status and up
+// to limit bytes of its body (the rest is drained so the connection can be
+// reused). err is set only when no answer came.
+func postJSON(ctx context.Context, url string, body any, limit int64) (int, []byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("engine: encode %s: %w", url, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST /v1/completions: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
-	return nil
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	return resp.StatusCode, msg, nil
 }

@@ -8,13 +8,10 @@ package engine
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -106,24 +103,13 @@ func (s *Server) Open(ctx context.Context) string {
 }
 
 func (s *Server) probeSalt(ctx context.Context) bool {
-	body, _ := json.Marshal(map[string]any{
-		"model": s.Config.ServedName(), "max_tokens": 1, "cache_salt": "perflab-probe",
-		"messages": []map[string]string{{"role": "user", "content": "Hi"}},
-	})
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(s.Handle.BaseURL(), "/")+"/v1/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return false
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	return resp.StatusCode/100 == 2
+	status, _, err := postJSON(ctx, strings.TrimRight(s.Handle.BaseURL(), "/")+"/v1/chat/completions", map[string]any{
+		"model": s.Config.ServedName(), "max_tokens": 1, "cache_salt": "perflab-probe",
+		"messages": []map[string]string{{"role": "user", "content": "Hi"}},
+	}, 0)
+	return err == nil && status/100 == 2
 }
 
 // Salted says whether the server's measurements carry a cache_salt.
