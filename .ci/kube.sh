@@ -258,23 +258,43 @@ EOF
   # creates; the scheduler does not place a pod whose claim is unbound.
   # As the admin, so no per-controller service accounts (that would need
   # the serviceaccount-token controller); one instance, no leader election.
-  "$bin/kube-controller-manager" \
-    --kubeconfig "$dir/kubeconfig" \
-    --authentication-kubeconfig "$dir/kubeconfig" \
-    --authorization-kubeconfig "$dir/kubeconfig" \
-    --controllers job-controller,persistentvolume-binder-controller \
-    --use-service-account-credentials=false \
-    --leader-elect=false \
-    --bind-address 127.0.0.1 --secure-port "$cm_port" \
-    --cert-dir "$dir/controller-manager-certs" \
-    >"$dir/kube-controller-manager.log" 2>&1 &
-  local cm_pid=$!
-  KUBE_PIDS+=("$cm_pid"); echo "$cm_pid" >>"$dir/pids"
-  if ! _kube_wait kube-controller-manager "$cm_pid" "$dir/kube-controller-manager.log" \
-    curl -fsSk "https://127.0.0.1:$cm_port/healthz"; then
+  # The port is free when picked, but an outgoing connection (the
+  # components' own, to the apiserver) can take it from the ephemeral
+  # range before the bind: then again on another port, up to three times.
+  local cm_pid try
+  for try in 1 2 3; do
+    "$bin/kube-controller-manager" \
+      --kubeconfig "$dir/kubeconfig" \
+      --authentication-kubeconfig "$dir/kubeconfig" \
+      --authorization-kubeconfig "$dir/kubeconfig" \
+      --controllers job-controller,persistentvolume-binder-controller \
+      --use-service-account-credentials=false \
+      --leader-elect=false \
+      --bind-address 127.0.0.1 --secure-port "$cm_port" \
+      --cert-dir "$dir/controller-manager-certs" \
+      >"$dir/kube-controller-manager.log" 2>&1 &
+    cm_pid=$!
+    KUBE_PIDS+=("$cm_pid"); echo "$cm_pid" >>"$dir/pids"
+    if _kube_wait kube-controller-manager "$cm_pid" "$dir/kube-controller-manager.log" \
+      curl -fsSk "https://127.0.0.1:$cm_port/healthz" 2>"$dir/kube-controller-manager.wait"; then
+      break
+    fi
+    if [ "$try" -lt 3 ] && ! kill -0 "$cm_pid" 2>/dev/null &&
+      grep -q "address already in use" "$dir/kube-controller-manager.log"; then
+      # Forgotten, so that nothing kills its pid once reused.
+      wait "$cm_pid" 2>/dev/null || true
+      unset 'KUBE_PIDS[-1]'
+      sed -i "/^$cm_pid\$/d" "$dir/pids"
+      cm_port=$(_kube_free_port "$etcd_port" "$peer_port" "$api_port" "$sched_port" "$cm_port") || {
+        stop_kube
+        return 1
+      }
+      continue
+    fi
+    cat "$dir/kube-controller-manager.wait" >&2
     stop_kube
     return 1
-  fi
+  done
 
   export KUBECONFIG="$dir/kubeconfig"
   export PERFLAB_TEST_KUBE=1
