@@ -42,7 +42,8 @@ import (
 const perflabImage = "perflab:e2e"
 
 // kubeJobSpec is the small lab the test puts in the spec ConfigMap in place
-// of the example's: one simulated vLLM config, a few prompts.
+// of the example's: one simulated vLLM config, a few prompts, one short
+// generalization case (the default suite would run eight more trials).
 const kubeJobSpec = `
 name: kube-job-e2e
 model: Qwen/Qwen3-14B
@@ -60,6 +61,8 @@ kubernetes:
   node_selector: {kubernetes.io/hostname: NODE}
 time_scale: 20
 tuning: {name: rnd, dataset: random, input_len: 128, output_len: 8, num_prompts: 12, seed: 42}
+generalization:
+  - {name: short, dataset: random, input_len: 64, output_len: 4, num_prompts: 6, seed: 42}
 stages:
   - name: max_num_seqs
     values: ["32"]
