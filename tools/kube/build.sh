@@ -4,9 +4,10 @@
 #   ${PERFLAB_KUBE_CACHE:-$HOME/.cache/perflab-kube}/<k8s>-<etcd>/bin
 # skipping any binary already there, and prints that directory (only that,
 # on stdout; progress goes to stderr). The first build takes a while
-# (about 20 minutes for the three on 2 cores, kube-scheduler the longest,
-# kube-apiserver reusing most of its packages); later
-# ones are instant.
+# (about 20 minutes for the first three on 2 cores, kube-scheduler the
+# longest, kube-apiserver reusing most of its packages; kube-controller-
+# manager added about 6 more, 100 s of CPU, with those packages cached);
+# later ones are instant.
 set -euo pipefail
 cd "$(dirname "$0")"
 
