@@ -1,16 +1,21 @@
 # Sourced by .ci/run: a real Kubernetes control plane for the tests, with
-# no kubelet and no controller-manager: etcd, kube-apiserver (RBAC on,
-# token auth) and kube-scheduler, on free loopback ports, everything in a
-# throwaway directory. The binaries are built once from tools/kube (their
+# no kubelet: etcd, kube-apiserver (RBAC on, token auth), kube-scheduler
+# and kube-controller-manager running only the Job and the
+# PersistentVolume binder controllers, on free loopback ports, everything
+# in a throwaway directory. The binaries are built once from tools/kube (their
 # own Go module, pinned versions) into a cache; set PERFLAB_KUBE_BIN to a
-# directory holding kube-apiserver, kube-scheduler and etcd to use those
-# instead. Exports KUBECONFIG (an admin kubeconfig: a static token of a
+# directory holding kube-apiserver, kube-scheduler,
+# kube-controller-manager and etcd to use those instead. Exports KUBECONFIG (an admin kubeconfig: a static token of a
 # user in system:masters) and PERFLAB_TEST_KUBE=1. stop_kube stops the
 # processes and removes the directory; a watcher does the same when the
 # shell that sourced this exits, in case a later trap replaced the one set
 # here.
 #
-# What a test sees, since no kubelet or controller runs:
+# What a test sees, since no kubelet and only two controllers run:
+# - A Job gets its pods (the Job controller) and a PersistentVolumeClaim
+#   its matching PersistentVolume (the binder); no other controller runs
+#   (no garbage collector, namespace, node-lifecycle or ServiceAccount
+#   controller), so what follows holds for everything else.
 # - Nodes are whatever the test creates (with status at create, or through
 #   the status subresource); the scheduler binds pods to them (spec.nodeName)
 #   and they then stay Pending forever, since no kubelet runs them.
@@ -76,7 +81,7 @@ start_kube() {
     }
   fi
   local b
-  for b in etcd kube-apiserver kube-scheduler; do
+  for b in etcd kube-apiserver kube-scheduler kube-controller-manager; do
     if [ ! -x "$bin/$b" ]; then
       echo "kube: $bin/$b is missing" >&2
       return 1
@@ -94,7 +99,8 @@ start_kube() {
     trap '' INT TERM
     while kill -0 "$shell_pid" 2>/dev/null && [ -d "$dir" ]; do sleep 2; done
     if [ -f "$dir/pids" ]; then
-      # Reverse order: the scheduler, the apiserver, then etcd.
+      # Reverse order: the controller-manager, the scheduler, the
+      # apiserver, then etcd.
       # shellcheck disable=SC2046
       kill $(tac "$dir/pids") 2>/dev/null || true
       sleep 2
@@ -112,11 +118,12 @@ start_kube() {
   fi
   case "$prev" in *stop_kube*) ;; *) trap "${prev:+$prev; }stop_kube" EXIT ;; esac
 
-  local etcd_port peer_port api_port sched_port
+  local etcd_port peer_port api_port sched_port cm_port
   etcd_port=$(_kube_free_port) &&
     peer_port=$(_kube_free_port "$etcd_port") &&
     api_port=$(_kube_free_port "$etcd_port" "$peer_port") &&
-    sched_port=$(_kube_free_port "$etcd_port" "$peer_port" "$api_port") || {
+    sched_port=$(_kube_free_port "$etcd_port" "$peer_port" "$api_port") &&
+    cm_port=$(_kube_free_port "$etcd_port" "$peer_port" "$api_port" "$sched_port") || {
     stop_kube
     return 1
   }
@@ -243,6 +250,52 @@ EOF
     return 1
   fi
 
+  # The controller-manager with only the controllers a test's Job needs
+  # (upstream names, cmd/kube-controller-manager/names): the Job
+  # controller, which makes a Job's pods and marks it Complete or Failed
+  # from their phases, and the PersistentVolume binder, which binds a
+  # claim (deploy/kubernetes' results PVC) to a PersistentVolume the test
+  # creates; the scheduler does not place a pod whose claim is unbound.
+  # As the admin, so no per-controller service accounts (that would need
+  # the serviceaccount-token controller); one instance, no leader election.
+  # The port is free when picked, but an outgoing connection (the
+  # components' own, to the apiserver) can take it from the ephemeral
+  # range before the bind: then again on another port, up to three times.
+  local cm_pid try
+  for try in 1 2 3; do
+    "$bin/kube-controller-manager" \
+      --kubeconfig "$dir/kubeconfig" \
+      --authentication-kubeconfig "$dir/kubeconfig" \
+      --authorization-kubeconfig "$dir/kubeconfig" \
+      --controllers job-controller,persistentvolume-binder-controller \
+      --use-service-account-credentials=false \
+      --leader-elect=false \
+      --bind-address 127.0.0.1 --secure-port "$cm_port" \
+      --cert-dir "$dir/controller-manager-certs" \
+      >"$dir/kube-controller-manager.log" 2>&1 &
+    cm_pid=$!
+    KUBE_PIDS+=("$cm_pid"); echo "$cm_pid" >>"$dir/pids"
+    if _kube_wait kube-controller-manager "$cm_pid" "$dir/kube-controller-manager.log" \
+      curl -fsSk "https://127.0.0.1:$cm_port/healthz" 2>"$dir/kube-controller-manager.wait"; then
+      break
+    fi
+    if [ "$try" -lt 3 ] && ! kill -0 "$cm_pid" 2>/dev/null &&
+      grep -q "address already in use" "$dir/kube-controller-manager.log"; then
+      # Forgotten, so that nothing kills its pid once reused.
+      wait "$cm_pid" 2>/dev/null || true
+      unset 'KUBE_PIDS[-1]'
+      sed -i "/^$cm_pid\$/d" "$dir/pids"
+      cm_port=$(_kube_free_port "$etcd_port" "$peer_port" "$api_port" "$sched_port" "$cm_port") || {
+        stop_kube
+        return 1
+      }
+      continue
+    fi
+    cat "$dir/kube-controller-manager.wait" >&2
+    stop_kube
+    return 1
+  done
+
   export KUBECONFIG="$dir/kubeconfig"
   export PERFLAB_TEST_KUBE=1
   echo "kube: apiserver $server ($("$bin/kube-apiserver" --version 2>/dev/null), etcd $("$bin/etcd" --version 2>/dev/null | head -n 1 | awk '{print $NF}')); KUBECONFIG=$KUBECONFIG"
@@ -251,7 +304,8 @@ EOF
 stop_kube() {
   local i pid alive
   if [ -n "${KUBE_PIDS+set}" ] && [ "${#KUBE_PIDS[@]}" -gt 0 ]; then
-    # Scheduler, apiserver, etcd: the reverse of the start.
+    # Controller-manager, scheduler, apiserver, etcd: the reverse of the
+    # start.
     for ((i = ${#KUBE_PIDS[@]} - 1; i >= 0; i--)); do
       kill "${KUBE_PIDS[$i]}" 2>/dev/null || true
     done

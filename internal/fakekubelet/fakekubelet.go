@@ -16,7 +16,12 @@
 // containerLogs and portForward (with the streaming library a kubelet
 // uses), so logs and port-forwards work through the API server; and it
 // finishes a graceful delete by stopping the process
-// and removing the pod. An image not in Images is reported as ErrImagePull,
+// and removing the pod. A pod's ConfigMap volumes and its
+// PersistentVolumeClaims (bound to a hostPath PersistentVolume) are local
+// directories in place of the kubelet's mounts, and with InCluster set a
+// pod that names a ServiceAccount gets that account's credentials, so a
+// pod of perflab's own image (a Job's) can run a lab through the API
+// server as it would in a cluster. An image not in Images is reported as ErrImagePull,
 // as a kubelet that cannot pull it would. Everything else in such a test
 // (API server, etcd, scheduler, client-go, the engine's HTTP server) is real.
 package fakekubelet
@@ -38,12 +43,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -52,6 +59,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 
 	"github.com/perflab/perflab/internal/engine"
@@ -74,6 +84,21 @@ type Kubelet struct {
 	ImageEnv []string
 	// WorkDir holds the pods' files (default: a temporary directory).
 	WorkDir string
+	// Entrypoints are the images' ENTRYPOINTs, as their configs set them:
+	// a container without a command runs its image's entrypoint with the
+	// container's args, as a container runtime does. An entrypoint's
+	// program, and any program a container names, whose base name is
+	// perflab or one of the engines' is the Binary (the image's file, not
+	// the host's).
+	Entrypoints map[string][]string
+	// InCluster, when set, is the API server as a pod in the cluster
+	// reaches it (its address and CA). A pod that names a ServiceAccount
+	// then gets a token of that account (a TokenRequest, as the kubelet's
+	// projected service-account volume holds) in a kubeconfig named by
+	// KUBECONFIG: the stand-in for the in-cluster credentials at
+	// /var/run/secrets/kubernetes.io/serviceaccount, which a local process
+	// cannot be given at that path.
+	InCluster *rest.Config
 
 	mu     sync.Mutex
 	pods   map[types.UID]*pod
@@ -91,6 +116,14 @@ type pod struct {
 	cmd                 *exec.Cmd
 	exited              chan struct{}
 	stopping            bool
+}
+
+// imagePrograms are the programs of the images the stand-in runs, all of
+// them the perflab binary: every registered engine's server programs (the
+// simulated engine image) and perflab itself (perflab's own image, which
+// the deploy/kubernetes Job runs).
+func imagePrograms() []string {
+	return append(engine.ServerPrograms(), "perflab")
 }
 
 // Run registers the node and runs its pods until ctx ends; then it stops
@@ -134,10 +167,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 }
 
 // linkPrograms links every registered engine's server program (and the
-// Python interpreters its modules start under) in dir to binary, as the
-// simulated image does: a pod's command runs whichever engine it names.
+// Python interpreters its modules start under), and perflab, in dir to
+// binary, as the images do: a pod's command runs whichever it names.
 func linkPrograms(dir, binary string) error {
-	for _, n := range engine.ServerPrograms() {
+	for _, n := range imagePrograms() {
 		if err := os.Symlink(binary, filepath.Join(dir, n)); err != nil {
 			return fmt.Errorf("fakekubelet: link %s: %w", n, err)
 		}
@@ -357,12 +390,18 @@ func (k *Kubelet) command(ctx context.Context, p *corev1.Pod, c corev1.Container
 	if err := os.MkdirAll(pp.dir, 0o755); err != nil {
 		return nil, err
 	}
-	argv := append(append([]string(nil), c.Command...), c.Args...)
-	if len(argv) == 0 {
-		return nil, errors.New("no command: fakekubelet runs no image entrypoint")
+	command := c.Command
+	if len(command) == 0 {
+		command = k.Entrypoints[c.Image]
 	}
-	// The container's paths: a ConfigMap volume is written to a directory
-	// of the pod's, a hostPath volume is the host path itself.
+	argv := append(append([]string(nil), command...), c.Args...)
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("no command, and image %q has no entrypoint in fakekubelet's Entrypoints", c.Image)
+	}
+	// The container's paths, in place of the kubelet's mounts: a ConfigMap
+	// volume is written to a directory of the pod's, a hostPath volume is
+	// the host path itself, and a PersistentVolumeClaim is its bound
+	// PersistentVolume's hostPath (the only kind the stand-in mounts).
 	paths := map[string]string{}
 	for _, m := range c.VolumeMounts {
 		for _, v := range p.Spec.Volumes {
@@ -387,6 +426,12 @@ func (k *Kubelet) command(ctx context.Context, p *corev1.Pod, c corev1.Container
 				paths[m.MountPath] = d
 			case v.HostPath != nil:
 				paths[m.MountPath] = v.HostPath.Path
+			case v.PersistentVolumeClaim != nil:
+				d, err := k.claimDir(ctx, p.Namespace, v.PersistentVolumeClaim.ClaimName)
+				if err != nil {
+					return nil, err
+				}
+				paths[m.MountPath] = d
 			}
 		}
 	}
@@ -395,8 +440,11 @@ func (k *Kubelet) command(ctx context.Context, p *corev1.Pod, c corev1.Container
 			if s == in || strings.HasPrefix(s, in+"/") {
 				return out + strings.TrimPrefix(s, in)
 			}
-			if i := strings.Index(s, "="+in); i >= 0 && (len(s) == i+1+len(in) || s[i+1+len(in)] == '/') {
-				return s[:i+1] + out + s[i+1+len(in):]
+			// After "=" (--out=/results) or ":" (--db=sqlite:/results/x.db).
+			for _, sep := range []string{"=", ":"} {
+				if i := strings.Index(s, sep+in); i >= 0 && (len(s) == i+1+len(in) || s[i+1+len(in)] == '/') {
+					return s[:i+1] + out + s[i+1+len(in):]
+				}
 			}
 		}
 		return s
@@ -412,8 +460,8 @@ func (k *Kubelet) command(ctx context.Context, p *corev1.Pod, c corev1.Container
 		}
 	}
 	prog := argv[0]
-	if !strings.Contains(prog, "/") {
-		prog = filepath.Join(k.bin, prog)
+	if !strings.Contains(prog, "/") || slices.Contains(imagePrograms(), filepath.Base(prog)) {
+		prog = filepath.Join(k.bin, filepath.Base(prog))
 	}
 	cmd := &exec.Cmd{Path: prog, Args: argv, Dir: pp.dir}
 	if wd := c.WorkingDir; wd != "" {
@@ -429,6 +477,11 @@ func (k *Kubelet) command(ctx context.Context, p *corev1.Pod, c corev1.Container
 		}
 		cmd.Env = append(cmd.Env, e.Name+"="+mapPath(e.Value))
 	}
+	if kc, err := k.credentials(ctx, p, pp.dir); err != nil {
+		return nil, err
+	} else if kc != "" {
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+kc)
+	}
 	logf, err := os.Create(pp.log)
 	if err != nil {
 		return nil, err
@@ -436,6 +489,60 @@ func (k *Kubelet) command(ctx context.Context, p *corev1.Pod, c corev1.Container
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	return cmd, nil
+}
+
+// claimDir is the directory of a PersistentVolumeClaim's bound volume: the
+// PersistentVolume's hostPath. An unbound claim is an error (the
+// scheduler does not place a pod whose claim is unbound, so it means the
+// binding was undone since).
+func (k *Kubelet) claimDir(ctx context.Context, ns, claim string) (string, error) {
+	pvc, err := k.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("persistentvolumeclaim %s/%s: %w", ns, claim, err)
+	}
+	if pvc.Spec.VolumeName == "" {
+		return "", fmt.Errorf("persistentvolumeclaim %s/%s is not bound to a volume", ns, claim)
+	}
+	pv, err := k.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("persistentvolume %s of claim %s/%s: %w", pvc.Spec.VolumeName, ns, claim, err)
+	}
+	if pv.Spec.HostPath == nil {
+		return "", fmt.Errorf("persistentvolume %s of claim %s/%s: fakekubelet mounts only hostPath volumes", pv.Name, ns, claim)
+	}
+	return pv.Spec.HostPath.Path, nil
+}
+
+// credentials writes the kubeconfig of the pod's ServiceAccount into dir
+// and returns its path, or "" when the pod gets none: InCluster unset, the
+// pod names no ServiceAccount (perflab's engine pods) or opts out of the
+// token's automount. The account must exist, as the ServiceAccount
+// admission plugin (off on the test cluster) would require.
+func (k *Kubelet) credentials(ctx context.Context, p *corev1.Pod, dir string) (string, error) {
+	sa := p.Spec.ServiceAccountName
+	if k.InCluster == nil || sa == "" ||
+		(p.Spec.AutomountServiceAccountToken != nil && !*p.Spec.AutomountServiceAccountToken) {
+		return "", nil
+	}
+	exp := int64(3600)
+	tok, err := k.Client.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, sa, &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp,
+			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("token of serviceaccount %s/%s: %w", p.Namespace, sa, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: k.InCluster.Host,
+		CertificateAuthority: k.InCluster.TLSClientConfig.CAFile, CertificateAuthorityData: k.InCluster.TLSClientConfig.CAData}
+	cfg.AuthInfos["serviceaccount"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.Contexts["in-cluster"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "serviceaccount", Namespace: p.Namespace}
+	cfg.CurrentContext = "in-cluster"
+	path := filepath.Join(dir, "serviceaccount.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return "", fmt.Errorf("kubeconfig of serviceaccount %s/%s: %w", p.Namespace, sa, err)
+	}
+	return path, nil
 }
 
 // probe runs the readiness probe (HTTP GET on the pod's address) until the

@@ -357,8 +357,9 @@ var kubeLabTimeout = func() time.Duration {
 // deploy/kubernetes applies to the real API server, and the RBAC it grants
 // is enough for a lab: the lab runs with the perflab ServiceAccount's own
 // token (a TokenRequest), not the test's admin one. (The Job object is
-// created but not run: no controller-manager runs here; the lab is run as
-// the Job would run it, from outside with that token.)
+// created but its pod never placed: no volume here matches its claim. The
+// lab is run as the Job would run it, from outside with that token;
+// TestE2EKubeJob runs the Job itself.)
 func TestE2EKubeDeployRBAC(t *testing.T) {
 	cli, _, node := kubeE2E(t)
 	root := shareddata.RepoRoot(t)
