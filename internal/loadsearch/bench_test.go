@@ -48,10 +48,16 @@ func TestBenchSizesPointsByEvidence(t *testing.T) {
 	cfg := bench.Config{BaseURL: url, Endpoint: "/v1/completions", Backend: bench.BackendOpenAI, Model: "Qwen/Qwen3-14B", Transport: bench.TransportNetHTTP}
 	loose, _ := ParseSLO("ttft_p50<=10s")
 	t.Run("extended", func(t *testing.T) {
+		// Half the time scale and half the rate of the other cases: the
+		// same short window (20 prompts end before three median
+		// latencies), at a pace a client under -race on a loaded 2-core
+		// machine still keeps (at 40 req/s it fell behind, flagged and
+		// unextended).
 		c := cfg
+		c.BaseURL = simURL(t, 10)
 		c.Requests = prompts(20, 256)
 		b := &Bench{Config: c, SLO: &loose, Warmup: 2}
-		p, err := b.Measure(context.Background(), 40)
+		p, err := b.Measure(context.Background(), 20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +65,7 @@ func TestBenchSizesPointsByEvidence(t *testing.T) {
 		if p.Requests <= 20 || p.NeedsMore || p.Short != "" {
 			t.Errorf("point not extended to a verdict: %d requests, short %q", p.Requests, p.Short)
 		}
-		if b.Result(40) == nil {
+		if b.Result(20) == nil {
 			t.Error("no result kept for the point")
 		}
 	})
