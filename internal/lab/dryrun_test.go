@@ -1,0 +1,50 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/perflab/perflab/internal/store"
+)
+
+// TestDryRunProgress (issue 27: the SLO lab's dry run took 15 minutes
+// printing nothing until its end): the dry run writes a line as its path
+// reaches each new config, with the projection so far, and its last line
+// agrees with the plan it returns.
+func TestDryRunProgress(t *testing.T) {
+	s := mustSpec(t, smallSpec)
+	mem, err := store.Open(context.Background(), "sqlite::memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	guide := &PredictRunner{Predictor: AnalyticPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	var buf bytes.Buffer
+	plan, err := DryRun(context.Background(), s, guide, "analytic", mem, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) < plan.Configs {
+		t.Fatalf("%d progress lines for %d configs:\n%s", len(lines), plan.Configs, buf.String())
+	}
+	prev := 0
+	for _, l := range lines {
+		var took string
+		var trials, configs, starts int
+		var gpuh float64
+		if _, err := fmt.Sscanf(l, "dry run %s %d trials, %d configs, %d starts, %f GPU-hours", &took, &trials, &configs, &starts, &gpuh); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if configs < prev || configs > plan.Configs || trials > plan.Trials || starts > plan.Starts || gpuh > plan.GPUHours+0.005 {
+			t.Errorf("line %q runs past the plan (%d trials, %d configs, %d starts, %.2f GPU-h) or back", l, plan.Trials, plan.Configs, plan.Starts, plan.GPUHours)
+		}
+		prev = configs
+	}
+	if prev != plan.Configs {
+		t.Errorf("last line says %d configs, the plan %d", prev, plan.Configs)
+	}
+}
