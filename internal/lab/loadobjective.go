@@ -221,8 +221,30 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	if err != nil {
 		return nil, fmt.Errorf("lab: objective.load: %w", err)
 	}
+	// budget.max_trials counts searched configs: the search takes its
+	// place before its first point and holds it until searched counts it,
+	// so searches running side by side cannot all take the last one.
+	// Its points are held by max_hours alone.
+	held := false
+	if budget {
+		if _, err := l.budgetAllows(1); err != nil {
+			return nil, err
+		}
+		held = true
+		defer func() {
+			if held {
+				l.release(1)
+			}
+		}()
+	}
 	at := map[float64]*result{}
 	var failed *result
+	ran := false // a point was measured now, not read from the store
+	defer func() {
+		if se, ok := l.Progress.(searchEnder); ok {
+			se.SearchEnded(t, !ran)
+		}
+	}()
 	measure := func(ctx context.Context, load float64) (loadsearch.Point, error) {
 		return lo.sized(opt.SLO, t.Workload, load, func(pw Workload) (loadsearch.Point, error) {
 			ps := t
@@ -230,7 +252,16 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 			// The name (not part of the key) says which load the trial
 			// was, in the progress lines and the store.
 			ps.Name = fmt.Sprintf("%s @ %g %s", t.Name, load, lo.axis().Unit())
-			rs, err := l.run2(ctx, []TrialSpec{ps}, budget)
+			if budget {
+				if err := l.hoursLeft(); err != nil {
+					return loadsearch.Point{}, err
+				}
+			}
+			l.mu.Lock()
+			_, stored := l.done[measurementKey(ps.Key)]
+			l.mu.Unlock()
+			ran = ran || !stored
+			rs, err := l.run2(ctx, []TrialSpec{ps}, false)
 			if err != nil {
 				return loadsearch.Point{}, err
 			}
@@ -255,7 +286,7 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	case errors.Is(err, errConfigFailed):
 		r := *failed
 		r.spec = t
-		l.searched(t, nil, r.trial)
+		l.searched(t, nil, r.trial, &held)
 		return &r, nil
 	case err != nil:
 		return nil, fmt.Errorf("lab: %s: load search: %w", t.Name, err)
@@ -273,7 +304,7 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	if tr.Result, err = withSustainable(base.trial.Result, sr.Sustainable); err != nil {
 		return nil, fmt.Errorf("lab: %s: %w", t.Name, err)
 	}
-	l.searched(t, sr, tr)
+	l.searched(t, sr, tr, &held)
 	r := *base
 	r.spec = t
 	r.m.SustainableLoad = sr.Sustainable
@@ -293,13 +324,18 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 // searched records a config's finished search: its measurement (the
 // trial at its sustainable load, or the failure), the search for the
 // summary, and, on the tuning workload, its place in the budget, whose
-// max_trials counts searched configs (a point is a part of one).
-func (l *Lab) searched(t TrialSpec, sr *loadsearch.Result, tr store.Trial) {
+// max_trials counts searched configs (a point is a part of one). The
+// search's budget place, when *held, is given back as it is counted.
+func (l *Lab) searched(t TrialSpec, sr *loadsearch.Result, tr store.Trial, held *bool) {
 	mk := measurementKey(t.Key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if t.Workload.keyName() == l.Spec.Tuning.keyName() && t.Stage != "grid" {
 		l.tuning[mk] = true
+	}
+	if *held {
+		*held = false
+		l.pending--
 	}
 	l.done[mk] = tr
 	if sr != nil {
