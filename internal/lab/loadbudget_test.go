@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/loadsearch"
 )
 
 // TestLoadBudgetHoldsUnderParallelSearches (issue 27: the progress line
@@ -57,5 +59,59 @@ func TestLoadBudgetHoldsUnderParallelSearches(t *testing.T) {
 	}
 	if sum.Stopped != "budget: max_trials" {
 		t.Errorf("stopped %q, want the budget named", sum.Stopped)
+	}
+}
+
+// TestLoadPointSeconds (issue 27: a lab point took about 128 s at time
+// scale 20, 2,560 engine seconds, with no limit): objective.load's
+// point_seconds bounds a point, all its sizes together. The first size is
+// cut to fit on the rate axis, a size that would pass it is not run, and
+// the point ends undecided and Limited, as bench's do; without the
+// limit, the point grows as its evidence asks.
+func TestLoadPointSeconds(t *testing.T) {
+	slo, err := loadsearch.ParseSLO("ttft_p99<=1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := Workload{Name: "rnd", Dataset: "random", InputLen: 16, OutputLen: 4, NumPrompts: 1000}
+	// Every size is too short for a verdict: a third of its requests
+	// complete, fewer than the p99 needs until the point is large.
+	fake := func(spent *float64, sizes *[]int) func(Workload) (loadsearch.Point, error) {
+		return func(pw Workload) (loadsearch.Point, error) {
+			*sizes = append(*sizes, pw.NumPrompts)
+			secs := float64(pw.NumPrompts) / pw.Point.Load
+			*spent += secs
+			return loadsearch.Point{Load: pw.Point.Load, Completed: pw.NumPrompts / 3, SuccessRate: 1,
+				Latencies: map[string]float64{"ttft_p99": 10}, Requests: pw.NumPrompts, Seconds: secs}, nil
+		}
+	}
+	for _, tc := range []struct {
+		limit, load float64
+		wantLimited bool
+	}{
+		{limit: 0, load: 0.5},
+		{limit: 300, load: 0.5, wantLimited: true},
+		{limit: 300, load: 5, wantLimited: true},
+	} {
+		o := &LoadObjective{SLO: "ttft_p99<=1s", PointSeconds: tc.limit}
+		var spent float64
+		var sizes []int
+		p, err := o.sized(slo, w, tc.load, fake(&spent, &sizes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("limit %v at %v req/s: sizes %v, %.0f s, %q", tc.limit, tc.load, sizes, spent, p.Flag)
+		if tc.limit > 0 && spent > tc.limit {
+			t.Errorf("limit %v at %v req/s: the point ran %.0f s (sizes %v)", tc.limit, tc.load, spent, sizes)
+		}
+		if p.Limited != tc.wantLimited || p.Seconds != spent {
+			t.Errorf("limit %v at %v req/s: limited %v (want %v), %v s reported of %v", tc.limit, tc.load, p.Limited, tc.wantLimited, p.Seconds, spent)
+		}
+		if j, _ := slo.Judge(p, slo.MinRequests()); tc.wantLimited && (j.Scored() || j.Meets) {
+			t.Errorf("limit %v at %v req/s: a point undecided at its limit judged %+v", tc.limit, tc.load, j)
+		}
+	}
+	if err := (&LoadObjective{SLO: "ttft_p99<=1s", PointSeconds: -1}).validate(); err == nil || !strings.Contains(err.Error(), "point_seconds") {
+		t.Errorf("point_seconds -1: %v", err)
 	}
 }

@@ -31,6 +31,21 @@ type LoadObjective struct {
 	// WarmupPrompts is how many leading requests of each point are not
 	// counted (default: a tenth of the workload's prompts).
 	WarmupPrompts int `yaml:"warmup_prompts,omitempty" json:"warmup_prompts,omitempty"`
+	// PointSeconds bounds a point's benchmark time, all its sizes
+	// together, in the engine's seconds (0: no bound; the wall time is
+	// that over the time scale). On the rate axis the first size is cut
+	// to fit; a point that would need a longer size to decide ends
+	// undecided ("undecided at the point's limit"), as bench's
+	// --search-point-seconds: at 0.5 req/s, 1,000 prompts were 2,000 s.
+	PointSeconds float64 `yaml:"point_seconds,omitempty" json:"point_seconds,omitempty"`
+}
+
+// pointSeconds is the point limit in force (+Inf: none).
+func (o *LoadObjective) pointSeconds() float64 {
+	if o.PointSeconds > 0 {
+		return o.PointSeconds
+	}
+	return math.Inf(1)
 }
 
 // LoadPoint marks a workload a load search derived: the load measured and
@@ -67,6 +82,9 @@ func (o *LoadObjective) options() (loadsearch.Options, error) {
 	}
 	if o.WarmupPrompts < 0 {
 		return loadsearch.Options{}, fmt.Errorf("warmup_prompts %d is negative", o.WarmupPrompts)
+	}
+	if !(o.PointSeconds >= 0 && o.PointSeconds <= MaxSeconds) {
+		return loadsearch.Options{}, fmt.Errorf("point_seconds %v: want 0 (no limit) to %d", o.PointSeconds, MaxSeconds)
 	}
 	opt := loadsearch.Options{SLO: slo, Axis: axis, Start: o.Start, Max: o.Max, Tolerance: o.Tolerance}
 	// A spec must fail when it is read, not when its first search starts.
@@ -115,14 +133,22 @@ const maxPointGrowth = 8
 // SLO.Judge says so: too few requests, too short to tell whether the
 // server kept up), the same with twice the prompts, up to maxPointGrowth
 // times; each size is a trial of its own. The point returned is the
-// longest one's, with the requests of all sizes.
+// longest one's, with the requests and seconds of all sizes. The point's
+// time limit (pointSeconds) cuts the first size on the rate axis, and a
+// size that would pass it is not run: the point ends undecided and Limited
+// (a lower load's points last longer), as bench's do.
 func (o *LoadObjective) sized(slo loadsearch.SLO, w Workload, load float64, run func(Workload) (loadsearch.Point, error)) (loadsearch.Point, error) {
 	opt, _ := w.resolve()
 	n := opt.NumPrompts
 	if n == 0 {
 		n = 1000
 	}
-	sent := 0
+	limit := o.pointSeconds()
+	rate := o.axis() == loadsearch.AxisRate
+	if rate && float64(n) > limit*load {
+		n = max(int(limit*load), 1)
+	}
+	sent, secs := 0, 0.0
 	for f := 1; ; f *= 2 {
 		g := w
 		g.NumPrompts = n * f
@@ -131,8 +157,21 @@ func (o *LoadObjective) sized(slo loadsearch.SLO, w Workload, load float64, run 
 			return p, err
 		}
 		sent += p.Requests
-		p.Requests = sent
-		if _, more := slo.Judge(p, slo.MinRequests()); !more || 2*f > maxPointGrowth {
+		secs += p.Seconds
+		p.Requests, p.Seconds = sent, secs
+		j, more := slo.Judge(p, slo.MinRequests())
+		if !more || 2*f > maxPointGrowth {
+			return p, nil
+		}
+		// The next size's length: at the offered rate, or twice this
+		// one's on the concurrency axis.
+		next := 2 * p.Seconds
+		if rate {
+			next = float64(2*n*f) / load
+		}
+		if secs+next > limit {
+			p.Flag = fmt.Sprintf("undecided at the point's limit (a run of %d requests would pass point_seconds %gs): %s", 2*n*f, limit, j.Flag)
+			p.NeedsMore, p.Limited = false, true
 			return p, nil
 		}
 	}
