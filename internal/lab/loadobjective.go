@@ -148,6 +148,9 @@ func (o *LoadObjective) sized(slo loadsearch.SLO, w Workload, load float64, run 
 	if rate && float64(n) > limit*load {
 		n = max(int(limit*load), 1)
 	}
+	if !rate {
+		n = max(n, o.concurrencyPrompts(load))
+	}
 	sent, secs := 0, 0.0
 	for f := 1; ; f *= 2 {
 		g := w
@@ -175,6 +178,24 @@ func (o *LoadObjective) sized(slo loadsearch.SLO, w Workload, load float64, run 
 			return p, nil
 		}
 	}
+}
+
+// concurrencyWindows is how many times the concurrency a closed-loop
+// point's measured window holds, at least: with fewer requests than the
+// concurrency it is never reached (a lab point of 100 prompts at 512 in
+// flight peaked at 90), and with one round of them the window is its
+// fill-up and drain.
+const concurrencyWindows = 2
+
+// concurrencyPrompts is the fewest prompts a point at concurrency load
+// takes, its warm-up included, for concurrencyWindows rounds in its window.
+func (o *LoadObjective) concurrencyPrompts(load float64) int {
+	need := concurrencyWindows * int(math.Ceil(load))
+	if o.WarmupPrompts > 0 {
+		return o.WarmupPrompts + need
+	}
+	// The default warm-up is a tenth of the prompts.
+	return int(math.Ceil(float64(need)*10/9)) + 1
 }
 
 // window leaves a point's warm-up out of its records and asks for every
@@ -348,6 +369,13 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	r.spec = t
 	r.m.SustainableLoad = sr.Sustainable
 	r.score = sr.Sustainable
+	// On the concurrency axis the score is what the client reached: a
+	// point passes with its peak in flight a little short of the load
+	// (loadsearch flags it only past behindShare), and a config is not
+	// credited with requests it never had in flight.
+	if at, ok := sr.At(sr.Sustainable); ok && lo.axis() == loadsearch.AxisConcurrency && at.PeakConcurrency > 0 {
+		r.score = min(r.score, float64(at.PeakConcurrency))
+	}
 	r.why, r.kind = "", ""
 	switch {
 	case !sr.Found:

@@ -3,11 +3,14 @@ package lab
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/perflab/perflab/internal/loadsearch"
+	"github.com/perflab/perflab/internal/store"
 )
 
 // TestLoadBudgetHoldsUnderParallelSearches (issue 27: the progress line
@@ -113,5 +116,69 @@ func TestLoadPointSeconds(t *testing.T) {
 	}
 	if err := (&LoadObjective{SLO: "ttft_p99<=1s", PointSeconds: -1}).validate(); err == nil || !strings.Contains(err.Error(), "point_seconds") {
 		t.Errorf("point_seconds -1: %v", err)
+	}
+}
+
+// shyClient keeps its peak in flight a little below the concurrency asked
+// (within what loadsearch lets pass), as a client refilling a slot late
+// does.
+type shyClient struct{ inner Runner }
+
+func (c shyClient) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
+	rec, err := c.inner.Run(ctx, t)
+	if err != nil || t.Workload.Point == nil || rec.Status != "ok" {
+		return rec, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(rec.Result, &m); err != nil {
+		return rec, err
+	}
+	pf := m["perflab"].(map[string]any)
+	pf["peak_concurrency"] = math.Min(pf["peak_concurrency"].(float64), math.Ceil(0.995*t.Workload.Point.Load))
+	rec.Result, err = json.Marshal(m)
+	return rec, err
+}
+
+// TestLoadConcurrencyReached (issue 27: "sustainable load: 512 concurrent
+// requests" for a run whose peak was 90): on the concurrency axis a lab
+// point holds enough prompts to reach its concurrency (100 prompts never
+// had more than 90 in flight, so every config's search ended on "not
+// reached" with no score), and a config is scored by the concurrency its
+// client reached at its sustainable load, not the one it asked for.
+func TestLoadConcurrencyReached(t *testing.T) {
+	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
+	spec = strings.Replace(spec, `axis: rate, start: 1, max: 64`, `axis: concurrency, start: 16, max: 512`, 1)
+	spec = strings.Replace(spec, `num_prompts: 600`, `num_prompts: 100`, 1)
+	spec = strings.Replace(spec, `ttft_p99<=1s,tpot_p99<=40ms,success>=99%`, `ttft_p50<=20s,success>=99%`, 1)
+	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["512"]`, 1)
+	s := mustSpec(t, spec)
+	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	sum, err := (&Lab{Spec: s, Store: newMemStore(), Runner: shyClient{r}, Guide: r}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Baseline.Why != "" || !(sum.Baseline.Score > 90) {
+		t.Fatalf("baseline scored %v (%s %s): want a concurrency above the 90 that 100 prompts reach", sum.Baseline.Score, sum.Baseline.Why, sum.Baseline.Reason)
+	}
+	checked := false
+	for _, ls := range sum.LoadSearches {
+		sr := ls.Result
+		for _, p := range sr.Points {
+			if strings.Contains(p.Flag, "not reached") {
+				t.Errorf("%s: point %v flagged %q", ls.Name, p.Load, p.Flag)
+			}
+		}
+		at, _ := sr.At(sr.Sustainable)
+		t.Logf("%s: sustainable %v, peak there %d", ls.Name, sr.Sustainable, at.PeakConcurrency)
+		if at.Ref != sum.Baseline.TrialKey && ls.Key != sum.Baseline.TrialKey {
+			continue
+		}
+		checked = true
+		if sum.Baseline.Score != float64(at.PeakConcurrency) {
+			t.Errorf("baseline scored %v, its client reached %d at %v", sum.Baseline.Score, at.PeakConcurrency, sr.Sustainable)
+		}
+	}
+	if !checked {
+		t.Errorf("no load search is the baseline's (%s)", sum.Baseline.TrialKey)
 	}
 }
