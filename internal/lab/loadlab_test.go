@@ -182,3 +182,67 @@ func TestLoadConcurrencyReached(t *testing.T) {
 		t.Errorf("no load search is the baseline's (%s)", sum.Baseline.TrialKey)
 	}
 }
+
+// TestLoadGuidedStart (issue 27: the 14B SLO example measured 350 points
+// for 29 configs): with a guide, each config's search starts at the
+// guide's predicted sustainable load with a small first step, and lands
+// on the same answers, within the tolerance, in fewer points; on the
+// simulator in process (guide and measurement agree) five points a config
+// at most, on average.
+func TestLoadGuidedStart(t *testing.T) {
+	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
+	s := mustSpec(t, spec)
+	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	run := func(guide Guide) (map[string]float64, float64) {
+		sum, err := (&Lab{Spec: s, Store: newMemStore(), Runner: r, Guide: guide}).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, points := map[string]float64{}, 0
+		for _, ls := range sum.LoadSearches {
+			got[ls.Key] = ls.Result.Sustainable
+			points += len(ls.Result.Points)
+		}
+		return got, float64(points) / float64(len(sum.LoadSearches))
+	}
+	blind, blindAvg := run(nil)
+	guided, guidedAvg := run(r)
+	t.Logf("points per config: %.2f blind, %.2f from the guide's prediction", blindAvg, guidedAvg)
+	if guidedAvg > 5 || guidedAvg >= blindAvg {
+		t.Errorf("%.2f points per config from the guide (blind %.2f): want at most 5, and fewer", guidedAvg, blindAvg)
+	}
+	tol := s.Objective.Load.Tolerance
+	if tol == 0 {
+		tol = loadsearch.DefaultTolerance
+	}
+	for k, b := range blind {
+		if g, ok := guided[k]; !ok || math.Abs(g-b) > tol*b {
+			t.Errorf("%s: %v guided, %v blind", k, g, b)
+		}
+	}
+}
+
+// TestLoadDryRunOneStartPerConfig (issue 27: 42-44 engine starts for 29
+// configs): on a runtime with servers a stage's searches take turns by
+// config, not by point, so each config's server starts once and serves all
+// its points; the dry run, which replays the live runner's policy, counts
+// no more starts than configs.
+func TestLoadDryRunOneStartPerConfig(t *testing.T) {
+	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}\nruntime: process", 1)
+	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["8", "32", "128", "512"]`, 1)
+	s := mustSpec(t, spec)
+	mem, err := store.Open(context.Background(), "sqlite::memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	guide := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	p, err := DryRun(context.Background(), s, guide, "sim", mem, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d points, %d starts for %d configs, %.2f GPU-hours", p.Trials, p.Starts, p.Configs, p.GPUHours)
+	if p.Starts > p.Configs {
+		t.Errorf("%d engine starts for %d configs", p.Starts, p.Configs)
+	}
+}

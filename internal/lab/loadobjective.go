@@ -236,6 +236,14 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 	errs := make([]error, len(specs))
 	first := map[string]int{}
 	done := make([]chan struct{}, len(specs))
+	// On servers, no more searches at once than the GPUs hold: searches
+	// taking turns on one GPU point by point stopped each other's server
+	// (42-44 starts for 29 configs on the 14B example); one after another
+	// each config starts once and keeps its server for all its points.
+	var slots chan struct{}
+	if l.Spec.RuntimeKind().Servers() {
+		slots = make(chan struct{}, max(l.sem.cap, 1))
+	}
 	for i, t := range specs {
 		done[i] = make(chan struct{})
 		mk := measurementKey(t.Key)
@@ -254,6 +262,15 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 		first[mk] = i
 		go func() {
 			defer close(done[i])
+			if slots != nil {
+				select {
+				case slots <- struct{}{}:
+					defer func() { <-slots }()
+				case <-ctx.Done():
+					errs[i] = ctx.Err()
+					return
+				}
+			}
 			out[i], errs[i] = l.searchLoad(ctx, t, budget)
 		}()
 	}
@@ -341,6 +358,7 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 			return p, nil
 		})
 	}
+	opt = l.guidedStart(ctx, t, opt)
 	sr, err := loadsearch.Search(ctx, opt, measure)
 	switch {
 	case errors.Is(err, errConfigFailed):
@@ -386,6 +404,42 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%% at its sustainable load", 100*r.m.SuccessRate(), 100*l.Spec.MinSuccessRate), WhyLowSuccess
 	}
 	return &r, nil
+}
+
+// guideStep is the bracket's first step from the guide's predicted load:
+// within 10% a prediction brackets the answer in two points, and the step
+// gallops to doubling when it is off (loadsearch.Options.Step).
+const guideStep = 0.1
+
+// guidedStart starts a config's search at the guide's predicted
+// sustainable load with a small first step, where there is a guide and it
+// predicts one: on the 14B SLO example a blind start at 1 req/s took
+// about 12 points a config. The spec's start stays the start without a
+// prediction, and the lowest load the search may try is the one it implies.
+func (l *Lab) guidedStart(ctx context.Context, t TrialSpec, opt loadsearch.Options) loadsearch.Options {
+	if l.guide == nil {
+		return opt
+	}
+	m, err := l.guide.Guess(ctx, t.Config, t.Workload, l.Spec.Search.GuidePrompts)
+	if err != nil || !(m.SustainableLoad > 0) {
+		return opt
+	}
+	start := opt.Start
+	if start == 0 {
+		start = 1
+	}
+	if opt.Min == 0 {
+		opt.Min = start / 1024
+		if opt.Axis == loadsearch.AxisConcurrency {
+			opt.Min = 1
+		}
+	}
+	hi := opt.Max
+	if hi == 0 {
+		hi = 4096
+	}
+	opt.Start, opt.Step = math.Min(math.Max(m.SustainableLoad, opt.Min), hi), guideStep
+	return opt
 }
 
 // searched records a config's finished search: its measurement (the
