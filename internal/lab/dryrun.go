@@ -67,7 +67,23 @@ func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey stri
 	l := &Lab{Spec: &sp, Store: mem, Runner: &runner, Guide: guide, GuideKey: guideKey}
 	start := time.Now()
 	if progress != nil {
-		l.Progress = &dryRunProgress{w: progress, spec: spec, start: start, every: dryRunEvery, seen: map[string]bool{}}
+		dp := &dryRunProgress{w: progress, spec: spec, start: start, every: dryRunEvery, seen: map[string]bool{}}
+		l.Progress = dp
+		// Between trials too: the joint search's guide predicts hundreds
+		// of configs before its next trial, a minute or more.
+		tick := time.NewTicker(dryRunEvery)
+		stop := make(chan struct{})
+		defer func() { tick.Stop(); close(stop) }()
+		go func() {
+			for {
+				select {
+				case <-tick.C:
+					dp.quiet()
+				case <-stop:
+					return
+				}
+			}
+		}()
 	}
 	sum, err := l.Run(ctx)
 	if err != nil {
@@ -186,10 +202,25 @@ func (p *dryRunProgress) Trial(t TrialSpec, rec store.Trial, _ float64, _ bool) 
 		return
 	}
 	p.seen[key] = true
+	p.line(now, fmt.Sprintf("at %s, stage %s", t.Name, rec.Stage))
+}
+
+// quiet writes a line when none was written for every: the path is in
+// the guide's predictions, between trials.
+func (p *dryRunProgress) quiet() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now := time.Now(); now.Sub(p.last) >= p.every {
+		p.line(now, "the guide predicting")
+	}
+}
+
+// line writes the projection so far; callers hold mu.
+func (p *dryRunProgress) line(now time.Time, where string) {
 	p.last = now
 	c := projectCost(p.spec, p.trials)
-	fmt.Fprintf(p.w, "dry run %s: %d trials, %d configs, %d starts, %.2f GPU-hours so far (at %s, stage %s)\n",
-		now.Sub(p.start).Round(time.Second), len(p.trials), c.configs, c.starts, c.gpuHours, t.Name, rec.Stage)
+	fmt.Fprintf(p.w, "dry run %s: %d trials, %d configs, %d starts, %.2f GPU-hours so far (%s)\n",
+		now.Sub(p.start).Round(time.Second), len(p.trials), c.configs, c.starts, c.gpuHours, where)
 }
 
 // processStartupSeconds is a real engine's start on a GPU (model load,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/perflab/perflab/internal/store"
 )
@@ -48,5 +49,19 @@ func TestDryRunProgress(t *testing.T) {
 	}
 	if prev != plan.Configs {
 		t.Errorf("last line says %d configs, the plan %d", prev, plan.Configs)
+	}
+}
+
+// TestDryRunProgressBetweenTrials: while no trial ends (the joint
+// search's guide predicting hundreds of configs, a minute or more on the
+// SLO example), the dry run still writes its projection once every
+// interval, and not more often.
+func TestDryRunProgressBetweenTrials(t *testing.T) {
+	var buf bytes.Buffer
+	p := &dryRunProgress{w: &buf, spec: mustSpec(t, smallSpec), every: time.Hour, seen: map[string]bool{}}
+	p.quiet()
+	p.quiet()
+	if n := strings.Count(buf.String(), "\n"); n != 1 || !strings.Contains(buf.String(), "the guide predicting") {
+		t.Errorf("%d lines in an hour's silence, want 1:\n%s", n, buf.String())
 	}
 }
