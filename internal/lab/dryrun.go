@@ -71,7 +71,9 @@ func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey stri
 		l.Progress = dp
 		// Between trials too: the joint search's guide predicts hundreds
 		// of configs before its next trial, a minute or more.
-		tick := time.NewTicker(dryRunEvery)
+		// Ticks finer than the interval, so a quiet spell gets its line
+		// every dryRunEvery, not every second tick.
+		tick := time.NewTicker(dryRunEvery / 5)
 		stop := make(chan struct{})
 		defer func() { tick.Stop(); close(stop) }()
 		go func() {
