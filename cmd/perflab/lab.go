@@ -110,7 +110,7 @@ func runLab(cmd *cobra.Command, args []string, labOpts *labFlags) error {
 		return err
 	}
 	if labOpts.dryRun {
-		return printPlan(ctx, cmd.OutOrStdout(), spec, su)
+		return printPlan(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), spec, su)
 	}
 	st, err := store.Open(ctx, labOpts.db)
 	if err != nil {
@@ -161,13 +161,14 @@ func runLab(cmd *cobra.Command, args []string, labOpts *labFlags) error {
 // printPlan runs the lab on the in-process simulator into a throwaway
 // store and prints its path: the trials of each stage, the engine starts
 // and GPU-hours, and the ETA. On sim-predict that path is the run's own.
-func printPlan(ctx context.Context, w io.Writer, spec *lab.Spec, su *app.Setup) error {
+// It writes its progress to progress as it walks.
+func printPlan(ctx context.Context, w, progress io.Writer, spec *lab.Spec, su *app.Setup) error {
 	mem, err := store.Open(ctx, "sqlite::memory:")
 	if err != nil {
 		return err
 	}
 	defer mem.Close()
-	p, err := lab.DryRun(ctx, spec, su.Predict, su.GuideKey, mem)
+	p, err := lab.DryRun(ctx, spec, su.Predict, su.GuideKey, mem, progress)
 	if err != nil {
 		return err
 	}

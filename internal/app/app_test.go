@@ -172,7 +172,7 @@ func TestExample14BStartsAndGPUHours(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	p, err := lab.DryRun(ctx, spec, su.Predict, su.GuideKey, mem)
+	p, err := lab.DryRun(ctx, spec, su.Predict, su.GuideKey, mem, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

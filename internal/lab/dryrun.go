@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/perflab/perflab/internal/engine"
@@ -51,8 +53,11 @@ type DryRunStage struct {
 // with guide measuring every trial (the simulator in process, with the
 // spec's noise on sim-predict, none elsewhere), into an in-memory store.
 // The trial count, the engine starts and the GPU-hours come from that
-// path.
-func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey string, mem Store) (*DryRunPlan, error) {
+// path. With progress non-nil it writes a line there for each config the
+// path reaches and at least every dryRunEvery meanwhile, with what it has
+// projected so far: an SLO lab's walk takes minutes, and silence for that
+// long reads as a hang.
+func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey string, mem Store, progress io.Writer) (*DryRunPlan, error) {
 	sp := *spec
 	kind := sp.RuntimeKind()
 	runner := *guide
@@ -61,6 +66,27 @@ func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey stri
 	}
 	l := &Lab{Spec: &sp, Store: mem, Runner: &runner, Guide: guide, GuideKey: guideKey}
 	start := time.Now()
+	if progress != nil {
+		dp := &dryRunProgress{w: progress, spec: spec, start: start, every: dryRunEvery, seen: map[string]bool{}}
+		l.Progress = dp
+		// Between trials too: the joint search's guide predicts hundreds
+		// of configs before its next trial, a minute or more.
+		// Ticks finer than the interval, so a quiet spell gets its line
+		// every dryRunEvery, not every second tick.
+		tick := time.NewTicker(dryRunEvery / 5)
+		stop := make(chan struct{})
+		defer func() { tick.Stop(); close(stop) }()
+		go func() {
+			for {
+				select {
+				case <-tick.C:
+					dp.quiet()
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
 	sum, err := l.Run(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lab: dry run: %w", err)
@@ -82,42 +108,121 @@ func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey stri
 	if sum.Winner != nil {
 		p.Winner = sum.Winner.Name
 	}
-	// What the path costs on GPUs: the spec's runtime, or the process
-	// runtime's start when the spec's starts no server.
-	p.StartupSeconds = spec.StartupSeconds
-	if p.StartupSeconds == 0 {
-		p.StartupSeconds = kind.StartupSeconds()
-		if !kind.Servers() {
-			p.StartupSeconds = processStartupSeconds
-		}
-	}
-	starts := projectStarts(trials, spec.Hardware.Count, spec.FreshStartPerRepeat)
-	configs := map[string]bool{}
-	var busy float64
-	for i, t := range trials {
-		if cfg := ConfigHash(trialConfig(t)); !configs[cfg] {
-			configs[cfg] = true
-			p.Configs++
-		}
-		m, _ := decodeMeasurement(t.Result)
-		cost := store.Cost{GPUs: GPUs(trialConfig(t)), BenchSeconds: m.res().Duration}
-		if starts[i] {
-			p.Starts++
-			cost.StartupSeconds = p.StartupSeconds
-		}
-		p.GPUHours += cost.GPUHours()
-		busy += cost.StartupSeconds + spec.Scale().Wall(cost.BenchSeconds)
-	}
+	c := projectCost(spec, trials)
+	p.StartupSeconds, p.Starts, p.Configs, p.GPUHours = c.startupSeconds, c.starts, c.configs, c.gpuHours
 	if kind.Servers() {
-		par := spec.Parallel
-		if par <= 0 {
-			par = max(spec.Hardware.Count, 1)
-		}
-		p.ETA = time.Duration(busy / float64(par) * float64(time.Second))
+		p.ETA = c.eta(spec)
 	} else {
 		p.ETA = took
 	}
 	return p, nil
+}
+
+// dryRunEvery is how long a dry run stays silent at most while the path
+// stays on configs it has already reported.
+const dryRunEvery = 5 * time.Second
+
+// dryRunCost is what a path of trials costs on GPUs.
+type dryRunCost struct {
+	starts, configs int
+	startupSeconds  float64
+	gpuHours        float64
+	// busy is the GPU-seconds the path holds servers, starts included, in
+	// wall time at the spec's time scale.
+	busy float64
+}
+
+// projectCost prices trials on the spec's runtime, or on the process
+// runtime when the spec's starts no server (what a real run on GPUs would
+// cost).
+func projectCost(spec *Spec, trials []store.Trial) dryRunCost {
+	kind := spec.RuntimeKind()
+	c := dryRunCost{startupSeconds: spec.StartupSeconds}
+	if c.startupSeconds == 0 {
+		c.startupSeconds = kind.StartupSeconds()
+		if !kind.Servers() {
+			c.startupSeconds = processStartupSeconds
+		}
+	}
+	starts := projectStarts(trials, spec.Hardware.Count, spec.FreshStartPerRepeat)
+	configs := map[string]bool{}
+	for i, t := range trials {
+		if cfg := ConfigHash(trialConfig(t)); !configs[cfg] {
+			configs[cfg] = true
+			c.configs++
+		}
+		m, _ := decodeMeasurement(t.Result)
+		cost := store.Cost{GPUs: GPUs(trialConfig(t)), BenchSeconds: m.res().Duration}
+		if starts[i] {
+			c.starts++
+			cost.StartupSeconds = c.startupSeconds
+		}
+		c.gpuHours += cost.GPUHours()
+		c.busy += cost.StartupSeconds + spec.Scale().Wall(cost.BenchSeconds)
+	}
+	return c
+}
+
+// eta is the path's wall time on the spec's parallel servers.
+func (c dryRunCost) eta(spec *Spec) time.Duration {
+	par := spec.Parallel
+	if par <= 0 {
+		par = max(spec.Hardware.Count, 1)
+	}
+	return time.Duration(c.busy / float64(par) * float64(time.Second))
+}
+
+// dryRunProgress prints a dry run's projection as the path grows. The lab
+// calls Progress from its search goroutines, hence the lock.
+type dryRunProgress struct {
+	w      io.Writer
+	spec   *Spec
+	start  time.Time
+	every  time.Duration
+	mu     sync.Mutex
+	trials []store.Trial
+	seen   map[string]bool
+	last   time.Time
+}
+
+var _ Progress = (*dryRunProgress)(nil)
+
+func (p *dryRunProgress) Start(*Spec, int, int)        {}
+func (p *dryRunProgress) Stage(string, int)            {}
+func (p *dryRunProgress) Best(string, float64, string) {}
+func (p *dryRunProgress) Done(*Summary)                {}
+
+// Trial implements Progress: a line when the path reaches a new config,
+// or when the last line is older than every.
+func (p *dryRunProgress) Trial(t TrialSpec, rec store.Trial, _ float64, _ bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.trials = append(p.trials, rec)
+	key := ConfigHash(trialConfig(rec))
+	now := time.Now()
+	if p.seen[key] && now.Sub(p.last) < p.every {
+		return
+	}
+	p.seen[key] = true
+	p.line(now, fmt.Sprintf("at %s, stage %s", t.Name, rec.Stage))
+}
+
+// quiet writes a line when none was written for every: the path is in
+// the guide's predictions, between trials.
+func (p *dryRunProgress) quiet() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now := time.Now(); now.Sub(p.last) >= p.every {
+		p.line(now, "the guide predicting")
+	}
+}
+
+// line writes the projection so far; callers hold mu.
+func (p *dryRunProgress) line(now time.Time, where string) {
+	p.last = now
+	c := projectCost(p.spec, p.trials)
+	fmt.Fprintf(p.w, "dry run %s: %d trials, %d configs, %d starts, %.2f GPU-hours so far (%s)\n",
+		now.Sub(p.start).Round(time.Second), len(p.trials), c.configs, c.starts, c.gpuHours, where)
 }
 
 // processStartupSeconds is a real engine's start on a GPU (model load,

@@ -156,6 +156,7 @@ var (
 	_ Progress     = (*Events)(nil)
 	_ asider       = (*Events)(nil)
 	_ trialStarter = (*Events)(nil)
+	_ searchEnder  = (*Events)(nil)
 )
 
 // NewEvents returns an Events feeding sinks.
@@ -231,9 +232,14 @@ func (e *Events) TrialStarted(t TrialSpec) {
 func (e *Events) Trial(t TrialSpec, rec store.Trial, score float64, reused bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.n++
-	if !reused {
-		e.ran++
+	// Under max_load_under_slo the plan and budget.max_trials count
+	// searched configs, so the count does too (SearchEnded): counting
+	// points against a plan of configs read "[56/≤56]" past "at most 55".
+	if t.Workload.Point == nil || e.slo == nil {
+		e.n++
+		if !reused {
+			e.ran++
+		}
 	}
 	gh := rec.Cost.GPUHours()
 	e.gpuH += gh
@@ -304,6 +310,23 @@ func (e *Events) Done(sum *Summary) {
 		ev.Gain, ev.Stopped = sum.Gain, sum.Stopped
 	}
 	e.emit(ev)
+}
+
+// SearchEnded implements searchEnder: one more config searched, with
+// reused true when its every point came from the store.
+func (e *Events) SearchEnded(_ TrialSpec, reused bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.n++
+	if !reused {
+		e.ran++
+	}
+}
+
+// searchEnder is a Progress told when a config's load search ends: under
+// max_load_under_slo the unit the plan counts.
+type searchEnder interface {
+	SearchEnded(t TrialSpec, reused bool)
 }
 
 // trialStarter is a Progress told when a trial starts running (not when

@@ -143,6 +143,7 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 		return out, nil
 	}
 	truncated := false
+	admitted := 0 // budget places held, under l.mu
 	if budget {
 		allowed, err := l.budgetAllows(len(todo))
 		if err != nil {
@@ -151,6 +152,10 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 		if allowed < len(todo) {
 			todo, truncated = todo[:allowed], true
 		}
+		// Each admitted trial gives its place back as it is counted in
+		// l.tuning; those that failed or never started, at the end.
+		admitted = allowed
+		defer func() { l.release(admitted) }()
 	}
 	if l.Spec.RuntimeKind().Servers() {
 		todo = l.likelyWinnerLast(ctx, specs, todo)
@@ -207,6 +212,10 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 			if t.Workload.keyName() == l.Spec.Tuning.keyName() && t.Stage != "grid" {
 				l.tuning[mk] = true
 			}
+			if admitted > 0 {
+				admitted--
+				l.pending--
+			}
 			l.mu.Unlock()
 			out[i] = l.evaluate(t, rec)
 			if l.Progress != nil {
@@ -235,27 +244,51 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 }
 
 // budgetAllows says how many of n more tuning trials fit the budget, and
-// ErrBudget when none does.
+// ErrBudget when none does. Those it allows are pending until release:
+// trials admitted but not ended count against max_trials.
 func (l *Lab) budgetAllows(n int) (int, error) {
 	b := l.Spec.Budget
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if b.MaxHours > 0 && (l.spent+time.Since(l.start)).Hours() >= b.MaxHours {
-		l.stopped = "budget: max_hours"
-		return 0, ErrBudget
+	if err := l.hoursLeftLocked(); err != nil {
+		return 0, err
 	}
 	if b.MaxTrials > 0 {
-		left := b.MaxTrials - len(l.tuning)
+		left := b.MaxTrials - len(l.tuning) - l.pending
 		if left <= 0 {
 			l.stopped = "budget: max_trials"
 			return 0, ErrBudget
 		}
 		if left < n {
 			l.stopped = "budget: max_trials"
-			return left, nil
+			n = left
 		}
 	}
+	l.pending += n
 	return n, nil
+}
+
+// release gives back n places budgetAllows admitted: those of trials
+// that did not end up in l.tuning.
+func (l *Lab) release(n int) {
+	l.mu.Lock()
+	l.pending -= n
+	l.mu.Unlock()
+}
+
+// hoursLeft is ErrBudget once budget.max_hours is spent.
+func (l *Lab) hoursLeft() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hoursLeftLocked()
+}
+
+func (l *Lab) hoursLeftLocked() error {
+	if h := l.Spec.Budget.MaxHours; h > 0 && (l.spent+time.Since(l.start)).Hours() >= h {
+		l.stopped = "budget: max_hours"
+		return ErrBudget
+	}
+	return nil
 }
 
 // evaluate reads a stored trial: its observation, score and eligibility

@@ -60,10 +60,15 @@ type Lab struct {
 	// another host. On this host a dead owner is taken over at once.
 	LeaseTTL time.Duration
 
-	run     store.Run
-	mu      sync.Mutex
-	done    map[string]store.Trial // by measurement key
-	tuning  map[string]bool        // tuning measurements used by the lab
+	run    store.Run
+	mu     sync.Mutex
+	done   map[string]store.Trial // by measurement key
+	tuning map[string]bool        // tuning measurements used by the lab
+	// pending counts the tuning trials (load searches, under
+	// max_load_under_slo) the budget admitted that have not ended: parallel
+	// searches each saw room for one more when only one was left, and
+	// budget.max_trials was passed.
+	pending int
 	ran     int
 	reused  int
 	stopped string

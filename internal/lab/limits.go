@@ -127,7 +127,8 @@ func (s *Spec) checkRanges(line func(string) int) error {
 		floats = append(floats,
 			floatField{"$.objective.load.start", l.Start, 0, maxLoad},
 			floatField{"$.objective.load.max", l.Max, 0, maxLoad},
-			floatField{"$.objective.load.tolerance", l.Tolerance, 0, 1})
+			floatField{"$.objective.load.tolerance", l.Tolerance, 0, 1},
+			floatField{"$.objective.load.point_seconds", l.PointSeconds, 0, MaxSeconds})
 		ints = append(ints, intField{"$.objective.load.warmup_prompts", l.WarmupPrompts, 0, MaxNumPrompts})
 	}
 	if l := s.Objective.Load; l != nil {

@@ -31,6 +31,21 @@ type LoadObjective struct {
 	// WarmupPrompts is how many leading requests of each point are not
 	// counted (default: a tenth of the workload's prompts).
 	WarmupPrompts int `yaml:"warmup_prompts,omitempty" json:"warmup_prompts,omitempty"`
+	// PointSeconds bounds a point's benchmark time, all its sizes
+	// together, in the engine's seconds (0: no bound; the wall time is
+	// that over the time scale). On the rate axis the first size is cut
+	// to fit; a point that would need a longer size to decide ends
+	// undecided ("undecided at the point's limit"), as bench's
+	// --search-point-seconds: at 0.5 req/s, 1,000 prompts were 2,000 s.
+	PointSeconds float64 `yaml:"point_seconds,omitempty" json:"point_seconds,omitempty"`
+}
+
+// pointSeconds is the point limit in force (+Inf: none).
+func (o *LoadObjective) pointSeconds() float64 {
+	if o.PointSeconds > 0 {
+		return o.PointSeconds
+	}
+	return math.Inf(1)
 }
 
 // LoadPoint marks a workload a load search derived: the load measured and
@@ -67,6 +82,9 @@ func (o *LoadObjective) options() (loadsearch.Options, error) {
 	}
 	if o.WarmupPrompts < 0 {
 		return loadsearch.Options{}, fmt.Errorf("warmup_prompts %d is negative", o.WarmupPrompts)
+	}
+	if !(o.PointSeconds >= 0 && o.PointSeconds <= MaxSeconds) {
+		return loadsearch.Options{}, fmt.Errorf("point_seconds %v: want 0 (no limit) to %d", o.PointSeconds, MaxSeconds)
 	}
 	opt := loadsearch.Options{SLO: slo, Axis: axis, Start: o.Start, Max: o.Max, Tolerance: o.Tolerance}
 	// A spec must fail when it is read, not when its first search starts.
@@ -115,14 +133,25 @@ const maxPointGrowth = 8
 // SLO.Judge says so: too few requests, too short to tell whether the
 // server kept up), the same with twice the prompts, up to maxPointGrowth
 // times; each size is a trial of its own. The point returned is the
-// longest one's, with the requests of all sizes.
+// longest one's, with the requests and seconds of all sizes. The point's
+// time limit (pointSeconds) cuts the first size on the rate axis, and a
+// size that would pass it is not run: the point ends undecided and Limited
+// (a lower load's points last longer), as bench's do.
 func (o *LoadObjective) sized(slo loadsearch.SLO, w Workload, load float64, run func(Workload) (loadsearch.Point, error)) (loadsearch.Point, error) {
 	opt, _ := w.resolve()
 	n := opt.NumPrompts
 	if n == 0 {
 		n = 1000
 	}
-	sent := 0
+	limit := o.pointSeconds()
+	rate := o.axis() == loadsearch.AxisRate
+	if rate && float64(n) > limit*load {
+		n = max(int(limit*load), 1)
+	}
+	if !rate {
+		n = max(n, o.concurrencyPrompts(load))
+	}
+	sent, secs := 0, 0.0
 	for f := 1; ; f *= 2 {
 		g := w
 		g.NumPrompts = n * f
@@ -131,11 +160,42 @@ func (o *LoadObjective) sized(slo loadsearch.SLO, w Workload, load float64, run 
 			return p, err
 		}
 		sent += p.Requests
-		p.Requests = sent
-		if _, more := slo.Judge(p, slo.MinRequests()); !more || 2*f > maxPointGrowth {
+		secs += p.Seconds
+		p.Requests, p.Seconds = sent, secs
+		j, more := slo.Judge(p, slo.MinRequests())
+		if !more || 2*f > maxPointGrowth {
+			return p, nil
+		}
+		// The next size's length: at the offered rate, or twice this
+		// one's on the concurrency axis.
+		next := 2 * p.Seconds
+		if rate {
+			next = float64(2*n*f) / load
+		}
+		if secs+next > limit {
+			p.Flag = fmt.Sprintf("undecided at the point's limit (a run of %d requests would pass point_seconds %gs): %s", 2*n*f, limit, j.Flag)
+			p.NeedsMore, p.Limited = false, true
 			return p, nil
 		}
 	}
+}
+
+// concurrencyWindows is how many times the concurrency a closed-loop
+// point's measured window holds, at least: with fewer requests than the
+// concurrency it is never reached (a lab point of 100 prompts at 512 in
+// flight peaked at 90), and with one round of them the window is its
+// fill-up and drain.
+const concurrencyWindows = 2
+
+// concurrencyPrompts is the fewest prompts a point at concurrency load
+// takes, its warm-up included, for concurrencyWindows rounds in its window.
+func (o *LoadObjective) concurrencyPrompts(load float64) int {
+	need := concurrencyWindows * int(math.Ceil(load))
+	if o.WarmupPrompts > 0 {
+		return o.WarmupPrompts + need
+	}
+	// The default warm-up is a tenth of the prompts.
+	return int(math.Ceil(float64(need)*10/9)) + 1
 }
 
 // window leaves a point's warm-up out of its records and asks for every
@@ -176,6 +236,14 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 	errs := make([]error, len(specs))
 	first := map[string]int{}
 	done := make([]chan struct{}, len(specs))
+	// On servers, no more searches at once than the GPUs hold: searches
+	// taking turns on one GPU point by point stopped each other's server
+	// (42-44 starts for 29 configs on the 14B example); one after another
+	// each config starts once and keeps its server for all its points.
+	var slots chan struct{}
+	if l.Spec.RuntimeKind().Servers() {
+		slots = make(chan struct{}, max(l.sem.cap, 1))
+	}
 	for i, t := range specs {
 		done[i] = make(chan struct{})
 		mk := measurementKey(t.Key)
@@ -194,6 +262,15 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 		first[mk] = i
 		go func() {
 			defer close(done[i])
+			if slots != nil {
+				select {
+				case slots <- struct{}{}:
+					defer func() { <-slots }()
+				case <-ctx.Done():
+					errs[i] = ctx.Err()
+					return
+				}
+			}
 			out[i], errs[i] = l.searchLoad(ctx, t, budget)
 		}()
 	}
@@ -221,8 +298,30 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	if err != nil {
 		return nil, fmt.Errorf("lab: objective.load: %w", err)
 	}
+	// budget.max_trials counts searched configs: the search takes its
+	// place before its first point and holds it until searched counts it,
+	// so searches running side by side cannot all take the last one.
+	// Its points are held by max_hours alone.
+	held := false
+	if budget {
+		if _, err := l.budgetAllows(1); err != nil {
+			return nil, err
+		}
+		held = true
+		defer func() {
+			if held {
+				l.release(1)
+			}
+		}()
+	}
 	at := map[float64]*result{}
 	var failed *result
+	ran := false // a point was measured now, not read from the store
+	defer func() {
+		if se, ok := l.Progress.(searchEnder); ok {
+			se.SearchEnded(t, !ran)
+		}
+	}()
 	measure := func(ctx context.Context, load float64) (loadsearch.Point, error) {
 		return lo.sized(opt.SLO, t.Workload, load, func(pw Workload) (loadsearch.Point, error) {
 			ps := t
@@ -230,7 +329,16 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 			// The name (not part of the key) says which load the trial
 			// was, in the progress lines and the store.
 			ps.Name = fmt.Sprintf("%s @ %g %s", t.Name, load, lo.axis().Unit())
-			rs, err := l.run2(ctx, []TrialSpec{ps}, budget)
+			if budget {
+				if err := l.hoursLeft(); err != nil {
+					return loadsearch.Point{}, err
+				}
+			}
+			l.mu.Lock()
+			_, stored := l.done[measurementKey(ps.Key)]
+			l.mu.Unlock()
+			ran = ran || !stored
+			rs, err := l.run2(ctx, []TrialSpec{ps}, false)
 			if err != nil {
 				return loadsearch.Point{}, err
 			}
@@ -250,12 +358,13 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 			return p, nil
 		})
 	}
+	opt = l.guidedStart(ctx, t, opt)
 	sr, err := loadsearch.Search(ctx, opt, measure)
 	switch {
 	case errors.Is(err, errConfigFailed):
 		r := *failed
 		r.spec = t
-		l.searched(t, nil, r.trial)
+		l.searched(t, nil, r.trial, &held)
 		return &r, nil
 	case err != nil:
 		return nil, fmt.Errorf("lab: %s: load search: %w", t.Name, err)
@@ -273,11 +382,18 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	if tr.Result, err = withSustainable(base.trial.Result, sr.Sustainable); err != nil {
 		return nil, fmt.Errorf("lab: %s: %w", t.Name, err)
 	}
-	l.searched(t, sr, tr)
+	l.searched(t, sr, tr, &held)
 	r := *base
 	r.spec = t
 	r.m.SustainableLoad = sr.Sustainable
 	r.score = sr.Sustainable
+	// On the concurrency axis the score is what the client reached: a
+	// point passes with its peak in flight a little short of the load
+	// (loadsearch flags it only past behindShare), and a config is not
+	// credited with requests it never had in flight.
+	if at, ok := sr.At(sr.Sustainable); ok && lo.axis() == loadsearch.AxisConcurrency && at.PeakConcurrency > 0 {
+		r.score = min(r.score, float64(at.PeakConcurrency))
+	}
 	r.why, r.kind = "", ""
 	switch {
 	case !sr.Found:
@@ -290,16 +406,64 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	return &r, nil
 }
 
+// guideStep is the bracket's first step from the guide's predicted load:
+// within 10% a prediction brackets the answer in two points, and the step
+// gallops to doubling when it is off (loadsearch.Options.Step).
+const guideStep = 0.1
+
+// guidedStart starts a config's search at the guide's predicted
+// sustainable load with a small first step, where there is a guide and it
+// predicts one: on the 14B SLO example a blind start at 1 req/s took
+// about 12 points a config. The spec's start stays the start without a
+// prediction, and the lowest load the search may try is the one it implies.
+func (l *Lab) guidedStart(ctx context.Context, t TrialSpec, opt loadsearch.Options) loadsearch.Options {
+	if l.guide == nil {
+		return opt
+	}
+	m, err := l.guide.Guess(ctx, t.Config, t.Workload, l.Spec.Search.GuidePrompts)
+	if err != nil || !(m.SustainableLoad > 0) {
+		return opt
+	}
+	start := opt.Start
+	if start == 0 {
+		start = 1
+	}
+	if opt.Min == 0 {
+		opt.Min = start / 1024
+		if opt.Axis == loadsearch.AxisConcurrency {
+			opt.Min = 1
+		}
+	}
+	hi := opt.Max
+	if hi == 0 {
+		hi = 4096
+	}
+	// Three significant digits: a point's load is in its name and key,
+	// and 19.99 reads better than 19.991128939107984, with no loss that a
+	// 10% step would see.
+	g := m.SustainableLoad
+	if e := math.Pow(10, math.Floor(math.Log10(g))-2); opt.Axis == loadsearch.AxisRate {
+		g = math.Round(g/e) * e
+	}
+	opt.Start, opt.Step = math.Min(math.Max(g, opt.Min), hi), guideStep
+	return opt
+}
+
 // searched records a config's finished search: its measurement (the
 // trial at its sustainable load, or the failure), the search for the
 // summary, and, on the tuning workload, its place in the budget, whose
-// max_trials counts searched configs (a point is a part of one).
-func (l *Lab) searched(t TrialSpec, sr *loadsearch.Result, tr store.Trial) {
+// max_trials counts searched configs (a point is a part of one). The
+// search's budget place, when *held, is given back as it is counted.
+func (l *Lab) searched(t TrialSpec, sr *loadsearch.Result, tr store.Trial, held *bool) {
 	mk := measurementKey(t.Key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if t.Workload.keyName() == l.Spec.Tuning.keyName() && t.Stage != "grid" {
 		l.tuning[mk] = true
+	}
+	if *held {
+		*held = false
+		l.pending--
 	}
 	l.done[mk] = tr
 	if sr != nil {

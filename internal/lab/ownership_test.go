@@ -484,7 +484,7 @@ func TestDryRunIsTheRun(t *testing.T) {
 	}
 	defer mem.Close()
 	guide := &PredictRunner{Predictor: AnalyticPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests), Noise: s.Noise}
-	plan, err := DryRun(context.Background(), s, guide, "analytic", mem)
+	plan, err := DryRun(context.Background(), s, guide, "analytic", mem, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,21 @@ type Options struct {
 	// stops (default DefaultTolerance): the load found is within it of the
 	// true threshold, when latency grows with load.
 	Tolerance float64
+	// Step, when set, is the bracket's first step as a fraction of the
+	// load (0.1: from Start to 1.1·Start or Start/1.1), doubled at each
+	// further step up to a factor of 2; 0 doubles and halves from the
+	// first. A Start taken from a prediction of the answer (the lab's
+	// simulator guide) brackets it in two or three points instead of the
+	// log2(answer/Start) doublings from a blind start.
+	Step float64
+}
+
+// factor is the bracket's k-th step (k from 0) as a multiplier.
+func (o Options) factor(k int) float64 {
+	if o.Step <= 0 {
+		return 2
+	}
+	return math.Min(1+o.Step*math.Pow(2, float64(k)), 2)
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -36,6 +51,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Tolerance == 0 {
 		o.Tolerance = DefaultTolerance
+	}
+	if !(o.Step >= 0 && o.Step <= 1) {
+		return o, fmt.Errorf("loadsearch: step %v: want a fraction within [0, 1]", o.Step)
 	}
 	if !(o.Tolerance > 0 && o.Tolerance < 1) {
 		return o, fmt.Errorf("loadsearch: tolerance %v: want a fraction within (0, 1)", o.Tolerance)
@@ -196,12 +214,16 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 	}
 	if ok {
 		lo = load
-		for hi == 0 {
+		for k := 0; hi == 0; k++ {
 			if lo >= o.Max {
 				res.Limit = fmt.Sprintf("the highest load allowed (%v %s) meets the SLO", o.Max, o.Axis.Unit())
 				break
 			}
-			next := math.Min(lo*2, o.Max)
+			next := lo * o.factor(k)
+			if o.Axis == AxisConcurrency {
+				next = math.Max(math.Ceil(next), lo+1)
+			}
+			next = math.Min(next, o.Max)
 			ok, fl, err = probe(next)
 			if err != nil {
 				return res, err
@@ -214,8 +236,11 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 		}
 	} else {
 		hi, hiFlagged = load, fl
-		for lo == 0 {
-			next := round(hi / 2)
+		for k := 0; lo == 0; k++ {
+			next := round(hi / o.factor(k))
+			if o.Axis == AxisConcurrency && next >= hi && hi > 1 {
+				next = hi - 1
+			}
 			if next < o.Min || next >= hi {
 				res.Limit = fmt.Sprintf("even the lowest load allowed (%v %s) breaks the SLO", o.Min, o.Axis.Unit())
 				break

@@ -234,3 +234,50 @@ func TestWindow(t *testing.T) {
 		t.Errorf("no warm-up changed the window")
 	}
 }
+
+// TestSearchStepFromAGuess (issue 27: a lab's SLO search measured about
+// 12 points a config from a blind start): from a start near the answer
+// (a prediction of it) with a small first step, the bracket closes in a
+// few points; from a wrong guess, either side, the galloping step still
+// finds the threshold within the tolerance.
+func TestSearchStepFromAGuess(t *testing.T) {
+	slo, _ := ParseSLO("ttft_p99<=200ms")
+	const capacity = 37.3
+	truth := capacity * (1 - 10.0/200)
+	for _, tc := range []struct {
+		name      string
+		axis      Axis
+		start     float64
+		maxPoints int
+	}{
+		{"guess just below", AxisRate, 0.97 * truth, 4},
+		{"guess just above", AxisRate, 1.03 * truth, 4},
+		{"guess 3x low", AxisRate, truth / 3, 9},
+		{"guess 3x high", AxisRate, 3 * truth, 9},
+		{"concurrency guess", AxisConcurrency, math.Floor(0.97 * truth), 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			blind := Options{SLO: slo, Axis: tc.axis, Start: 1}
+			bres, _ := Search(context.Background(), blind, func(_ context.Context, load float64) (Point, error) { return queue(capacity)(load), nil })
+			o := Options{SLO: slo, Axis: tc.axis, Start: tc.start, Min: 1.0 / 1024, Step: 0.1}
+			res, err := Search(context.Background(), o, func(_ context.Context, load float64) (Point, error) { return queue(capacity)(load), nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			tol := DefaultTolerance
+			if tc.axis == AxisConcurrency {
+				tol = math.Max(tol, 1/truth)
+			}
+			if !res.Found || res.Sustainable > truth || (truth-res.Sustainable)/truth > tol {
+				t.Fatalf("found %v (%v), truth %v", res.Sustainable, res.Found, truth)
+			}
+			t.Logf("%d points (blind start: %d)", len(res.Points), len(bres.Points))
+			if len(res.Points) > tc.maxPoints {
+				t.Errorf("%d points from a start of %v, want at most %d", len(res.Points), tc.start, tc.maxPoints)
+			}
+		})
+	}
+	if err := (Options{SLO: slo, Step: 1.5}).Validate(); err == nil {
+		t.Error("step 1.5 accepted")
+	}
+}

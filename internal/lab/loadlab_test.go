@@ -1,0 +1,248 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/perflab/perflab/internal/loadsearch"
+	"github.com/perflab/perflab/internal/store"
+)
+
+// TestLoadBudgetHoldsUnderParallelSearches (issue 27: the progress line
+// read "[56/≤56]" past "at most 55"): under max_load_under_slo
+// budget.max_trials counts searched configs, and a stage's searches run
+// side by side. Each used to see room for one more while only one place
+// was left, and all of them ran; a search now takes its place before its
+// first point.
+func TestLoadBudgetHoldsUnderParallelSearches(t *testing.T) {
+	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}\nbudget: {max_trials: 2}", 1)
+	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["8", "32", "128", "512"]`, 1)
+	s := mustSpec(t, spec)
+	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	st := newMemStore()
+	var progress bytes.Buffer
+	l := &Lab{Spec: s, Store: st, Runner: r, Guide: r, Progress: NewProgress(&progress)}
+	sum, err := l.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := st.Trials(context.Background(), l.StoredRun().ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every point measured belongs to a config the budget let in: a
+	// search cut short by the budget has spent its points all the same.
+	measured := map[string]bool{}
+	for _, tr := range trials {
+		measured[ConfigHash(trialConfig(tr))] = true
+	}
+	t.Logf("%d configs measured in %d points, %d searches kept, stopped %q", len(measured), len(trials), len(sum.LoadSearches), sum.Stopped)
+	if len(measured) > s.Budget.MaxTrials {
+		t.Errorf("%d configs measured under budget.max_trials %d", len(measured), s.Budget.MaxTrials)
+	}
+	// The progress counts what the plan counts, searched configs, so its
+	// count stays within the plan announced at the start.
+	var planned int
+	for _, line := range strings.Split(progress.String(), "\n") {
+		if i := strings.Index(line, "at most "); i >= 0 && planned == 0 {
+			fmt.Sscanf(line[i:], "at most %d trials", &planned)
+		}
+		var done, of int
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "[%d/≤%d]", &done, &of); err == nil && (done > planned || of != planned) {
+			t.Errorf("progress %q past the plan of %d", line, planned)
+		}
+	}
+	if planned == 0 {
+		t.Fatalf("no plan in the progress:\n%s", progress.String())
+	}
+	if sum.Stopped != "budget: max_trials" {
+		t.Errorf("stopped %q, want the budget named", sum.Stopped)
+	}
+}
+
+// TestLoadPointSeconds (issue 27: a lab point took about 128 s at time
+// scale 20, 2,560 engine seconds, with no limit): objective.load's
+// point_seconds bounds a point, all its sizes together. The first size is
+// cut to fit on the rate axis, a size that would pass it is not run, and
+// the point ends undecided and Limited, as bench's do; without the
+// limit, the point grows as its evidence asks.
+func TestLoadPointSeconds(t *testing.T) {
+	slo, err := loadsearch.ParseSLO("ttft_p99<=1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := Workload{Name: "rnd", Dataset: "random", InputLen: 16, OutputLen: 4, NumPrompts: 1000}
+	// Every size is too short for a verdict: a third of its requests
+	// complete, fewer than the p99 needs until the point is large.
+	fake := func(spent *float64, sizes *[]int) func(Workload) (loadsearch.Point, error) {
+		return func(pw Workload) (loadsearch.Point, error) {
+			*sizes = append(*sizes, pw.NumPrompts)
+			secs := float64(pw.NumPrompts) / pw.Point.Load
+			*spent += secs
+			return loadsearch.Point{Load: pw.Point.Load, Completed: pw.NumPrompts / 3, SuccessRate: 1,
+				Latencies: map[string]float64{"ttft_p99": 10}, Requests: pw.NumPrompts, Seconds: secs}, nil
+		}
+	}
+	for _, tc := range []struct {
+		limit, load float64
+		wantLimited bool
+	}{
+		{limit: 0, load: 0.5},
+		{limit: 300, load: 0.5, wantLimited: true},
+		{limit: 300, load: 5, wantLimited: true},
+	} {
+		o := &LoadObjective{SLO: "ttft_p99<=1s", PointSeconds: tc.limit}
+		var spent float64
+		var sizes []int
+		p, err := o.sized(slo, w, tc.load, fake(&spent, &sizes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("limit %v at %v req/s: sizes %v, %.0f s, %q", tc.limit, tc.load, sizes, spent, p.Flag)
+		if tc.limit > 0 && spent > tc.limit {
+			t.Errorf("limit %v at %v req/s: the point ran %.0f s (sizes %v)", tc.limit, tc.load, spent, sizes)
+		}
+		if p.Limited != tc.wantLimited || p.Seconds != spent {
+			t.Errorf("limit %v at %v req/s: limited %v (want %v), %v s reported of %v", tc.limit, tc.load, p.Limited, tc.wantLimited, p.Seconds, spent)
+		}
+		if j, _ := slo.Judge(p, slo.MinRequests()); tc.wantLimited && (j.Scored() || j.Meets) {
+			t.Errorf("limit %v at %v req/s: a point undecided at its limit judged %+v", tc.limit, tc.load, j)
+		}
+	}
+	if err := (&LoadObjective{SLO: "ttft_p99<=1s", PointSeconds: -1}).validate(); err == nil || !strings.Contains(err.Error(), "point_seconds") {
+		t.Errorf("point_seconds -1: %v", err)
+	}
+}
+
+// shyClient keeps its peak in flight a little below the concurrency asked
+// (within what loadsearch lets pass), as a client refilling a slot late
+// does.
+type shyClient struct{ inner Runner }
+
+func (c shyClient) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
+	rec, err := c.inner.Run(ctx, t)
+	if err != nil || t.Workload.Point == nil || rec.Status != "ok" {
+		return rec, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(rec.Result, &m); err != nil {
+		return rec, err
+	}
+	pf := m["perflab"].(map[string]any)
+	pf["peak_concurrency"] = math.Min(pf["peak_concurrency"].(float64), math.Ceil(0.995*t.Workload.Point.Load))
+	rec.Result, err = json.Marshal(m)
+	return rec, err
+}
+
+// TestLoadConcurrencyReached (issue 27: "sustainable load: 512 concurrent
+// requests" for a run whose peak was 90): on the concurrency axis a lab
+// point holds enough prompts to reach its concurrency (100 prompts never
+// had more than 90 in flight, so every config's search ended on "not
+// reached" with no score), and a config is scored by the concurrency its
+// client reached at its sustainable load, not the one it asked for.
+func TestLoadConcurrencyReached(t *testing.T) {
+	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
+	spec = strings.Replace(spec, `axis: rate, start: 1, max: 64`, `axis: concurrency, start: 16, max: 512`, 1)
+	spec = strings.Replace(spec, `num_prompts: 600`, `num_prompts: 100`, 1)
+	spec = strings.Replace(spec, `ttft_p99<=1s,tpot_p99<=40ms,success>=99%`, `ttft_p50<=20s,success>=99%`, 1)
+	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["512"]`, 1)
+	s := mustSpec(t, spec)
+	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	sum, err := (&Lab{Spec: s, Store: newMemStore(), Runner: shyClient{r}, Guide: r}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Baseline.Why != "" || !(sum.Baseline.Score > 90) {
+		t.Fatalf("baseline scored %v (%s %s): want a concurrency above the 90 that 100 prompts reach", sum.Baseline.Score, sum.Baseline.Why, sum.Baseline.Reason)
+	}
+	checked := false
+	for _, ls := range sum.LoadSearches {
+		sr := ls.Result
+		for _, p := range sr.Points {
+			if strings.Contains(p.Flag, "not reached") {
+				t.Errorf("%s: point %v flagged %q", ls.Name, p.Load, p.Flag)
+			}
+		}
+		at, _ := sr.At(sr.Sustainable)
+		t.Logf("%s: sustainable %v, peak there %d", ls.Name, sr.Sustainable, at.PeakConcurrency)
+		if at.Ref != sum.Baseline.TrialKey && ls.Key != sum.Baseline.TrialKey {
+			continue
+		}
+		checked = true
+		if sum.Baseline.Score != float64(at.PeakConcurrency) {
+			t.Errorf("baseline scored %v, its client reached %d at %v", sum.Baseline.Score, at.PeakConcurrency, sr.Sustainable)
+		}
+	}
+	if !checked {
+		t.Errorf("no load search is the baseline's (%s)", sum.Baseline.TrialKey)
+	}
+}
+
+// TestLoadGuidedStart (issue 27: the 14B SLO example measured 350 points
+// for 29 configs): with a guide, each config's search starts at the
+// guide's predicted sustainable load with a small first step, and lands
+// on the same answers, within the tolerance, in fewer points; on the
+// simulator in process (guide and measurement agree) five points a config
+// at most, on average.
+func TestLoadGuidedStart(t *testing.T) {
+	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
+	s := mustSpec(t, spec)
+	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	run := func(guide Guide) (map[string]float64, float64) {
+		sum, err := (&Lab{Spec: s, Store: newMemStore(), Runner: r, Guide: guide}).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, points := map[string]float64{}, 0
+		for _, ls := range sum.LoadSearches {
+			got[ls.Key] = ls.Result.Sustainable
+			points += len(ls.Result.Points)
+		}
+		return got, float64(points) / float64(len(sum.LoadSearches))
+	}
+	blind, blindAvg := run(nil)
+	guided, guidedAvg := run(r)
+	t.Logf("points per config: %.2f blind, %.2f from the guide's prediction", blindAvg, guidedAvg)
+	if guidedAvg > 5 || guidedAvg >= blindAvg {
+		t.Errorf("%.2f points per config from the guide (blind %.2f): want at most 5, and fewer", guidedAvg, blindAvg)
+	}
+	tol := s.Objective.Load.Tolerance
+	if tol == 0 {
+		tol = loadsearch.DefaultTolerance
+	}
+	for k, b := range blind {
+		if g, ok := guided[k]; !ok || math.Abs(g-b) > tol*b {
+			t.Errorf("%s: %v guided, %v blind", k, g, b)
+		}
+	}
+}
+
+// TestLoadDryRunOneStartPerConfig (issue 27: 42-44 engine starts for 29
+// configs): on a runtime with servers a stage's searches take turns by
+// config, not by point, so each config's server starts once and serves all
+// its points; the dry run, which replays the live runner's policy, counts
+// no more starts than configs.
+func TestLoadDryRunOneStartPerConfig(t *testing.T) {
+	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}\nruntime: process", 1)
+	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["8", "32", "128", "512"]`, 1)
+	s := mustSpec(t, spec)
+	mem, err := store.Open(context.Background(), "sqlite::memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	guide := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	p, err := DryRun(context.Background(), s, guide, "sim", mem, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d points, %d starts for %d configs, %.2f GPU-hours", p.Trials, p.Starts, p.Configs, p.GPUHours)
+	if p.Starts > p.Configs {
+		t.Errorf("%d engine starts for %d configs", p.Starts, p.Configs)
+	}
+}
