@@ -3,7 +3,6 @@ package lab
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -124,19 +123,14 @@ func TestLoadPointSeconds(t *testing.T) {
 // does.
 type shyClient struct{ inner Runner }
 
-func (c shyClient) Run(ctx context.Context, t TrialSpec) (store.Trial, error) {
-	rec, err := c.inner.Run(ctx, t)
-	if err != nil || t.Workload.Point == nil || rec.Status != "ok" {
-		return rec, err
+func (c shyClient) Run(ctx context.Context, t TrialSpec) (Measurement, error) {
+	m, err := c.inner.Run(ctx, t)
+	if err != nil || t.Workload.Point == nil || m.Failure != nil || m.Result == nil || m.Result.Perflab == nil {
+		return m, err
 	}
-	var m map[string]any
-	if err := json.Unmarshal(rec.Result, &m); err != nil {
-		return rec, err
-	}
-	pf := m["perflab"].(map[string]any)
-	pf["peak_concurrency"] = math.Min(pf["peak_concurrency"].(float64), math.Ceil(0.995*t.Workload.Point.Load))
-	rec.Result, err = json.Marshal(m)
-	return rec, err
+	pf := m.Result.Perflab
+	pf.PeakConcurrency = min(pf.PeakConcurrency, int(math.Ceil(0.995*t.Workload.Point.Load)))
+	return m, nil
 }
 
 // TestLoadConcurrencyReached (issue 27: "sustainable load: 512 concurrent

@@ -191,6 +191,9 @@ type SummaryLoad struct {
 	Start         float64 `json:"start,omitempty"`
 	Max           float64 `json:"max,omitempty"`
 	WarmupPrompts int     `json:"warmup_prompts,omitempty"`
+	// PointSeconds bounds a point's benchmark time in the engine's seconds
+	// (0: no bound).
+	PointSeconds float64 `json:"point_seconds,omitempty"`
 }
 
 // LoadSearch is one config's load search (the lab's LoadSearch, field for
