@@ -11,7 +11,8 @@ import (
 // that differ between engines (start-up defaults, KV-cache sizing, the
 // scheduler, when a step runs without a CUDA graph, which requests it
 // refuses, the data-parallel routing), each read from that engine's source
-// at the pinned versions (the functions' comments cite file and commit).
+// at the pinned versions (the functions' comments say where; moved here
+// unchanged from the switches they replace).
 // Each engine is registered once, in kinds, under its engine.Kind name;
 // the model asks the Params' Kind instead of switching on the engine's
 // name, so an engine the simulator learns is one more entry here.
