@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-
-	"github.com/perflab/perflab/internal/engine"
 )
 
 // ErrOOM is wrapped by New when the model and its KV cache do not fit.
@@ -83,6 +81,7 @@ type step struct {
 // Engine is one simulated deployment, advanced by discrete steps.
 type Engine struct {
 	p    Params
+	kind *Kind // how the engine p names is imitated
 	arch Arch
 	hw   GPU
 	c    Coef
@@ -154,7 +153,8 @@ func New(p Params, c *Coefficients) (*Engine, error) {
 	}
 	hw, _ := LookupGPU(p.GPU)
 	coef, _ := c.Lookup(hw.Name, p.Engine, p.Version)
-	e := &Engine{p: p, arch: arch, hw: hw, c: coef, seen: map[int]int{}, newRatio: 0.7, graphDQL: 1,
+	k, _ := KindOf(p.Engine) // WithDefaults refused an engine without one
+	e := &Engine{p: p, kind: k, arch: arch, hw: hw, c: coef, seen: map[int]int{}, newRatio: 0.7, graphDQL: 1,
 		fault: faultFor(p, arch)}
 	e.emit = e.queueEvent
 	if err := e.sizeMemory(); err != nil {
@@ -217,46 +217,7 @@ func (e *Engine) sizeMemory() error {
 		inter = a.MoEIntermediateSize * a.TopK
 	}
 	act := float64(budget)*float64(2*inter/p.TP+4*a.HiddenSize)*2 + float64(min(max(p.MaxNumSeqs, 256), 1024))*float64(a.VocabSize)*4
-	nonTorch := 0.6 * gib
-	var kv float64
-	var reason string
-	switch p.Engine {
-	case EngineVLLM:
-		// vLLM profiles with torch.compile'd, reused buffers: its measured
-		// peak is far below the naive intermediate sizes. The published
-		// Qwen3-32B BF16 run (max_model_len 40960 at 0.9) starts, which
-		// bounds this reserve to ~0.25 GiB on an H100.
-		kv = total*p.MemFraction - weights - 0.05*act - 0.05*gib
-		reason = "vllm"
-		e.blockSize = 16
-		// vLLM's largest CUDA-graph capture size: min(2 × max_num_seqs ×
-		// decode query length, 512), and never above the token budget;
-		// performance mode changes the spacing of the sizes, not the cap.
-		dql := 1
-		if p.SpecMethod != "" {
-			dql += p.SpecTokens
-		}
-		e.graphMax = min(512, 2*p.MaxNumSeqs*dql, max(p.MaxNumBatchedTokens, 1))
-		e.graphDQL = dql
-	case EngineSGLang:
-		kv = total*p.MemFraction - weights
-		reason = "sglang"
-		e.blockSize = 1
-		e.graphMax = 256
-		if e.hw.MemGiB > 100 {
-			e.graphMax = 512
-		}
-	case EngineTRTLLM:
-		// The profiling pass that sizes the KV cache runs dummy prompts
-		// totalling max_num_tokens, with or without chunked prefill
-		// (KvCacheCreator): a context longer than max_num_tokens is
-		// refused without chunking, never run in one pass, so chunking
-		// does not change the cache size.
-		kv = (total - weights - act - nonTorch - 1.0*gib) * p.MemFraction
-		reason = "trtllm"
-		e.blockSize = 32
-		e.graphMax = 128
-	}
+	kv := e.kind.memory(e, total, weights, act)
 	if p.EnforceEager {
 		e.graphMax = 0
 	}
@@ -270,27 +231,18 @@ func (e *Engine) sizeMemory() error {
 		e.stateBlocks = int(math.Ceil(e.stateBytesSeq / blockBytes))
 	}
 	if kv <= 0 || blocks < 1 {
-		switch reason {
-		case "vllm":
-			return fmt.Errorf("%w: ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine. (weights %.2f GiB, gpu_memory_utilization %.2f of %.2f GiB)",
-				ErrOOM, weights/gib, p.MemFraction, e.hw.MemGiB)
-		case "sglang":
-			return fmt.Errorf("%w: RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. (weights %.2f GiB, mem_fraction_static %.3f of %.2f GiB)",
-				ErrOOM, weights/gib, p.MemFraction, e.hw.MemGiB)
-		default:
-			return fmt.Errorf("%w: RuntimeError: Executor failed to allocate KV cache: no free GPU memory after loading %.2f GiB of weights", ErrOOM, weights/gib)
-		}
+		return e.kind.noCache(p, e.hw, weights)
 	}
 	tokens := blocks * e.blockSize
 	need := p.MaxModelLen + e.stateBlocks*e.blockSize
-	if p.Engine == EngineVLLM && tokens < need {
+	if e.kind.maxLenFits && tokens < need {
 		return fmt.Errorf("%w: ValueError: To serve at least one request with the models's max seq len (%d), (%.2f GiB KV cache is needed, which is larger than the available KV cache memory (%.2f GiB). Based on the available memory, the estimated maximum model length is %d. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
 			ErrOOM, p.MaxModelLen, float64(need)*e.kvBytesTok/gib, kv/gib, tokens-e.stateBlocks*e.blockSize)
 	}
 	e.totalBlocks = blocks
 	e.freeBlocks = blocks
 	e.maxSeqs = p.MaxNumSeqs
-	if p.Engine == EngineSGLang && e.maxSeqs == 0 {
+	if e.kind.poolMaxSeqs && e.maxSeqs == 0 {
 		// max_running_requests derived from the pool, as SGLang's model
 		// runner does, bounded to [2048, 4096].
 		e.maxSeqs = min(max(int(float64(tokens)/float64(p.MaxModelLen)*512), 2048), 4096)
@@ -352,16 +304,9 @@ func (e *Engine) setupRoofline() {
 	}
 	if a.Hybrid() {
 		e.scanChunk = scanChunkFlops(a) / tp * float64(a.linearLayers()) / (e.hw.BF16TFLOPS * 1e12 * e.c.scanEff())
-		// vLLM before #44700 (merged 2026-06-06, after 0.22.1) ran every
-		// non-speculative sequence of a step that holds a prefill through
-		// the chunked kernel, each one-token decode as a padded 64-token
-		// chunk with its state gathered and scattered around it; only
-		// decode-only steps used the recurrent kernel. SGLang keeps
-		// prefill and decode batches apart unless --enable-mixed-chunk,
-		// and a mixed batch runs its decodes through the extend (chunked)
-		// kernels too (sglang#36065, still open in 2026-08).
-		e.scanDecodes = p.Engine == EngineVLLM && !engine.VersionAtLeast(p.Version, "0.23.0") ||
-			p.Engine == EngineSGLang && e.mixedChunk()
+		// Whether a mixed step runs its decodes through the chunked scan
+		// is the engine's (Kind.scanDecodes).
+		e.scanDecodes = e.kind.scanDecodes != nil && e.kind.scanDecodes(e)
 	}
 	e.bePrefill = e.c.backend(p.AttentionBackend)
 	e.beDecode = e.c.backendDecode(p.AttentionBackend)
@@ -467,7 +412,7 @@ func (e *Engine) stepTime(items []work) float64 {
 	}
 	gpu := tGemm + tAttn + tComm
 	cpu := (e.c.StepMs + e.c.SeqUs*seqs/1000) / 1000
-	if int(seqs)*e.graphDQL > e.graphMax || (prefills > 0 && e.p.Engine != EngineVLLM) {
+	if int(seqs)*e.graphDQL > e.graphMax || (prefills > 0 && !e.kind.graphsPrefill) {
 		// No CUDA graph for this batch: kernel launches are exposed.
 		cpu += e.c.EagerMs / 1000
 	}
@@ -512,7 +457,7 @@ func (e *Engine) submit(r Req, user int) {
 		prefixLen: min(r.PrefixLen, r.PromptLen), user: user}
 	s.target = s.prompt
 	if r.PromptLen <= 0 || r.PromptLen+max(r.OutputLen, 1) > e.p.MaxModelLen ||
-		(e.p.Engine == EngineTRTLLM && !*e.p.ChunkedPrefill && r.PromptLen > e.budget) {
+		(e.kind.budgetCapsPrompt && !*e.p.ChunkedPrefill && r.PromptLen > e.budget) {
 		s.done = true
 		err := fmt.Errorf("%w: this model's maximum context length is %d tokens, but %d tokens were requested (%d in the messages, %d in the completion)",
 			ErrContext, e.p.MaxModelLen, r.PromptLen+r.OutputLen, r.PromptLen, r.OutputLen)
@@ -672,14 +617,7 @@ func smoothMax(a, b float64) float64 {
 
 func (e *Engine) schedule(start float64) *step {
 	items := e.itemBuf[:0]
-	switch e.p.Engine {
-	case EngineSGLang:
-		items = e.scheduleSGLang(start)
-	case EngineTRTLLM:
-		items = e.scheduleTRT(start)
-	default:
-		items = e.scheduleVLLM(start)
-	}
+	items = e.kind.schedule(e, start)
 	e.stats.Running = len(e.running)
 	e.stats.Waiting = len(e.waiting)
 	if len(items) == 0 {

@@ -18,6 +18,8 @@ var ErrCrashed = errors.New("sim: engine crashed")
 type knownFault struct {
 	// Issue is the upstream report.
 	Issue string
+	// Engine is the engine (Params.Engine) that has the bug.
+	Engine string
 	// Applies tells whether the fault can hit this deployment.
 	Applies func(p Params, a Arch) bool
 	// MinRunning is the batch size that exposes it, and After the engine
@@ -40,9 +42,10 @@ var knownFaults = []knownFault{{
 	// batch size are read from that one run (on the shared ShareGPT sample
 	// the simulated run stops after 11 s with 535 done), so treat them as
 	// an order of magnitude.
-	Issue: "vllm-project/vllm#36613",
+	Issue:  "vllm-project/vllm#36613",
+	Engine: engine.VLLM,
 	Applies: func(p Params, a Arch) bool {
-		return p.Engine == EngineVLLM && p.SpecMethod == "mtp" && p.SpecTokens > 0 && a.Hybrid() &&
+		return p.SpecMethod == "mtp" && p.SpecTokens > 0 && a.Hybrid() &&
 			engine.VersionAtLeast(p.Version, "0.16.0") && !engine.VersionAtLeast(p.Version, "0.20.3")
 	},
 	MinRunning: 256,
@@ -56,7 +59,7 @@ func faultFor(p Params, a Arch) *knownFault {
 		return nil
 	}
 	for i := range knownFaults {
-		if knownFaults[i].Applies(p, a) {
+		if knownFaults[i].Engine == p.Engine && knownFaults[i].Applies(p, a) {
 			return &knownFaults[i]
 		}
 	}

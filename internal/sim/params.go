@@ -133,7 +133,8 @@ func (p Params) WithDefaults() (Params, error) {
 		p.Engine = k.Name
 	}
 	dv, ok := defaultVersions[p.Engine]
-	if !ok {
+	k, known := KindOf(p.Engine)
+	if !ok || !known {
 		return p, fmt.Errorf("%w: unknown engine %q (want %s)", ErrBadParams, p.Engine, engine.KindList())
 	}
 	if p.Version == "" {
@@ -223,132 +224,146 @@ func (p Params) WithDefaults() (Params, error) {
 		return p, fmt.Errorf("%w: memory fraction %g outside (0,1]", ErrBadParams, p.MemFraction)
 	}
 	bigGPU := hw.MemGiB >= 70 && !strings.HasPrefix(hw.Name, "A100")
-	switch p.Engine {
-	case EngineVLLM:
-		// vLLM V1 (_set_default_args): chunked prefill and prefix caching
-		// on; bigger batches on >=70 GiB non-A100 GPUs for the API server.
-		if p.MemFraction == 0 {
-			p.MemFraction = 0.9
-		}
-		if p.ChunkedPrefill == nil {
-			p.ChunkedPrefill = boolPtr(true)
-		}
-		if p.PrefixCaching == nil {
-			// Hybrid (Mamba / linear-attention) models had prefix caching
-			// off by default: their state cannot be shared by block hash.
-			p.PrefixCaching = boolPtr(!arch.Hybrid())
-		}
-		if p.PerformanceMode == "" {
-			if engine.VersionAtLeast(p.Version, "0.17.0") {
-				p.PerformanceMode = "balanced"
-			}
-		} else if !engine.VersionAtLeast(p.Version, "0.17.0") {
-			return p, fmt.Errorf("%w: --performance-mode is not in vLLM %s", ErrBadParams, p.Version)
-		}
-		switch p.PerformanceMode {
-		case "", "balanced", "interactivity", "throughput":
-		default:
-			return p, fmt.Errorf("%w: performance mode %q (want balanced, interactivity or throughput)", ErrBadParams, p.PerformanceMode)
-		}
-		if p.MaxNumSeqs == 0 {
-			p.MaxNumSeqs = 256
-			if bigGPU {
-				p.MaxNumSeqs = 1024
-			}
-			if p.PerformanceMode == "throughput" {
-				// Throughput mode doubles an unset max_num_seqs too.
-				p.MaxNumSeqs *= 2
-			}
-		}
-		if p.MaxNumBatchedTokens == 0 {
-			p.MaxNumBatchedTokens = 2048
-			if bigGPU {
-				p.MaxNumBatchedTokens = 8192
-			}
-			if p.PerformanceMode == "throughput" {
-				// Throughput mode doubles the default token budget.
-				p.MaxNumBatchedTokens *= 2
-			}
-			if !*p.ChunkedPrefill && p.MaxNumBatchedTokens < p.MaxModelLen {
-				p.MaxNumBatchedTokens = p.MaxModelLen
-			}
-		}
-		if !*p.ChunkedPrefill && p.MaxNumBatchedTokens < p.MaxModelLen {
-			// vLLM's SchedulerConfig refuses to start rather than reject
-			// every prompt longer than the token budget.
-			return p, fmt.Errorf("%w: ValueError: max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.",
-				ErrBadParams, p.MaxNumBatchedTokens, p.MaxModelLen)
-		}
-		if p.AsyncScheduling == nil {
-			// Async scheduling became the default in the 0.14 line.
-			p.AsyncScheduling = boolPtr(engine.VersionAtLeast(p.Version, "0.14.0") && !p.EnforceEager && p.SpecMethod == "")
-		}
-		if p.AttentionBackend == "" {
-			p.AttentionBackend = "FLASH_ATTN"
-			if arch.Hybrid() {
-				p.AttentionBackend = "FLASHINFER"
-			}
-		}
-		p.AttentionBackend = strings.ToUpper(p.AttentionBackend)
-	case EngineSGLang:
-		if p.PerformanceMode != "" {
-			return p, fmt.Errorf("%w: SGLang has no performance mode", ErrBadParams)
-		}
-		if p.MaxNumBatchedTokens == 0 {
-			p.MaxNumBatchedTokens = sglangChunkedPrefillSize(hw)
-		}
-		if p.MemFraction == 0 {
-			p.MemFraction = sglangMemFraction(hw, p.TP, p.MaxNumBatchedTokens, p.SpecMethod)
-		}
-		if p.ChunkedPrefill == nil {
-			p.ChunkedPrefill = boolPtr(p.MaxNumBatchedTokens > 0)
-		}
-		if p.PrefixCaching == nil {
-			p.PrefixCaching = boolPtr(true) // radix cache
-		}
-		if p.AsyncScheduling == nil {
-			p.AsyncScheduling = boolPtr(!p.EnforceEager) // overlap scheduler
-		}
-		if p.AttentionBackend == "" {
-			p.AttentionBackend = "fa3"
-			if !strings.HasPrefix(hw.Name, "H") {
-				p.AttentionBackend = "flashinfer"
-			}
-			if arch.Hybrid() {
-				p.AttentionBackend = "fa3"
-			}
-		}
-		p.AttentionBackend = strings.ToLower(p.AttentionBackend)
-		// MaxNumSeqs 0 stays 0: SGLang derives max_running_requests from
-		// the KV pool size (see newEngine).
-	case EngineTRTLLM:
-		if p.PerformanceMode != "" {
-			return p, fmt.Errorf("%w: TensorRT-LLM has no performance mode", ErrBadParams)
-		}
-		if p.MemFraction == 0 {
-			p.MemFraction = 0.9
-		}
-		if p.MaxNumSeqs == 0 {
-			p.MaxNumSeqs = 2048
-		}
-		if p.MaxNumBatchedTokens == 0 {
-			p.MaxNumBatchedTokens = 8192
-		}
-		if p.ChunkedPrefill == nil {
-			p.ChunkedPrefill = boolPtr(false)
-		}
-		if p.PrefixCaching == nil {
-			p.PrefixCaching = boolPtr(true) // kv_cache_config.enable_block_reuse
-		}
-		if p.AsyncScheduling == nil {
-			p.AsyncScheduling = boolPtr(!p.EnforceEager) // overlap scheduler
-		}
-		if p.AttentionBackend == "" {
-			p.AttentionBackend = "TRTLLM"
-		}
-		p.AttentionBackend = strings.ToUpper(p.AttentionBackend)
+	if err := k.defaults(&p, hw, arch, bigGPU); err != nil {
+		return p, err
 	}
 	return p, nil
+}
+
+// vllmDefaults is vLLM's part of WithDefaults (engine/arg_utils.py).
+func vllmDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
+	// vLLM V1 (_set_default_args): chunked prefill and prefix caching
+	// on; bigger batches on >=70 GiB non-A100 GPUs for the API server.
+	if p.MemFraction == 0 {
+		p.MemFraction = 0.9
+	}
+	if p.ChunkedPrefill == nil {
+		p.ChunkedPrefill = boolPtr(true)
+	}
+	if p.PrefixCaching == nil {
+		// Hybrid (Mamba / linear-attention) models had prefix caching
+		// off by default: their state cannot be shared by block hash.
+		p.PrefixCaching = boolPtr(!arch.Hybrid())
+	}
+	if p.PerformanceMode == "" {
+		if engine.VersionAtLeast(p.Version, "0.17.0") {
+			p.PerformanceMode = "balanced"
+		}
+	} else if !engine.VersionAtLeast(p.Version, "0.17.0") {
+		return fmt.Errorf("%w: --performance-mode is not in vLLM %s", ErrBadParams, p.Version)
+	}
+	switch p.PerformanceMode {
+	case "", "balanced", "interactivity", "throughput":
+	default:
+		return fmt.Errorf("%w: performance mode %q (want balanced, interactivity or throughput)", ErrBadParams, p.PerformanceMode)
+	}
+	if p.MaxNumSeqs == 0 {
+		p.MaxNumSeqs = 256
+		if bigGPU {
+			p.MaxNumSeqs = 1024
+		}
+		if p.PerformanceMode == "throughput" {
+			// Throughput mode doubles an unset max_num_seqs too.
+			p.MaxNumSeqs *= 2
+		}
+	}
+	if p.MaxNumBatchedTokens == 0 {
+		p.MaxNumBatchedTokens = 2048
+		if bigGPU {
+			p.MaxNumBatchedTokens = 8192
+		}
+		if p.PerformanceMode == "throughput" {
+			// Throughput mode doubles the default token budget.
+			p.MaxNumBatchedTokens *= 2
+		}
+		if !*p.ChunkedPrefill && p.MaxNumBatchedTokens < p.MaxModelLen {
+			p.MaxNumBatchedTokens = p.MaxModelLen
+		}
+	}
+	if !*p.ChunkedPrefill && p.MaxNumBatchedTokens < p.MaxModelLen {
+		// vLLM's SchedulerConfig refuses to start rather than reject
+		// every prompt longer than the token budget.
+		return fmt.Errorf("%w: ValueError: max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.",
+			ErrBadParams, p.MaxNumBatchedTokens, p.MaxModelLen)
+	}
+	if p.AsyncScheduling == nil {
+		// Async scheduling became the default in the 0.14 line.
+		p.AsyncScheduling = boolPtr(engine.VersionAtLeast(p.Version, "0.14.0") && !p.EnforceEager && p.SpecMethod == "")
+	}
+	if p.AttentionBackend == "" {
+		p.AttentionBackend = "FLASH_ATTN"
+		if arch.Hybrid() {
+			p.AttentionBackend = "FLASHINFER"
+		}
+	}
+	p.AttentionBackend = strings.ToUpper(p.AttentionBackend)
+	return nil
+}
+
+// sglangDefaults is SGLang's part of WithDefaults (server_args.py).
+func sglangDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
+	if p.PerformanceMode != "" {
+		return fmt.Errorf("%w: SGLang has no performance mode", ErrBadParams)
+	}
+	if p.MaxNumBatchedTokens == 0 {
+		p.MaxNumBatchedTokens = sglangChunkedPrefillSize(hw)
+	}
+	if p.MemFraction == 0 {
+		p.MemFraction = sglangMemFraction(hw, p.TP, p.MaxNumBatchedTokens, p.SpecMethod)
+	}
+	if p.ChunkedPrefill == nil {
+		p.ChunkedPrefill = boolPtr(p.MaxNumBatchedTokens > 0)
+	}
+	if p.PrefixCaching == nil {
+		p.PrefixCaching = boolPtr(true) // radix cache
+	}
+	if p.AsyncScheduling == nil {
+		p.AsyncScheduling = boolPtr(!p.EnforceEager) // overlap scheduler
+	}
+	if p.AttentionBackend == "" {
+		p.AttentionBackend = "fa3"
+		if !strings.HasPrefix(hw.Name, "H") {
+			p.AttentionBackend = "flashinfer"
+		}
+		if arch.Hybrid() {
+			p.AttentionBackend = "fa3"
+		}
+	}
+	p.AttentionBackend = strings.ToLower(p.AttentionBackend)
+	// MaxNumSeqs 0 stays 0: SGLang derives max_running_requests from
+	// the KV pool size (see newEngine).
+	return nil
+}
+
+// trtllmDefaults is TensorRT-LLM's part of WithDefaults (llm_args.py,
+// trtllm-serve).
+func trtllmDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
+	if p.PerformanceMode != "" {
+		return fmt.Errorf("%w: TensorRT-LLM has no performance mode", ErrBadParams)
+	}
+	if p.MemFraction == 0 {
+		p.MemFraction = 0.9
+	}
+	if p.MaxNumSeqs == 0 {
+		p.MaxNumSeqs = 2048
+	}
+	if p.MaxNumBatchedTokens == 0 {
+		p.MaxNumBatchedTokens = 8192
+	}
+	if p.ChunkedPrefill == nil {
+		p.ChunkedPrefill = boolPtr(false)
+	}
+	if p.PrefixCaching == nil {
+		p.PrefixCaching = boolPtr(true) // kv_cache_config.enable_block_reuse
+	}
+	if p.AsyncScheduling == nil {
+		p.AsyncScheduling = boolPtr(!p.EnforceEager) // overlap scheduler
+	}
+	if p.AttentionBackend == "" {
+		p.AttentionBackend = "TRTLLM"
+	}
+	p.AttentionBackend = strings.ToUpper(p.AttentionBackend)
+	return nil
 }
 
 // sglangChunkedPrefillSize is SGLang's default --chunked-prefill-size by GPU

@@ -35,19 +35,13 @@ func (r Route) String() string {
 	return "least_loaded (waiting*4+running)"
 }
 
-// RouteFor is the routing an engine's DP front end uses for argv: vLLM's
-// load balancer; SGLang's --load-balance-method (round_robin by default;
-// minimum_tokens is taken as shortest_queue, which the simulator cannot
-// tell apart for requests it has only counted).
+// RouteFor is the routing an engine's DP front end uses for argv: its
+// Kind's (SGLang's --load-balance-method), else vLLM's load balancer.
 func RouteFor(engine string, argv []string) Route {
-	if engine != EngineSGLang {
-		return RouteLeastLoaded
+	if k, ok := KindOf(engine); ok && k.route != nil {
+		return k.route(argv)
 	}
-	switch flagValue(argv, "--load-balance-method") {
-	case "shortest_queue", "minimum_tokens":
-		return RouteShortestQueue
-	}
-	return RouteRoundRobin
+	return RouteLeastLoaded
 }
 
 // flagValue is the last value argv gives name ("--name v" or "--name=v").

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/perflab/perflab/internal/sim"
 )
 
 // DownloadEnv names the variable of the simulated engine's environment that
@@ -63,9 +61,7 @@ func (l *startupLog) download(ctx context.Context) bool {
 	if d <= 0 {
 		return true
 	}
-	if l.p.Engine == sim.EngineVLLM {
-		l.line("INFO", "weight_utils.py:392", "Using model weights format ['*.safetensors']")
-	}
+	l.style.downloadBegin(l)
 	per := d / downloadShards
 	scale := float64(model) / float64(d) // model time per wall time
 	for i := 1; i <= downloadShards; i++ {
@@ -92,9 +88,7 @@ func (l *startupLog) download(ctx context.Context) bool {
 		}
 		io.WriteString(l.w, "\n")
 	}
-	if l.p.Engine == sim.EngineVLLM {
-		l.line("INFO", "weight_utils.py:413", fmt.Sprintf("Time spent downloading weights for %s: %.6f seconds", l.p.Model, model.Seconds()))
-	}
+	l.style.downloadEnd(l, model)
 	return true
 }
 

@@ -5,8 +5,6 @@ import (
 	"os"
 	"strconv"
 	"time"
-
-	"github.com/perflab/perflab/internal/sim"
 )
 
 // ShmEnv names the variable of the simulated engine's environment that
@@ -63,47 +61,25 @@ func shmFree(env map[string]string) (int64, error) {
 //   - TensorRT-LLM prints none of these at the default log level.
 func (l *startupLog) distributed(shm int64) string {
 	tp := max(l.p.TP, 1)
-	if tp < 2 || l.p.Engine == sim.EngineTRTLLM {
+	if tp < 2 || !l.style.tpStartup() {
 		return ""
 	}
 	now := time.Now()
 	fail := shm >= 0 && shm < ncclShmNeed(tp)
 	for r := 0; r < tp; r++ {
-		pid := l.pid + 1 + r
-		switch l.p.Engine {
-		case sim.EngineSGLang:
-			fmt.Fprintf(l.w, "[%s TP%d] Init torch distributed begin.\n", now.Format("2006-01-02 15:04:05"), r)
-		default:
-			pre := fmt.Sprintf("(Worker_TP%d pid=%d) INFO %s", r, pid, now.Format("01-02 15:04:05"))
-			fmt.Fprintf(l.w, "%s [__init__.py:1433] Found nccl from library libnccl.so.2\n", pre)
-			fmt.Fprintf(l.w, "%s [pynccl.py:70] vLLM is using nccl==%s\n", pre, ncclVersion)
-		}
+		l.style.rankBegin(l, now, r)
 	}
 	if fail {
 		last := fmt.Sprintf("Error: failed to extend /dev/shm/nccl-%06d to %d bytes, error: No space left on device (28)", os.Getpid()%1000000, ncclShmSegment)
-		pre := ""
-		if l.p.Engine == sim.EngineVLLM {
-			pre = fmt.Sprintf("(Worker_TP1 pid=%d) ", l.pid+2)
-			fmt.Fprintf(l.w, "%sERROR %s [multiproc_executor.py:597] WorkerProc failed to start.\n", pre, now.Format("01-02 15:04:05"))
-		} else {
-			fmt.Fprintf(l.w, "[%s TP1] Scheduler hit an exception: Traceback (most recent call last):\n", now.Format("2006-01-02 15:04:05"))
-		}
+		pre := l.style.ncclFailBegin(l, now)
 		fmt.Fprintf(l.w, "%storch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version %s\n", pre, ncclVersion)
 		fmt.Fprintf(l.w, "%sncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. \n", pre)
 		fmt.Fprintf(l.w, "%sLast error:\n%s%s\n", pre, pre, last)
-		if l.p.Engine == sim.EngineVLLM {
-			l.fatal("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}")
-		}
+		l.style.ncclFailEnd(l)
 		return last
 	}
 	for r := 0; r < tp; r++ {
-		switch l.p.Engine {
-		case sim.EngineSGLang:
-			fmt.Fprintf(l.w, "[%s TP%d] Init torch distributed ends. mem usage=0.54 GB\n", now.Format("2006-01-02 15:04:05"), r)
-		default:
-			fmt.Fprintf(l.w, "(Worker_TP%d pid=%d) INFO %s [parallel_state.py:1165] rank %d in world size %d is assigned as DP rank 0, PP rank 0, TP rank %d, EP rank %d\n",
-				r, l.pid+1+r, now.Format("01-02 15:04:05"), r, tp, r, r)
-		}
+		l.style.rankEnd(l, now, r, tp)
 	}
 	return ""
 }

@@ -10,14 +10,20 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 
-	"github.com/perflab/perflab/internal/sim"
+	"github.com/perflab/perflab/internal/engine"
 )
 
-// face is one engine's HTTP protocol, as far as the simulator imitates it.
+// face is one engine's HTTP protocol and start-up log, as far as the
+// simulator imitates them.
 type face struct {
+	// name is the engine.Kind name.
+	name string
+	// log is how the engine's start-up log reads.
+	log logStyle
 	// owner is /v1/models' owned_by.
 	owner string
 	// promPath is where Prometheus text is served when the engine was
@@ -55,14 +61,16 @@ type metricNames struct {
 	prefixQueries, prefixHits, prefixHitRate           string
 }
 
-// faces is the one place the imitated engines' protocols are registered.
-var faces = map[string]face{
+// faces is the one place the imitated engines' protocols are registered;
+// the first, vLLM's, is also an unknown engine's.
+var faces = []face{
 	// vLLM: /metrics always (vllm/entrypoints/openai/api_server.py,
 	// mount_metrics); /reset_prefix_cache only under VLLM_SERVER_DEV_MODE
 	// and answering 200 whether or not the scheduler reset anything
 	// ("we currently do not check if the prefix cache is successfully
 	// reset"); V1 metric names from vllm/v1/metrics/loggers.py.
-	sim.EngineVLLM: {
+	{
+		name: engine.VLLM, log: vllmLog{},
 		owner: "vllm", promPath: "/metrics", metricsAlways: true,
 		names: metricNames{
 			running: "vllm:num_requests_running", waiting: "vllm:num_requests_waiting",
@@ -79,7 +87,8 @@ var faces = map[string]face{
 	// while requests run; /health generates one token while
 	// SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION is on, its default
 	// (environ.py; entrypoints/http_server.py health_generate).
-	sim.EngineSGLang: {
+	{
+		name: engine.SGLang, log: sglangLog{},
 		owner: "sglang", promPath: "/metrics",
 		names: metricNames{
 			running: "sglang:num_running_reqs", waiting: "sglang:num_queue_reqs", kvUsage: "sglang:token_usage",
@@ -94,7 +103,8 @@ var faces = map[string]face{
 	// pydantic models with extra="forbid" (tensorrt_llm/serve/
 	// openai_protocol.py), refused with 400 (openai_server.py's
 	// RequestValidationError handler).
-	sim.EngineTRTLLM: {
+	{
+		name: engine.TRTLLM, log: trtllmLog{},
 		owner: "tensorrt_llm", promPath: "/prometheus/metrics", statsPath: "/metrics",
 		names: metricNames{
 			running: "trtllm_num_requests_running", waiting: "trtllm_num_requests_waiting",
@@ -126,12 +136,13 @@ func setOf(names ...string) map[string]bool {
 	return m
 }
 
-// faceFor is engine's face; an unknown engine gets vLLM's.
-func faceFor(engine string) face {
-	if f, ok := faces[engine]; ok {
-		return f
+// faceFor is the face of the engine named name; an unknown engine gets
+// vLLM's.
+func faceFor(name string) face {
+	if i := slices.IndexFunc(faces, func(f face) bool { return f.name == name }); i >= 0 {
+		return faces[i]
 	}
-	return faces[sim.EngineVLLM]
+	return faces[0]
 }
 
 // unknownField is the first field of a JSON object body that f does not

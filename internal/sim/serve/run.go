@@ -251,25 +251,19 @@ type startupLog struct {
 	p   sim.Params
 	res *simargs.Result
 	pid int
+	// style is the engine's (its face's).
+	style logStyle
 	// dlWall and dlModel: a cold-cache download before loading (wall
 	// and model time; 0: warm cache).
 	dlWall, dlModel time.Duration
 }
 
 func newStartupLog(w io.Writer, p sim.Params, res *simargs.Result) *startupLog {
-	return &startupLog{w: w, p: p, res: res, pid: os.Getpid()}
+	return &startupLog{w: w, p: p, res: res, pid: os.Getpid(), style: faceFor(p.Engine).log}
 }
 
 func (l *startupLog) line(level, src, msg string) {
-	now := time.Now()
-	switch l.p.Engine {
-	case sim.EngineSGLang:
-		fmt.Fprintf(l.w, "[%s] %s\n", now.Format("2006-01-02 15:04:05"), msg)
-	case sim.EngineTRTLLM:
-		fmt.Fprintf(l.w, "[%s] [TRT-LLM] [%s] %s\n", now.Format("01/02/2006-15:04:05"), level[:1], msg)
-	default:
-		fmt.Fprintf(l.w, "(APIServer pid=%d) %s %s [%s] %s\n", l.pid, level, now.Format("01-02 15:04:05"), src, msg)
-	}
+	l.style.line(l, time.Now(), level, src, msg)
 }
 
 func (l *startupLog) warn(msg string) { l.line("WARNING", "arg_utils.py:1", msg) }
@@ -279,28 +273,14 @@ func (l *startupLog) begin() {
 	if v == "" {
 		v = simargs.DefaultVersion(l.p.Engine)
 	}
-	switch l.p.Engine {
-	case sim.EngineSGLang:
-		l.line("INFO", "", fmt.Sprintf("server_args=ServerArgs(model_path='%s', tp_size=%d, ...) (perflab sim, SGLang %s on %s)", l.p.Model, max(l.p.TP, 1), v, l.p.GPU))
-	case sim.EngineTRTLLM:
-		fmt.Fprintf(l.w, "[TensorRT-LLM] TensorRT-LLM version: %s (perflab sim on %s)\n", v, l.p.GPU)
-	default:
-		l.line("INFO", "api_server.py:1839", fmt.Sprintf("vLLM API server version %s (perflab sim on %s)", v, l.p.GPU))
-		l.line("INFO", "utils.py:233", fmt.Sprintf("non-default args: {'model_tag': '%s'}", l.p.Model))
-	}
+	l.style.begin(l, v)
 }
 
 // loading prints checkpoint-loading progress spread over d (what stall-aware
 // readiness checks watch). It returns false if ctx ended first.
 func (l *startupLog) loading(ctx context.Context, d time.Duration) bool {
 	const shards = 8
-	if l.p.Engine == sim.EngineVLLM {
-		l.line("INFO", "gpu_model_runner.py:2602", "Starting to load model "+l.p.Model+"...")
-	} else if l.p.Engine == sim.EngineSGLang {
-		l.line("INFO", "", "Load weight begin.")
-	} else {
-		l.line("INFO", "", "Loading model "+l.p.Model)
-	}
+	l.style.loadBegin(l)
 	// The loader fetches what the cache lacks first, before an OOM at
 	// load can happen.
 	if !l.download(ctx) {
@@ -322,33 +302,14 @@ func (l *startupLog) loading(ctx context.Context, d time.Duration) bool {
 	return true
 }
 
-func (l *startupLog) loaded(p sim.Params, kvTokens int) {
-	switch p.Engine {
-	case sim.EngineSGLang:
-		l.line("INFO", "", fmt.Sprintf("Load weight end. type=%s, dtype=torch.bfloat16", p.Model))
-		l.line("INFO", "", fmt.Sprintf("KV Cache is allocated. #tokens: %d", kvTokens))
-		l.line("INFO", "", fmt.Sprintf("max_total_num_tokens=%d, chunked_prefill_size=%d, max_running_requests=%d, context_len=%d", kvTokens, p.MaxNumBatchedTokens, p.MaxNumSeqs, p.MaxModelLen))
-	case sim.EngineTRTLLM:
-		l.line("INFO", "", fmt.Sprintf("max_seq_len=%d, max_num_requests=%d, max_num_tokens=%d", p.MaxModelLen, p.MaxNumSeqs, p.MaxNumBatchedTokens))
-		l.line("INFO", "", fmt.Sprintf("[kv cache manager] max_tokens=%d", kvTokens))
-	default:
-		l.line("INFO", "kv_cache_utils.py:1087", fmt.Sprintf("GPU KV cache size: %s tokens", commas(kvTokens)))
-		if p.MaxModelLen > 0 {
-			l.line("INFO", "kv_cache_utils.py:1091", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(p.MaxModelLen), float64(kvTokens)/float64(p.MaxModelLen)))
-		}
-	}
-}
+func (l *startupLog) loaded(p sim.Params, kvTokens int) { l.style.loaded(l, p, kvTokens) }
 
-func (l *startupLog) serving(addr string) {
-	switch l.p.Engine {
-	case sim.EngineVLLM:
-		l.line("INFO", "api_server.py:1910", "Starting vLLM API server 0 on http://"+addr)
-	}
+func (l *startupLog) serving(addr string) { l.style.serving(l, addr) }
+
+// uvicorn prints what uvicorn logs when the server listens.
+func (l *startupLog) uvicorn(addr string) {
 	fmt.Fprintf(l.w, "INFO:     Started server process [%d]\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n", l.pid)
 	fmt.Fprintf(l.w, "INFO:     Uvicorn running on http://%s (Press CTRL+C to quit)\n", addr)
-	if l.p.Engine == sim.EngineSGLang {
-		l.line("INFO", "", "The server is fired up and ready to roll!")
-	}
 }
 
 func (l *startupLog) shutdown() {
@@ -369,17 +330,7 @@ func (l *startupLog) oom(err error) {
 	} else if _, after, ok := strings.Cut(detail, sim.ErrOOM.Error()+": "); ok {
 		detail = after
 	}
-	switch l.p.Engine {
-	case sim.EngineTRTLLM:
-		fmt.Fprintf(l.w, "[TensorRT-LLM][ERROR] tensorrt_llm::common::TllmException: [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync: out of memory (%s)\n", detail)
-		fmt.Fprintf(l.w, "torch.OutOfMemoryError: CUDA out of memory. %s\n", detail)
-	case sim.EngineSGLang:
-		fmt.Fprintf(l.w, "torch.OutOfMemoryError: CUDA out of memory. %s\n", detail)
-		fmt.Fprintf(l.w, "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n")
-	default:
-		fmt.Fprintf(l.w, "torch.OutOfMemoryError: CUDA out of memory. %s\n", detail)
-		fmt.Fprintf(l.w, "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n")
-	}
+	l.style.oom(l, detail)
 }
 
 func commas(n int) string {

@@ -14,13 +14,9 @@ func sglangCLI(version string) *cli {
 	return sglang055
 }
 
-func parseSGLang(version string, argv []string, env map[string]string) (*Result, error) {
+func parseSGLang(version string, rest []string, env map[string]string) (*Result, error) {
 	if version == "" {
 		version = DefaultVersion(sim.EngineSGLang)
-	}
-	rest, err := stripProgram(sim.EngineSGLang, argv)
-	if err != nil {
-		return nil, err
 	}
 	c := sglangCLI(version)
 	p, perr := c.parse(rest)

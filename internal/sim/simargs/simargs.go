@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/perflab/perflab/internal/engine"
@@ -93,21 +94,80 @@ func ParseAllFiles(engine, version string, argv []string, env, files map[string]
 
 func parseAllFiles(engine, version string, argv []string, env, files map[string]string) (*Result, error) {
 	engine = normEngine(engine)
-	switch engine {
-	case sim.EngineVLLM:
-		return parseVLLM(version, argv, env)
-	case sim.EngineSGLang:
-		return parseSGLang(version, argv, env)
-	case sim.EngineTRTLLM:
-		read := func(path string) ([]byte, error) {
-			if c, ok := files[path]; ok {
-				return []byte(c), nil
-			}
-			return readFile(path)
-		}
-		return parseTRTLLM(version, argv, env, read)
+	k, ok := argvKindOf(engine)
+	if !ok {
+		return nil, fmt.Errorf("simargs: unknown engine %q (want vllm, sglang or trtllm)", engine)
 	}
-	return nil, fmt.Errorf("simargs: unknown engine %q (want vllm, sglang or trtllm)", engine)
+	read := func(path string) ([]byte, error) {
+		if c, ok := files[path]; ok {
+			return []byte(c), nil
+		}
+		return readFile(path)
+	}
+	rest, err := stripProgram(k, argv)
+	if err != nil {
+		return nil, err
+	}
+	return k.parse(version, rest, env, read)
+}
+
+// argvKind is how one engine's command line is read: the program words
+// that start its server and its argument parser, each from the engine's
+// source (see the parsers' files).
+type argvKind struct {
+	// name is the engine.Kind name.
+	name string
+	// programs are the words that start the engine's server, the first
+	// match winning (see programMatch).
+	programs [][]string
+	// usage is the refusal when argv does not start the engine's server,
+	// quoting its first quote words.
+	usage string
+	quote int
+	// parse reads the arguments after the program words for the engine
+	// at version; read gives the side files they name.
+	parse func(version string, rest []string, env map[string]string, read func(string) ([]byte, error)) (*Result, error)
+}
+
+// argvKinds is the one place the engines' command lines are registered.
+var argvKinds = []*argvKind{
+	{
+		name: engine.VLLM,
+		// vLLM's CLI (vllm/entrypoints/cli/main.py) and its module entry
+		// points.
+		programs: [][]string{{"vllm", "serve"}, {"python*", "-m", "vllm.entrypoints.openai.api_server"},
+			{"python*", "-m", "vllm.entrypoints.cli.main", "serve"}},
+		usage: "is not `vllm serve ...` or `python3 -m vllm.entrypoints.openai.api_server ...`",
+		quote: 3,
+		parse: func(version string, rest []string, env map[string]string, _ func(string) ([]byte, error)) (*Result, error) {
+			return parseVLLM(version, rest, env)
+		},
+	},
+	{
+		name:     engine.SGLang,
+		programs: [][]string{{"python*", "-m", "sglang.launch_server"}, {"sglang", "serve"}},
+		usage:    "is not `python3 -m sglang.launch_server ...` or `sglang serve ...`",
+		quote:    3,
+		parse: func(version string, rest []string, env map[string]string, _ func(string) ([]byte, error)) (*Result, error) {
+			return parseSGLang(version, rest, env)
+		},
+	},
+	{
+		name: engine.TRTLLM,
+		// trtllm-serve is a click group whose default command is serve.
+		programs: [][]string{{"trtllm-serve", "serve"}, {"trtllm-serve"}},
+		usage:    "is not `trtllm-serve ...`",
+		quote:    2,
+		parse:    parseTRTLLM,
+	},
+}
+
+func argvKindOf(name string) (*argvKind, bool) {
+	i := slices.IndexFunc(argvKinds, func(k *argvKind) bool { return k.name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return argvKinds[i], true
 }
 
 func normEngine(e string) string {
@@ -131,46 +191,30 @@ func DefaultPort(name string) int {
 
 // stripProgram removes the program words, checking they name this engine's
 // server. It returns the rest of argv.
-func stripProgram(engine string, argv []string) ([]string, error) {
+func stripProgram(k *argvKind, argv []string) ([]string, error) {
 	if len(argv) == 0 {
-		return nil, fmt.Errorf("simargs: %s: empty command", engine)
+		return nil, fmt.Errorf("simargs: %s: empty command", k.name)
+	}
+	for _, w := range k.programs {
+		if programMatch(argv, w) {
+			return argv[len(w):], nil
+		}
+	}
+	return nil, fmt.Errorf("simargs: %s: command %q %s", k.name, strings.Join(head(argv, k.quote), " "), k.usage)
+}
+
+// programMatch reports whether argv starts with the program words w: the
+// first compared by base name, a trailing "*" matching any suffix
+// (python3, python3.12), the rest exactly.
+func programMatch(argv, w []string) bool {
+	if len(argv) < len(w) {
+		return false
 	}
 	base := filepath.Base(argv[0])
-	switch engine {
-	case sim.EngineVLLM:
-		if base == "vllm" && len(argv) > 1 && argv[1] == "serve" {
-			return argv[2:], nil
-		}
-		if strings.HasPrefix(base, "python") && len(argv) > 2 && argv[1] == "-m" {
-			switch argv[2] {
-			case "vllm.entrypoints.openai.api_server":
-				return argv[3:], nil
-			case "vllm.entrypoints.cli.main":
-				if len(argv) > 3 && argv[3] == "serve" {
-					return argv[4:], nil
-				}
-			}
-		}
-		return nil, fmt.Errorf("simargs: vllm: command %q is not `vllm serve ...` or `python3 -m vllm.entrypoints.openai.api_server ...`", strings.Join(head(argv, 3), " "))
-	case sim.EngineSGLang:
-		if strings.HasPrefix(base, "python") && len(argv) > 2 && argv[1] == "-m" && argv[2] == "sglang.launch_server" {
-			return argv[3:], nil
-		}
-		if base == "sglang" && len(argv) > 1 && argv[1] == "serve" {
-			return argv[2:], nil
-		}
-		return nil, fmt.Errorf("simargs: sglang: command %q is not `python3 -m sglang.launch_server ...` or `sglang serve ...`", strings.Join(head(argv, 3), " "))
-	case sim.EngineTRTLLM:
-		if base == "trtllm-serve" {
-			// trtllm-serve is a click group whose default command is serve.
-			if len(argv) > 1 && argv[1] == "serve" {
-				return argv[2:], nil
-			}
-			return argv[1:], nil
-		}
-		return nil, fmt.Errorf("simargs: trtllm: command %q is not `trtllm-serve ...`", strings.Join(head(argv, 2), " "))
+	if p, ok := strings.CutSuffix(w[0], "*"); ok && !strings.HasPrefix(base, p) || !ok && base != w[0] {
+		return false
 	}
-	return nil, fmt.Errorf("simargs: unknown engine %q", engine)
+	return slices.Equal(argv[1:len(w)], w[1:])
 }
 
 func head(xs []string, n int) []string {

@@ -57,13 +57,9 @@ var trtllmSpecTypes = map[string]string{
 	"UserProvided": "user_provided", "SaveHiddenStates": "save_hidden_states", "AUTO": "auto",
 }
 
-func parseTRTLLM(version string, argv []string, env map[string]string, read func(string) ([]byte, error)) (*Result, error) {
+func parseTRTLLM(version string, rest []string, env map[string]string, read func(string) ([]byte, error)) (*Result, error) {
 	if version == "" {
 		version = DefaultVersion(sim.EngineTRTLLM)
-	}
-	rest, err := stripProgram(sim.EngineTRTLLM, argv)
-	if err != nil {
-		return nil, err
 	}
 	c := trtllm120
 	p, perr := c.parse(rest)

@@ -27,13 +27,9 @@ var vllmMid = newCLI(cli{
 	style: styleArgparse, underscores: true, positional: []string{"model_tag"},
 }, without(vllm017.flags, "--performance-mode"))
 
-func parseVLLM(version string, argv []string, env map[string]string) (*Result, error) {
+func parseVLLM(version string, rest []string, env map[string]string) (*Result, error) {
 	if version == "" {
 		version = DefaultVersion(sim.EngineVLLM)
-	}
-	rest, err := stripProgram(sim.EngineVLLM, argv)
-	if err != nil {
-		return nil, err
 	}
 	c := vllmCLI(version)
 	p, perr := c.parse(rest)

@@ -1,0 +1,172 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/perflab/perflab/internal/engine"
+)
+
+// Kind is how the simulator imitates one engine: the parts of its model
+// that differ between engines (start-up defaults, KV-cache sizing, the
+// scheduler, when a step runs without a CUDA graph, which requests it
+// refuses, the data-parallel routing), each read from that engine's source
+// at the pinned versions (the functions' comments say where; moved here
+// unchanged from the switches they replace).
+// Each engine is registered once, in kinds, under its engine.Kind name;
+// the model asks the Params' Kind instead of switching on the engine's
+// name, so an engine the simulator learns is one more entry here.
+type Kind struct {
+	// Name is the engine.Kind name the Kind imitates (Params.Engine).
+	Name string
+
+	// defaults replaces p's zero knobs by what the engine sets at
+	// start-up and refuses what it refuses (Params.WithDefaults' engine
+	// part); bigGPU: at least 70 GiB and not an A100.
+	defaults func(p *Params, hw GPU, arch Arch, bigGPU bool) error
+	// memory is the KV cache's bytes per GPU out of total, after weights
+	// and the profiling run's activation peak act; it sets the engine's
+	// block size and CUDA-graph capture sizes on e.
+	memory func(e *Engine, total, weights, act float64) float64
+	// noCache is the engine's start-up failure when not one KV block fits.
+	noCache func(p Params, hw GPU, weights float64) error
+	// maxLenFits: the engine refuses to start when one request of
+	// max_model_len does not fit in the KV cache (vLLM's
+	// check_enough_kv_cache_memory).
+	maxLenFits bool
+	// poolMaxSeqs: an unset MaxNumSeqs is derived from the KV pool
+	// (SGLang's max_running_requests).
+	poolMaxSeqs bool
+	// schedule forms one step's batch.
+	schedule func(e *Engine, start float64) []work
+	// graphsPrefill: a step that holds a prefill still runs in a CUDA
+	// graph (vLLM's piecewise graphs); the others run such a step eagerly.
+	graphsPrefill bool
+	// budgetCapsPrompt: without chunked prefill, a prompt longer than the
+	// token budget is refused (TensorRT-LLM's max_num_tokens).
+	budgetCapsPrompt bool
+	// scanDecodes reports whether the decodes of a step that holds a
+	// prefill run through the chunked linear-attention scan (nil: never).
+	scanDecodes func(e *Engine) bool
+	// route is the data-parallel front end's routing as argv sets it
+	// (nil: vLLM's least-loaded balancer).
+	route func(argv []string) Route
+}
+
+// kinds is the one place the simulated engines are registered.
+var kinds = []*Kind{
+	{
+		Name:          engine.VLLM,
+		defaults:      vllmDefaults,
+		memory:        vllmMemory,
+		noCache:       vllmNoCache,
+		maxLenFits:    true,
+		schedule:      (*Engine).scheduleVLLM,
+		graphsPrefill: true,
+		scanDecodes:   vllmScanDecodes,
+	},
+	{
+		Name:        engine.SGLang,
+		defaults:    sglangDefaults,
+		memory:      sglangMemory,
+		noCache:     sglangNoCache,
+		poolMaxSeqs: true,
+		schedule:    (*Engine).scheduleSGLang,
+		scanDecodes: (*Engine).mixedChunk,
+		route:       sglangRoute,
+	},
+	{
+		Name:             engine.TRTLLM,
+		defaults:         trtllmDefaults,
+		memory:           trtllmMemory,
+		noCache:          trtllmNoCache,
+		schedule:         (*Engine).scheduleTRT,
+		budgetCapsPrompt: true,
+	},
+}
+
+// KindOf is the simulator's Kind of the engine named name (engine.Kind's
+// name), or nil and false for an engine the simulator does not imitate.
+func KindOf(name string) (*Kind, bool) {
+	i := slices.IndexFunc(kinds, func(k *Kind) bool { return k.Name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return kinds[i], true
+}
+
+// vllmMemory: vLLM profiles with torch.compile'd, reused buffers: its
+// measured peak is far below the naive intermediate sizes. The published
+// Qwen3-32B BF16 run (max_model_len 40960 at 0.9) starts, which bounds
+// this reserve to ~0.25 GiB on an H100.
+func vllmMemory(e *Engine, total, weights, act float64) float64 {
+	p := e.p
+	kv := total*p.MemFraction - weights - 0.05*act - 0.05*gib
+	e.blockSize = 16
+	// vLLM's largest CUDA-graph capture size: min(2 × max_num_seqs ×
+	// decode query length, 512), and never above the token budget;
+	// performance mode changes the spacing of the sizes, not the cap.
+	dql := 1
+	if p.SpecMethod != "" {
+		dql += p.SpecTokens
+	}
+	e.graphMax = min(512, 2*p.MaxNumSeqs*dql, max(p.MaxNumBatchedTokens, 1))
+	e.graphDQL = dql
+	return kv
+}
+
+func sglangMemory(e *Engine, total, weights, act float64) float64 {
+	e.blockSize = 1
+	e.graphMax = 256
+	if e.hw.MemGiB > 100 {
+		e.graphMax = 512
+	}
+	return total*e.p.MemFraction - weights
+}
+
+// trtllmMemory: the profiling pass that sizes the KV cache runs dummy
+// prompts totalling max_num_tokens, with or without chunked prefill
+// (KvCacheCreator): a context longer than max_num_tokens is refused
+// without chunking, never run in one pass, so chunking does not change the
+// cache size.
+func trtllmMemory(e *Engine, total, weights, act float64) float64 {
+	nonTorch := 0.6 * gib
+	e.blockSize = 32
+	e.graphMax = 128
+	return (total - weights - act - nonTorch - 1.0*gib) * e.p.MemFraction
+}
+
+func vllmNoCache(p Params, hw GPU, weights float64) error {
+	return fmt.Errorf("%w: ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine. (weights %.2f GiB, gpu_memory_utilization %.2f of %.2f GiB)",
+		ErrOOM, weights/gib, p.MemFraction, hw.MemGiB)
+}
+
+func sglangNoCache(p Params, hw GPU, weights float64) error {
+	return fmt.Errorf("%w: RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. (weights %.2f GiB, mem_fraction_static %.3f of %.2f GiB)",
+		ErrOOM, weights/gib, p.MemFraction, hw.MemGiB)
+}
+
+func trtllmNoCache(p Params, hw GPU, weights float64) error {
+	return fmt.Errorf("%w: RuntimeError: Executor failed to allocate KV cache: no free GPU memory after loading %.2f GiB of weights", ErrOOM, weights/gib)
+}
+
+// vllmScanDecodes: vLLM before #44700 (merged 2026-06-06, after 0.22.1)
+// ran every non-speculative sequence of a step that holds a prefill
+// through the chunked kernel, each one-token decode as a padded 64-token
+// chunk with its state gathered and scattered around it; only decode-only
+// steps used the recurrent kernel. (SGLang keeps prefill and decode batches
+// apart unless --enable-mixed-chunk, and a mixed batch runs its decodes
+// through the extend (chunked) kernels too, sglang#36065, still open in
+// 2026-08: its Kind's scanDecodes is Engine.mixedChunk.)
+func vllmScanDecodes(e *Engine) bool { return !engine.VersionAtLeast(e.p.Version, "0.23.0") }
+
+// sglangRoute is SGLang's --load-balance-method: round_robin by default;
+// minimum_tokens is taken as shortest_queue, which the simulator cannot
+// tell apart for requests it has only counted.
+func sglangRoute(argv []string) Route {
+	switch flagValue(argv, "--load-balance-method") {
+	case "shortest_queue", "minimum_tokens":
+		return RouteShortestQueue
+	}
+	return RouteRoundRobin
+}

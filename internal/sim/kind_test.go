@@ -1,0 +1,117 @@
+package sim
+
+import (
+	"errors"
+	"maps"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/engine"
+)
+
+// TestKindsCoverEngines: every engine perflab registers has a simulator
+// Kind with each behaviour the model calls unconditionally.
+func TestKindsCoverEngines(t *testing.T) {
+	for _, name := range engine.KindNames() {
+		k, ok := KindOf(name)
+		if !ok {
+			t.Errorf("engine %s has no sim.Kind", name)
+			continue
+		}
+		if k.defaults == nil || k.memory == nil || k.noCache == nil || k.schedule == nil {
+			t.Errorf("%s: Kind lacks defaults, memory, noCache or schedule", name)
+		}
+	}
+	if _, ok := KindOf("toyengine"); ok {
+		t.Error("KindOf found an engine nobody registered")
+	}
+}
+
+// TestKindIsTheOnlyBranch registers a copy of each engine's Kind under a
+// name no code spells and predicts the same runs with both: identical
+// records, duration and result (and the same start-up refusals) show that
+// the model reads the engine's behaviour from its Kind alone, never from
+// its name.
+func TestKindIsTheOnlyBranch(t *testing.T) {
+	const toy = "toyengine"
+	savedKinds, savedVersions := kinds, defaultVersions
+	t.Cleanup(func() { kinds, defaultVersions = savedKinds, savedVersions })
+	long := fixedReqs(40, 9000, 16)
+	copy(long, fixedReqs(20, 512, 64))
+	for _, tc := range []struct {
+		name string
+		p    Params
+		reqs []dataset.Request
+		argv string
+		// want is the refusal the engine starts with, if any.
+		want error
+	}{
+		{name: "vllm", p: Params{Engine: engine.VLLM, Model: "Qwen3-14B"}},
+		{name: "vllm hybrid before #44700", p: Params{Engine: engine.VLLM, Version: "0.20.0", Model: "Qwen3.5-9B"}},
+		{name: "vllm dp", p: Params{Engine: engine.VLLM, Model: "Qwen3-8B", DP: 2}},
+		{name: "vllm eager spec", p: Params{Engine: engine.VLLM, Model: "Qwen3-14B", SpecMethod: "eagle3", SpecTokens: 3, MaxNumSeqs: 64}},
+		{name: "sglang", p: Params{Engine: engine.SGLang, Model: "Qwen3-14B"}},
+		{name: "sglang mixed chunk hybrid", p: Params{Engine: engine.SGLang, Model: "Qwen3.5-9B", MixedChunk: true}},
+		{name: "sglang dp shortest queue", p: Params{Engine: engine.SGLang, Model: "Qwen3-8B", DP: 2}, argv: "--load-balance-method shortest_queue"},
+		{name: "trtllm", p: Params{Engine: engine.TRTLLM, Model: "Qwen3-14B"}},
+		{name: "trtllm long prompts unchunked", p: Params{Engine: engine.TRTLLM, Model: "Qwen3-14B"}, reqs: long},
+		{name: "vllm no KV block", p: Params{Engine: engine.VLLM, Model: "Qwen3-32B", MemFraction: 0.7}, want: ErrOOM},
+		{name: "vllm max len does not fit", p: Params{Engine: engine.VLLM, Model: "Qwen3-32B", MemFraction: 0.8}, want: ErrOOM},
+		{name: "sglang no KV block", p: Params{Engine: engine.SGLang, Model: "Qwen3-32B", MemFraction: 0.7}, want: ErrOOM},
+		{name: "trtllm no KV block", p: Params{Engine: engine.TRTLLM, Model: "Qwen3-32B", MaxNumBatchedTokens: 131072}, want: ErrOOM},
+		{name: "sglang performance mode", p: Params{Engine: engine.SGLang, Model: "Qwen3-14B", PerformanceMode: "throughput"}, want: ErrBadParams},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			orig, ok := KindOf(tc.p.Engine)
+			if !ok {
+				t.Fatalf("no Kind for %s", tc.p.Engine)
+			}
+			twin := *orig
+			twin.Name = toy
+			kinds = append(append([]*Kind(nil), savedKinds...), &twin)
+			defaultVersions = maps.Clone(savedVersions)
+			defaultVersions[toy] = savedVersions[tc.p.Engine]
+			if tc.p.GPU == "" {
+				tc.p.GPU = "H100"
+			}
+			reqs := fixedReqs(300, 700, 96)
+			if tc.reqs != nil {
+				reqs = tc.reqs
+			}
+			predict := func(name string) (*Prediction, error) {
+				p := tc.p
+				p.Engine = name
+				p.Route = RouteFor(name, strings.Fields(tc.argv))
+				rp, err := p.WithDefaults()
+				if err != nil {
+					return nil, err
+				}
+				coef, _ := DefaultCoefficients().Lookup(rp.GPU, tc.p.Engine, rp.Version)
+				c := &Coefficients{Entries: map[string]Coef{Key(rp.GPU, name, rp.Version): coef}}
+				return PredictWith(p, c, reqs, Load{RequestRate: 30, Seed: 1})
+			}
+			want, werr := predict(tc.p.Engine)
+			got, gerr := predict(toy)
+			if (werr == nil) != (gerr == nil) || werr != nil && strings.ReplaceAll(gerr.Error(), toy, tc.p.Engine) != werr.Error() {
+				t.Fatalf("%s: err %v; its twin: %v", tc.p.Engine, werr, gerr)
+			}
+			if !errors.Is(werr, tc.want) || tc.want == nil && werr != nil {
+				t.Fatalf("%s: err %v, want %v", tc.p.Engine, werr, tc.want)
+			}
+			if werr != nil {
+				t.Logf("both refused: %v", werr)
+				return
+			}
+			if want.Result.Completed == 0 {
+				t.Fatalf("%s completed nothing", tc.p.Engine)
+			}
+			if !reflect.DeepEqual(got.Records, want.Records) || got.Duration != want.Duration ||
+				!reflect.DeepEqual(got.Result, want.Result) || got.KVCapacityTokens != want.KVCapacityTokens {
+				t.Errorf("the twin of %s predicts differently: %.3f s, %d tokens of KV, %+v; want %.3f s, %d, %+v",
+					tc.p.Engine, got.Duration, got.KVCapacityTokens, got.Result, want.Duration, want.KVCapacityTokens, want.Result)
+			}
+		})
+	}
+}

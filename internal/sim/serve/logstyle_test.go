@@ -1,0 +1,62 @@
+package serve
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/perflab/perflab/internal/sim"
+)
+
+// TestStartupLogFromFace: a server's start-up log is its face's style,
+// whatever the engine is called. An engine no code names, registered with
+// SGLang's style, logs SGLang's lines at every stage and none of vLLM's
+// (before the faces held the style, an unknown name fell to vLLM's words
+// in every stage).
+func TestStartupLogFromFace(t *testing.T) {
+	saved := faces
+	t.Cleanup(func() { faces = saved })
+	twin := faceFor("sglang")
+	twin.name = "toyengine"
+	faces = append(append([]face(nil), saved...), twin)
+
+	var b strings.Builder
+	l := newStartupLog(&b, sim.Params{Engine: "toyengine", Version: "9.9", Model: "M", GPU: "H100", TP: 2}, nil)
+	l.begin()
+	if last := l.distributed(0); last == "" {
+		t.Error("NCCL did not fail on an empty /dev/shm")
+	}
+	l.distributed(-1)
+	l.loaded(sim.Params{Model: "M", MaxModelLen: 4096}, 1000)
+	l.serving("127.0.0.1:1")
+	l.oom(errors.New("CUDA out of memory. Tried to allocate 2.00 GiB"))
+	out := b.String()
+	for _, want := range []string{
+		"] server_args=ServerArgs(model_path='M', tp_size=2, ...) (perflab sim, SGLang 9.9 on H100)",
+		" TP1] Init torch distributed begin.",
+		" TP1] Scheduler hit an exception",
+		" TP1] Init torch distributed ends.",
+		"] KV Cache is allocated. #tokens: 1000",
+		"INFO:     Uvicorn running on http://127.0.0.1:1",
+		"] The server is fired up and ready to roll!",
+		"RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	for _, vllm := range []string{"APIServer", "Worker_TP", "vLLM", "Engine core initialization failed"} {
+		if strings.Contains(out, vllm) {
+			t.Errorf("log has vLLM's %q:\n%s", vllm, out)
+		}
+	}
+}
+
+// TestFacesHaveStyles: every registered face logs in a style of its own.
+func TestFacesHaveStyles(t *testing.T) {
+	for _, f := range faces {
+		if f.name == "" || f.log == nil {
+			t.Errorf("face %q: no name or no log style", f.name)
+		}
+	}
+}
