@@ -186,9 +186,15 @@ func loadChart(r *Report, metric string) (*plot.Plot, error) {
 				s.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = col, vg.Points(6), draw.PyramidGlyph{}
 				p.Add(s)
 				lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: at.TotalThroughput}},
-					Labels: []string{fmt.Sprintf(" %.3g %s", c.Sustainable, shortUnit(r.Load.Axis))}})
+					Labels: []string{fmt.Sprintf("%.3g %s", c.Sustainable, shortUnit(r.Load.Axis))}})
 				if err == nil {
+					// Centred above the triangle, clear of it: the curve
+					// runs on to the right (higher latency) and up from
+					// the lower left, so above is where it is not; the
+					// label sat on the marker.
 					lb.TextStyle[0].Color = col
+					lb.TextStyle[0].XAlign, lb.TextStyle[0].YAlign = draw.XCenter, draw.YBottom
+					lb.Offset = vg.Point{Y: s.GlyphStyle.Radius + vg.Points(3)}
 					p.Add(lb)
 				}
 			}
@@ -218,7 +224,6 @@ func loadChart(r *Report, metric string) (*plot.Plot, error) {
 			p.X.Min, p.X.Max = math.Min(p.X.Min, bound/1.5), math.Max(p.X.Max, bound*1.5)
 		}
 	}
-	p.Legend.Top, p.Legend.Left = false, false
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	return p, nil
 }
