@@ -14,7 +14,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,6 +115,14 @@ func checkSLOLab(t *testing.T, output, out string, sum lab.Summary) {
 	if len(sum.LoadSearches) == 0 {
 		t.Fatal("the summary holds no load search")
 	}
+	// A point's name shows its load to 4 digits: a bisected load once
+	// read "vLLM @ 20.700000000000003 req/s" in the progress and the store.
+	for _, m := range pointLoad.FindAllStringSubmatch(output, -1) {
+		if v, err := strconv.ParseFloat(m[1], 64); err != nil || m[1] != strconv.FormatFloat(v, 'g', 4, 64) {
+			t.Errorf("a point's load printed as %q", m[1])
+			break
+		}
+	}
 	rep, err := os.ReadFile(filepath.Join(out, "report.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -147,6 +157,9 @@ func checkSLOLab(t *testing.T, output, out string, sum lab.Summary) {
 		}
 	}
 }
+
+// pointLoad finds the load in a point's progress line.
+var pointLoad = regexp.MustCompile(`\] (?:ran|stored) [^@\n]* @ ([0-9.e+]+) req/s`)
 
 // winnerOf is the winner's name on the lab's "winner:" line.
 func winnerOf(output string) string {
