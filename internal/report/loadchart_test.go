@@ -1,15 +1,48 @@
 package report
 
 import (
+	"image"
+	"image/color"
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/recorder"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/perflab/perflab/internal/loadsearch"
 )
+
+// hyphenClearOfT draws "T" and "T-" in sty as the PNG charts are drawn
+// (96 dpi) and says whether the hyphen (the pixels the second drawing
+// inked and the first did not) has a blank pixel left of it in some row:
+// the serif face kerns the hyphen under the T's arm, against its stem, and
+// at 8 points the pair drew an F.
+func hyphenClearOfT(sty text.Style) bool {
+	draws := func(s string) image.Image {
+		c := vgimg.NewWith(vgimg.UseWH(12*vg.Millimeter, 6*vg.Millimeter), vgimg.UseDPI(96), vgimg.UseBackgroundColor(color.White))
+		sty.Color = color.Black
+		dc := draw.New(c)
+		dc.FillText(sty, vg.Point{X: vg.Millimeter, Y: vg.Millimeter}, s)
+		return c.Image()
+	}
+	lum := func(img image.Image, x, y int) uint32 { r, _, _, _ := img.At(x, y).RGBA(); return r }
+	t, th := draws("T"), draws("T-")
+	b := th.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X + 1; x < b.Max.X; x++ {
+			if lum(th, x, y) < lum(t, x, y) { // the hyphen's leftmost pixel in this row
+				if lum(th, x-1, y) >= 0xf000 {
+					return true
+				}
+				break
+			}
+		}
+	}
+	return false
+}
 
 // loadChartReport is the 14B SLO example's three curves as its report
 // drew them (docs/img/qwen3-14b-h100-slo-load-ttft.png): the names, the
@@ -47,6 +80,9 @@ func TestLoadChartLegendAndLabels(t *testing.T) {
 			legend[e] = true
 		}
 		sty := p.Legend.TextStyle
+		if !hyphenClearOfT(sty) {
+			t.Errorf("%s: in the legend's font (%s %s, %v) the hyphen of \"T-\" touches the T: \"TensorRT-LLM\" reads \"TensorRFLLM\"", metric, sty.Font.Typeface, sty.Font.Variant, sty.Font.Size)
+		}
 		rec := &recorder.Canvas{}
 		drawLegendRight(p, draw.NewCanvas(rec, 24*vg.Centimeter, 11*vg.Centimeter))
 
