@@ -328,7 +328,7 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 			ps.Workload, ps.Key = pw, TrialKey(t.Stage, t.Config, pw, t.Repeat)
 			// The name (not part of the key) says which load the trial
 			// was, in the progress lines and the store.
-			ps.Name = fmt.Sprintf("%s @ %g %s", t.Name, load, lo.axis().Unit())
+			ps.Name = fmt.Sprintf("%s @ %.4g %s", t.Name, load, lo.axis().Unit())
 			if budget {
 				if err := l.hoursLeft(); err != nil {
 					return loadsearch.Point{}, err

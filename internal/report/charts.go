@@ -44,19 +44,22 @@ func WriteCharts(r *Report, dir string) error {
 	type maker struct {
 		title, file string
 		build       func(*Report) (*plot.Plot, error)
+		// legendRight draws the legend in a band right of the plot,
+		// where the plot's data cannot run under it.
+		legendRight bool
 	}
 	for _, m := range []maker{
-		{chartBaselineVsOptimized, "baseline-vs-optimized", baselineChart},
-		{chartStageGains, "stage-gains", stageChart},
-		{chartPareto, "pareto", paretoChart},
+		{chartBaselineVsOptimized, "baseline-vs-optimized", baselineChart, false},
+		{chartStageGains, "stage-gains", stageChart, false},
+		{chartPareto, "pareto", paretoChart, false},
 		{chartTPOTCDF, "tpot-cdf", func(r *Report) (*plot.Plot, error) {
 			return cdfChart(r, "TPOT (ms)", func(c *Candidate) []float64 { return c.TPOTs })
-		}},
+		}, false},
 		{chartTTFTCDF, "ttft-cdf", func(r *Report) (*plot.Plot, error) {
 			return cdfChart(r, "TTFT (ms)", func(c *Candidate) []float64 { return c.TTFTs })
-		}},
-		{chartLoadTTFT, "load-ttft", func(r *Report) (*plot.Plot, error) { return loadChart(r, "ttft") }},
-		{chartLoadTPOT, "load-tpot", func(r *Report) (*plot.Plot, error) { return loadChart(r, "tpot") }},
+		}, false},
+		{chartLoadTTFT, "load-ttft", func(r *Report) (*plot.Plot, error) { return loadChart(r, "ttft") }, true},
+		{chartLoadTPOT, "load-tpot", func(r *Report) (*plot.Plot, error) { return loadChart(r, "tpot") }, true},
 	} {
 		p, err := m.build(r)
 		if err != nil {
@@ -68,7 +71,13 @@ func WriteCharts(r *Report, dir string) error {
 		p.Title.Text = m.title
 		c := Chart{Title: m.title, PNG: m.file + ".png", SVG: m.file + ".svg"}
 		for _, f := range []string{c.PNG, c.SVG} {
-			wt, err := p.WriterTo(20*vg.Centimeter, 11*vg.Centimeter, strings.TrimPrefix(filepath.Ext(f), "."))
+			format := strings.TrimPrefix(filepath.Ext(f), ".")
+			var wt io.WriterTo
+			if m.legendRight {
+				wt, err = legendRightOf(p, 24*vg.Centimeter, 11*vg.Centimeter, format)
+			} else {
+				wt, err = p.WriterTo(20*vg.Centimeter, 11*vg.Centimeter, format)
+			}
 			if err != nil {
 				return fmt.Errorf("report: chart %s: %w", f, err)
 			}
@@ -82,6 +91,38 @@ func WriteCharts(r *Report, dir string) error {
 		r.Charts = append(r.Charts, c)
 	}
 	return nil
+}
+
+// legendRightOf draws p on a w×h canvas of the format with its legend in
+// a band of its own right of the plot. gonum/plot draws a legend inside
+// the data area, where on the load charts it sat on the curves and the
+// SLO's bound, and its rows, spaced by the height of their capitals, ran
+// into each other ("TensorRT-LLM" read "TensorRFLLM").
+func legendRightOf(p *plot.Plot, w, h vg.Length, format string) (io.WriterTo, error) {
+	c, err := draw.NewFormattedCanvas(w, h, format)
+	if err != nil {
+		return nil, err
+	}
+	drawLegendRight(p, draw.New(c))
+	return c, nil
+}
+
+// drawLegendRight draws p on dc, its legend in a band right of the plot.
+func drawLegendRight(p *plot.Plot, dc draw.Canvas) {
+	leg := p.Legend
+	leg.Top, leg.Left = true, true
+	// A row as high as the font's full height: descenders and brackets
+	// of one row clear the capitals of the next.
+	ext := leg.TextStyle.FontExtents()
+	leg.Padding = ext.Height - leg.TextStyle.Rectangle("T").Max.Y
+	gap := vg.Points(8)
+	band := leg.Rectangle(dc).Size().X + 2*gap
+	p.Legend = plot.NewLegend() // drawn here, not over the data
+	defer func() { p.Legend = leg }()
+	p.Draw(draw.Crop(dc, 0, -band, 0, 0))
+	// Below the title, level with the top of the data area.
+	top := p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding + gap
+	leg.Draw(draw.Crop(dc, dc.Size().X-band+gap, 0, 0, -top))
 }
 
 func baselineChart(r *Report) (*plot.Plot, error) {

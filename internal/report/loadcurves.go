@@ -186,9 +186,17 @@ func loadChart(r *Report, metric string) (*plot.Plot, error) {
 				s.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = col, vg.Points(6), draw.PyramidGlyph{}
 				p.Add(s)
 				lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: at.TotalThroughput}},
-					Labels: []string{fmt.Sprintf(" %.3g %s", c.Sustainable, shortUnit(r.Load.Axis))}})
+					Labels: []string{fmt.Sprintf("%.3g %s", c.Sustainable, shortUnit(r.Load.Axis))}})
 				if err == nil {
+					// Left of the triangle, clear of it: a curve comes up
+					// steeply from the lower left (lighter loads) and runs
+					// on to the right (heavier ones), and the SLO's bound
+					// lies just right of the sustainable load, so its left
+					// is where neither is. The label sat on the marker;
+					// centred above it, it crossed the bound.
 					lb.TextStyle[0].Color = col
+					lb.TextStyle[0].XAlign, lb.TextStyle[0].YAlign = draw.XRight, draw.YCenter
+					lb.Offset = vg.Point{X: -s.GlyphStyle.Radius - vg.Points(3)}
 					p.Add(lb)
 				}
 			}
@@ -218,7 +226,9 @@ func loadChart(r *Report, metric string) (*plot.Plot, error) {
 			p.X.Min, p.X.Max = math.Min(p.X.Min, bound/1.5), math.Max(p.X.Max, bound*1.5)
 		}
 	}
-	p.Legend.Top, p.Legend.Left = false, false
+	// Sans: the default serif face kerns a hyphen under a T's arm, which
+	// at 8 points drew "TensorRT-LLM" as "TensorRFLLM".
+	p.Legend.TextStyle.Font.Variant = "Sans"
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	return p, nil
 }
