@@ -4,8 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/runtimes"
 )
 
 // TestSpecRuntimeSection: runtime: {kind, settings} means what the same
@@ -65,7 +68,7 @@ func TestSpecRuntimeSectionErrors(t *testing.T) {
 		line             int
 	}{
 		{"docker has no namespace", "runtime:\n  kind: docker\n  settings:\n    images: {vllm: a:1}\n    namespace: lab\n", `runtime.settings: docker: unknown field "namespace"`, 8},
-		{"kubernetes has no volumes", "runtime:\n  kind: kubernetes\n  settings:\n    volumes: [\"/d:/d\"]\n", `runtime.settings: kubernetes: unknown field "volumes"`, 7},
+		{"kubernetes has no volumes", "runtime:\n  kind: kubernetes\n  settings:\n    volumes: [\"/tmp:/d\"]\n", `runtime.settings: kubernetes: unknown field "volumes"`, 7},
 		{"process has no settings", "runtime:\n  kind: process\n  settings: {images: {vllm: a:1}}\n", "runtime process has no settings", 6},
 		{"given twice", "images: {vllm: b:1}\nruntime:\n  kind: docker\n  settings:\n    images: {vllm: a:1}\n", "runtime.settings.images: images is also given at the spec's top level", 8},
 		{"cluster twice", "kubernetes: {namespace: a}\nruntime: {kind: kubernetes, settings: {namespace: b}}\n", "also given at the spec's top level ($.kubernetes)", 5},
@@ -102,6 +105,72 @@ func TestSpecRuntimeSectionConfined(t *testing.T) {
 		var pe *PathError
 		if !errors.As(err, &pe) {
 			t.Errorf("%q: err = %v, want a *PathError (outside the server's root)", body, err)
+		}
+	}
+}
+
+// TestSpecRuntimeSettings: the runtime a spec runs on decodes its own
+// settings from either spelling, the same value; a stored field the
+// runtime has none of is refused at its line, in the old top-level form
+// and after a command line's --runtime chose another runtime, with the
+// runtime's typed error inside.
+func TestSpecRuntimeSettings(t *testing.T) {
+	const head = "name: x\nmodel: m\nengines: [{name: vllm}]\n"
+	for _, tc := range []struct {
+		name, body, runtime string // runtime: the command line's, "" for none
+		field               string
+		line                int
+	}{
+		{"docker has no cluster", "runtime: docker\nimages: {vllm: a:1}\nkubernetes: {namespace: lab}\n", "", "kubernetes", 6},
+		{"kubernetes has no volumes", "runtime: kubernetes\nvolumes: [\"/tmp:/d\"]\n", "", "volumes", 5},
+		{"process has no images", "runtime: process\nimages: {vllm: a:1}\n", "", "images", 5},
+		{"sim-predict has no volumes", "volumes: [\"/tmp:/d\"]\n", "", "volumes", 4},
+		{"--runtime docker on a cluster's spec", "runtime:\n  kind: kubernetes\n  settings:\n    namespace: lab\n", runtimes.Docker, "kubernetes", 7},
+		{"--runtime sim on a docker spec", "runtime: docker\nvolumes: [\"/tmp:/d\"]\n", runtimes.Sim, "volumes", 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ParseSpecIn("s.yaml", []byte(head+tc.body), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.runtime != "" {
+				s.Runtime = tc.runtime
+			}
+			_, err = s.RuntimeSettings()
+			var se *SpecError
+			var re *runtimes.SettingError
+			if !errors.As(err, &se) || !errors.As(err, &re) {
+				t.Fatalf("err = %v, want a *SpecError around a *runtimes.SettingError", err)
+			}
+			if re.Field != tc.field || se.Line != tc.line || se.File != "s.yaml" {
+				t.Errorf("got %s:%d field %s (%v), want line %d field %s", se.File, se.Line, re.Field, err, tc.line, tc.field)
+			}
+		})
+	}
+
+	dir := t.TempDir()
+	for _, pair := range [][2]string{
+		{"runtime: docker\nimages: {vllm: a:1}\nvolumes: [\"/tmp:/d:ro\"]\n",
+			"runtime: {kind: docker, settings: {images: {vllm: a:1}, volumes: [\"/tmp:/d:ro\"]}}\n"},
+		{"runtime: kubernetes\nimages: {vllm: a:1}\nkubernetes: {namespace: lab, simulated: true}\n",
+			"runtime: {kind: kubernetes, settings: {images: {vllm: a:1}, namespace: lab, simulated: true}}\n"},
+		{"runtime: process\n", "runtime: {kind: process}\n"},
+	} {
+		var got [2]any
+		for i, body := range pair {
+			s, err := ParseSpecIn("s.yaml", []byte(head+body), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[i], err = s.RuntimeSettings(); err != nil {
+				t.Fatalf("%q: %v", body, err)
+			}
+		}
+		if !reflect.DeepEqual(got[0], got[1]) {
+			t.Errorf("settings of\n%s= %#v\nsettings of\n%s= %#v", pair[0], got[0], pair[1], got[1])
+		}
+		if pair[0] != "runtime: process\n" && got[0] == nil {
+			t.Errorf("%q: no settings decoded", pair[0])
 		}
 	}
 }
