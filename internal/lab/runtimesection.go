@@ -150,7 +150,13 @@ func (s *Spec) RuntimeSettings() (any, error) {
 	var se *runtimes.SettingError
 	if errors.As(err, &se) {
 		path := "$." + se.Field
-		return nil, &SpecError{File: s.file, Line: s.settingLines[se.Field], Field: path, Msg: se.Error(), Err: se}
+		line, msg := s.settingLines[se.Field], se.Error()
+		if line == 0 {
+			// Not written in the file: a command line's --image,
+			// --kube-context or --namespace set it.
+			msg += "; it was set on the command line (--image, --kube-context, --namespace)"
+		}
+		return nil, &SpecError{File: s.file, Line: line, Field: path, Msg: msg, Err: se}
 	}
 	return v, err
 }

@@ -149,6 +149,17 @@ func TestSpecRuntimeSettings(t *testing.T) {
 		})
 	}
 
+	// A command line's --namespace on a docker lab: no line to point at,
+	// and the message says where it came from.
+	s, err := ParseSpecIn("s.yaml", []byte(head+"runtime: docker\n"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Kubernetes = &runtimes.KubeSettings{Namespace: "lab"}
+	if _, err := s.RuntimeSettings(); err == nil || !strings.Contains(err.Error(), "command line") {
+		t.Errorf("--namespace on docker: err = %v, want one saying the command line set it", err)
+	}
+
 	dir := t.TempDir()
 	for _, pair := range [][2]string{
 		{"runtime: docker\nimages: {vllm: a:1}\nvolumes: [\"/tmp:/d:ro\"]\n",
