@@ -18,7 +18,7 @@ import (
 )
 
 // Benched is what a measurement got from the engine: how it got its
-// server (Served; the server is released by the time Bench returns), the
+// server (Served, its Server nil: released by the time Bench returns), the
 // benchmark's outcome, and what the server said after it.
 type Benched struct {
 	Served
@@ -62,7 +62,9 @@ func (f *Fleet) Bench(ctx context.Context, w Want, b bench.Config, salt string) 
 		out.Tail = strings.Join(out.LogTail, "\n")
 		return out, nil
 	}
+	// Released before Bench returns: the caller gets no server to touch.
 	srv := out.Server
+	out.Server = nil
 	if out.Reused {
 		out.note(fmt.Sprintf("on the server already up for this config (measurement %d)", srv.Used()+1))
 	}
