@@ -136,12 +136,16 @@ func Apply(spec *lab.Spec, opts Options) (*sim.Coefficients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
+	settings, err := spec.RuntimeSettings()
+	if err != nil {
+		return nil, err
+	}
 	if sp, ok := kind.(runtimes.Specializer); ok {
 		// What the runtime measures depends on the spec (the simulated
 		// engine image or the engines' own): asked once, here, as the run
 		// key depends on it.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		kind, err = sp.Specialize(ctx, runtimes.Choice{Engines: spec.EngineVersions(), Images: spec.Images, Kubernetes: spec.Kubernetes})
+		kind, err = sp.Specialize(ctx, runtimes.Choice{Engines: spec.EngineVersions(), Settings: settings})
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("lab: %w", err)
@@ -246,8 +250,12 @@ func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error)
 	if kind.DefaultTimeScale() > 0 {
 		timeScale = spec.TimeScale
 	}
+	settings, err := spec.RuntimeSettings()
+	if err != nil {
+		return nil, err
+	}
 	rt, err := kind.New(runtimes.Env{GPU: spec.Hardware.GPU, TimeScale: timeScale, Tokenizer: tokPath,
-		Coefficients: absPath(su.opts.Coefficients), Images: spec.Images, Volumes: spec.Volumes, Kubernetes: spec.Kubernetes, Run: spec.Key()})
+		Coefficients: absPath(su.opts.Coefficients), Settings: settings, Run: spec.Key()})
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}

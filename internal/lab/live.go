@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,82 +74,37 @@ var _ Runner = (*LiveRunner)(nil)
 func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) {
 	var m Measurement
 	tr := &m.Trace
-	fail := func(class engine.FailureClass, reason string, h engine.Handle) (Measurement, error) {
-		m.Failure, tr.Ended = &engine.Failure{Class: class, Reason: reason}, time.Now()
-		if h != nil {
-			tr.LogTail = logTail(h, r.logLines())
-		}
-		return m, nil
-	}
-	cmd, err := engine.Render(t.Config)
-	if err != nil {
-		return fail(engine.ClassInvalidConfig, err.Error(), nil)
-	}
-	// Launched with the engine's metrics endpoint on, and recorded so.
-	cmd = engine.WithMetrics(t.Config, cmd)
-	tr.Command = cmd.String()
 	reqs, err := r.Requests(t.Workload)
 	if err != nil {
 		return m, err // it names the workload
 	}
-	m.Cost.GPUs = GPUs(t.Config)
-	got, err := r.fleet().Serve(ctx, engine.Want{Config: t.Config, Command: cmd, Key: ConfigHash(t.Config),
-		GPUs: GPUs(t.Config), Labels: map[string]string{engine.LabelTrial: t.Key}})
-	tr.Notes, tr.Cache = joinReason(tr.Notes, got.Notes), got.Cache
+	_, load := t.Workload.resolve()
+	// One call into the engine: the command, a ready server, the
+	// benchmark on it, the server's metrics, failure and log after it.
+	got, err := r.fleet().Bench(ctx, engine.Want{Config: t.Config, Key: ConfigHash(t.Config),
+		GPUs: GPUs(t.Config), Labels: map[string]string{engine.LabelTrial: t.Key}},
+		bench.Config{
+			Backend: "openai-chat", Endpoint: "/v1/chat/completions",
+			// The name the server lists, as its engine names it (trtllm-serve:
+			// a local model directory's last component).
+			Model: t.Config.Model, ServedModelName: t.Config.ServedName(), Requests: reqs,
+			// A server k times faster than simulated time is offered the
+			// load k times faster, so that in simulated time it gets the
+			// spec's rate (the records are stretched back below).
+			RequestRate: r.TimeScale.Send(load.rate), MaxConcurrency: load.maxConc, Seed: load.seed,
+		}, measurementKey(t.Key))
+	tr.Command, tr.Notes, tr.Cache, tr.EngineMetrics, tr.LogTail = got.Command, got.Notes, got.Cache, got.Metrics, got.Tail
+	if got.Command != "" {
+		m.Cost.GPUs = GPUs(t.Config)
+	}
 	if got.EngineStart {
 		m.Cost.EngineStart, m.Cost.StartupSeconds = true, got.StartupSeconds
 	}
+	m.Cost.BenchSeconds = got.BenchSeconds
 	if err != nil {
 		return m, err
 	}
-	if f := got.Failure; f != nil {
-		m.Failure, tr.Ended = &engine.Failure{Class: f.Class, Reason: f.Reason}, time.Now()
-		tr.LogTail = strings.Join(got.LogTail, "\n")
-		return m, nil
-	}
-	srv := got.Server
-	if got.Reused {
-		tr.Notes = joinReason(tr.Notes, fmt.Sprintf("on the server already up for this config (measurement %d)", srv.Used()+1))
-	}
-	if gpus := srv.GPUs(); gpus != nil {
-		tr.Notes = joinReason("GPUs "+joinInts(gpus), tr.Notes)
-	}
-	if w := engine.WhereOf(srv.Handle); w != "" {
-		tr.Notes = joinReason(w, tr.Notes)
-	}
-	h := srv.Handle
-	clean := false
-	defer func() { r.fleet().Release(srv, clean) }()
-	_, load := t.Workload.resolve()
-	// A server k times faster than simulated time is offered the load k
-	// times faster, so that in simulated time it gets the spec's rate (the
-	// records are stretched back below).
-	sendRate := r.TimeScale.Send(load.rate)
-	engine.MarkBenchmarking(h)
-	benchStart := time.Now()
-	out, err := bench.Run(ctx, bench.Config{
-		BaseURL: h.BaseURL(), Backend: "openai-chat", Endpoint: "/v1/chat/completions",
-		// The name the server lists, as its engine names it (trtllm-serve:
-		// a local model directory's last component).
-		Model: t.Config.Model, ServedModelName: t.Config.ServedName(), Requests: reqs,
-		RequestRate: sendRate, MaxConcurrency: load.maxConc, Seed: load.seed,
-		ExtraBody: srv.Salt(measurementKey(t.Key)),
-	})
-	m.Cost.BenchSeconds = time.Since(benchStart).Seconds()
-	if ctx.Err() != nil {
-		return m, ctx.Err()
-	}
-	if err != nil || lostConnections(out) {
-		// A server that dropped its clients may be dying: give its exit
-		// a moment to be seen, so the trial is classed as the crash it
-		// is rather than as a run with a low success rate.
-		select {
-		case <-h.Done():
-		case <-time.After(3 * time.Second):
-		}
-	}
-	tr.EngineMetrics = srv.Metrics(ctx)
-	if out != nil && len(out.Records) > 0 {
+	if out := got.Outcome; out != nil && len(out.Records) > 0 {
 		// Kept even when the server failed: what was measured before the
 		// crash stays in the store next to the failure.
 		opt := metrics.DefaultOptions()
@@ -166,15 +119,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) 
 		recs, dur = t.Workload.Point.window(recs, dur, &opt)
 		m.Result = metrics.Compute(recs, dur, opt)
 	}
-	if f := h.Failure(); f != nil {
-		return fail(f.Class, f.Reason, h)
-	}
-	if err != nil && m.Result == nil {
-		return fail(engine.ClassCrashDuringBench, err.Error(), h)
-	}
-	tr.LogTail = logTail(h, r.logLines())
-	tr.Ended = time.Now()
-	clean = true
+	m.Failure, tr.Ended = got.Failure, time.Now()
 	return m, nil
 }
 
@@ -201,14 +146,6 @@ func (r *LiveRunner) logLines() int {
 	return 60
 }
 
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
-}
-
 func joinReason(a, b string) string {
 	switch {
 	case a == "":
@@ -217,24 +154,4 @@ func joinReason(a, b string) string {
 		return a
 	}
 	return a + "; " + b
-}
-
-// lostConnections tells whether any request failed the way requests fail
-// when the engine dies: the connection reset or refused, or an error event
-// mid-stream (vLLM tells its open streams EngineDeadError before the
-// process goes).
-func lostConnections(out *bench.Outcome) bool {
-	if out == nil {
-		return false
-	}
-	for _, r := range out.Records {
-		if r.Success {
-			continue
-		}
-		switch r.ErrorClass {
-		case bench.ClassReset, bench.ClassConnect, bench.ClassServerError:
-			return true
-		}
-	}
-	return false
 }

@@ -3,7 +3,6 @@ package lab
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"time"
 
@@ -76,10 +75,6 @@ func trialRecord(t TrialSpec, m Measurement, started time.Time) (store.Trial, er
 	return rec, nil
 }
 
-// sustainableKey is the key the load search adds to the result it scores
-// (it is no key of vLLM's, so the result keeps it among its extras).
-const sustainableKey = "sustainable_load"
-
 // measurementOf reads a stored trial (its result through the store's
 // decoder, Trial.Metrics).
 func measurementOf(t store.Trial) (Measurement, error) {
@@ -94,18 +89,14 @@ func measurementOf(t store.Trial) (Measurement, error) {
 // decodeMeasurement reads a result JSON as perflab stores it (a stored
 // trial's, a prediction's, a guide-cache row's).
 func decodeMeasurement(result []byte) (Measurement, error) {
-	r, err := store.DecodeResult(result)
+	sc, err := store.DecodeScored(result)
 	if errors.Is(err, store.ErrNoResult) {
 		return Measurement{}, errors.New("lab: empty result")
 	}
 	if err != nil {
 		return Measurement{}, fmt.Errorf("lab: decode result: %w", err)
 	}
-	m := Measurement{Result: r}
-	if x, ok := r.Extra[sustainableKey].(float64); ok {
-		m.SustainableLoad = x
-	}
-	return m, nil
+	return Measurement{Result: sc.Result, SustainableLoad: sc.SustainableLoad}, nil
 }
 
 // res is the result, or an empty one for a failed trial: its figures read 0.
@@ -137,20 +128,12 @@ func (m Measurement) P99TPOTMs() float64 { v, _ := m.p99(metrics.MetricTPOT); re
 // P99TTFTMs is the P99 TTFT in ms (0 when the result has none).
 func (m Measurement) P99TTFTMs() float64 { v, _ := m.p99(metrics.MetricTTFT); return v }
 
-// encodeMeasurement is the result JSON of m as the store keeps it: the
-// result's own encoding, with the sustainable load among its extras.
+// encodeMeasurement is the result JSON of m as the store keeps it
+// (store.EncodeScored).
 func encodeMeasurement(m Measurement) ([]byte, error) {
-	r := *m.res()
-	if m.SustainableLoad != 0 {
-		r.Extra = maps.Clone(r.Extra)
-		if r.Extra == nil {
-			r.Extra = map[string]any{}
-		}
-		r.Extra[sustainableKey] = m.SustainableLoad
-	}
-	b, err := r.MarshalJSON()
+	b, err := store.EncodeScored(store.Scored{Result: m.res(), SustainableLoad: m.SustainableLoad})
 	if err != nil {
-		return nil, fmt.Errorf("lab: encode result: %w", err)
+		return nil, fmt.Errorf("lab: %w", err)
 	}
 	return b, nil
 }

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"strings"
 
 	"github.com/perflab/perflab/internal/engine"
 )
@@ -37,6 +36,3 @@ const (
 	CacheSalted        = engine.ReuseSalted
 	CacheOff           = engine.ReuseOff
 )
-
-// logTail is a server's last log lines.
-func logTail(h engine.Handle, n int) string { return strings.Join(h.LogTail(n), "\n") }

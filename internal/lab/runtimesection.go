@@ -105,7 +105,7 @@ func (sec *runtimeSection) apply(s *Spec, line func(string) int) error {
 	if !ok {
 		return bad("$.runtime.settings", "runtime %s has no settings", sec.kind)
 	}
-	set, err := d.DecodeSettings(func(v any) error { return yaml.NodeToValue(sec.settings, v, yaml.Strict()) })
+	v, err := d.DecodeSettings(func(v any) error { return yaml.NodeToValue(sec.settings, v, yaml.Strict()) })
 	if err != nil {
 		var ye yaml.Error
 		if errors.As(err, &ye) && ye.GetToken() != nil {
@@ -114,6 +114,7 @@ func (sec *runtimeSection) apply(s *Spec, line func(string) int) error {
 		}
 		return bad("$.runtime.settings", "runtime.settings: %s: %v", sec.kind, err)
 	}
+	set := d.Store(v)
 	twice := func(key string) error {
 		return bad("$.runtime.settings."+key, "runtime.settings.%s: %s is also given at the spec's top level ($.%s); give it once", key, key, key)
 	}
@@ -136,6 +137,42 @@ func (sec *runtimeSection) apply(s *Spec, line func(string) int) error {
 		s.Kubernetes = set.Kubernetes
 	}
 	return nil
+}
+
+// RuntimeSettings are the spec's runtime settings as its runtime (the
+// one it runs on now, after a command line's --runtime) decodes them:
+// the value runtimes.Env and runtimes.Choice carry, which only that
+// runtime reads. A setting the runtime has none of (volumes: on
+// kubernetes, images: on process) is a *SpecError at its line, wrapping
+// the runtime's *runtimes.SettingError.
+func (s *Spec) RuntimeSettings() (any, error) {
+	v, err := runtimes.SettingsFor(s.RuntimeKind(), runtimes.Stored{Images: s.Images, Volumes: s.Volumes, Kubernetes: s.Kubernetes})
+	var se *runtimes.SettingError
+	if errors.As(err, &se) {
+		path := "$." + se.Field
+		line, msg := s.settingLines[se.Field], se.Error()
+		if line == 0 {
+			// Not written in the file: a command line's --image,
+			// --kube-context or --namespace set it.
+			msg += "; it was set on the command line (--image, --kube-context, --namespace)"
+		}
+		return nil, &SpecError{File: s.file, Line: line, Field: path, Msg: msg, Err: se}
+	}
+	return v, err
+}
+
+// storedLines are the lines of the spec's stored runtime settings, by
+// key, where they were written (at the top level or under the runtime
+// section), for RuntimeSettings' errors after a command line chose the
+// runtime.
+func storedLines(line func(string) int) map[string]int {
+	out := map[string]int{}
+	for _, k := range []string{"images", "volumes", "kubernetes"} {
+		if n := line("$." + k); n > 0 {
+			out[k] = n
+		}
+	}
+	return out
 }
 
 // settingsLine is line for a spec whose runtime section held its

@@ -1,11 +1,15 @@
 package lab
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/runtimes"
 )
 
 // TestSpecRuntimeSection: runtime: {kind, settings} means what the same
@@ -65,7 +69,7 @@ func TestSpecRuntimeSectionErrors(t *testing.T) {
 		line             int
 	}{
 		{"docker has no namespace", "runtime:\n  kind: docker\n  settings:\n    images: {vllm: a:1}\n    namespace: lab\n", `runtime.settings: docker: unknown field "namespace"`, 8},
-		{"kubernetes has no volumes", "runtime:\n  kind: kubernetes\n  settings:\n    volumes: [\"/d:/d\"]\n", `runtime.settings: kubernetes: unknown field "volumes"`, 7},
+		{"kubernetes has no volumes", "runtime:\n  kind: kubernetes\n  settings:\n    volumes: [\"/tmp:/d\"]\n", `runtime.settings: kubernetes: unknown field "volumes"`, 7},
 		{"process has no settings", "runtime:\n  kind: process\n  settings: {images: {vllm: a:1}}\n", "runtime process has no settings", 6},
 		{"given twice", "images: {vllm: b:1}\nruntime:\n  kind: docker\n  settings:\n    images: {vllm: a:1}\n", "runtime.settings.images: images is also given at the spec's top level", 8},
 		{"cluster twice", "kubernetes: {namespace: a}\nruntime: {kind: kubernetes, settings: {namespace: b}}\n", "also given at the spec's top level ($.kubernetes)", 5},
@@ -103,5 +107,115 @@ func TestSpecRuntimeSectionConfined(t *testing.T) {
 		if !errors.As(err, &pe) {
 			t.Errorf("%q: err = %v, want a *PathError (outside the server's root)", body, err)
 		}
+	}
+}
+
+// TestSpecRuntimeSettings: the runtime a spec runs on decodes its own
+// settings from either spelling, the same value; a stored field the
+// runtime has none of is refused at its line, in the old top-level form
+// and after a command line's --runtime chose another runtime, with the
+// runtime's typed error inside.
+func TestSpecRuntimeSettings(t *testing.T) {
+	const head = "name: x\nmodel: m\nengines: [{name: vllm}]\n"
+	for _, tc := range []struct {
+		name, body, runtime string // runtime: the command line's, "" for none
+		field               string
+		line                int
+	}{
+		{"docker has no cluster", "runtime: docker\nimages: {vllm: a:1}\nkubernetes: {namespace: lab}\n", "", "kubernetes", 6},
+		{"kubernetes has no volumes", "runtime: kubernetes\nvolumes: [\"/tmp:/d\"]\n", "", "volumes", 5},
+		{"process has no images", "runtime: process\nimages: {vllm: a:1}\n", "", "images", 5},
+		{"sim-predict has no volumes", "volumes: [\"/tmp:/d\"]\n", "", "volumes", 4},
+		{"--runtime docker on a cluster's spec", "runtime:\n  kind: kubernetes\n  settings:\n    namespace: lab\n", runtimes.Docker, "kubernetes", 7},
+		{"--runtime sim on a docker spec", "runtime: docker\nvolumes: [\"/tmp:/d\"]\n", runtimes.Sim, "volumes", 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ParseSpecIn("s.yaml", []byte(head+tc.body), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.runtime != "" {
+				s.Runtime = tc.runtime
+			}
+			_, err = s.RuntimeSettings()
+			var se *SpecError
+			var re *runtimes.SettingError
+			if !errors.As(err, &se) || !errors.As(err, &re) {
+				t.Fatalf("err = %v, want a *SpecError around a *runtimes.SettingError", err)
+			}
+			if re.Field != tc.field || se.Line != tc.line || se.File != "s.yaml" {
+				t.Errorf("got %s:%d field %s (%v), want line %d field %s", se.File, se.Line, re.Field, err, tc.line, tc.field)
+			}
+		})
+	}
+
+	// A command line's --namespace on a docker lab: no line to point at,
+	// and the message says where it came from.
+	s, err := ParseSpecIn("s.yaml", []byte(head+"runtime: docker\n"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Kubernetes = &runtimes.KubeSettings{Namespace: "lab"}
+	if _, err := s.RuntimeSettings(); err == nil || !strings.Contains(err.Error(), "command line") {
+		t.Errorf("--namespace on docker: err = %v, want one saying the command line set it", err)
+	}
+
+	dir := t.TempDir()
+	for _, pair := range [][2]string{
+		{"runtime: docker\nimages: {vllm: a:1}\nvolumes: [\"/tmp:/d:ro\"]\n",
+			"runtime: {kind: docker, settings: {images: {vllm: a:1}, volumes: [\"/tmp:/d:ro\"]}}\n"},
+		{"runtime: kubernetes\nimages: {vllm: a:1}\nkubernetes: {namespace: lab, simulated: true}\n",
+			"runtime: {kind: kubernetes, settings: {images: {vllm: a:1}, namespace: lab, simulated: true}}\n"},
+		{"runtime: process\n", "runtime: {kind: process}\n"},
+	} {
+		var got [2]any
+		for i, body := range pair {
+			s, err := ParseSpecIn("s.yaml", []byte(head+body), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[i], err = s.RuntimeSettings(); err != nil {
+				t.Fatalf("%q: %v", body, err)
+			}
+		}
+		if !reflect.DeepEqual(got[0], got[1]) {
+			t.Errorf("settings of\n%s= %#v\nsettings of\n%s= %#v", pair[0], got[0], pair[1], got[1])
+		}
+		if pair[0] != "runtime: process\n" && got[0] == nil {
+			t.Errorf("%q: no settings decoded", pair[0])
+		}
+	}
+}
+
+// TestResumeAcrossRuntimeSpellings: the run key hashes the stored
+// (top-level) form, which both spellings of a runtime's settings store,
+// so a run made from a spec in the old form is found and resumed by the
+// same spec in the section form: no trial measured again, one run in the
+// store, the same winner.
+func TestResumeAcrossRuntimeSpellings(t *testing.T) {
+	for _, tc := range []struct{ name, old, section string }{
+		{"docker", "runtime: docker\nimages: {vllm: a:1, sglang: a:1, trtllm: a:1}\nvolumes: [\"/tmp:/d:ro\"]\n",
+			"runtime:\n  kind: docker\n  settings:\n    images: {vllm: a:1, sglang: a:1, trtllm: a:1}\n    volumes: [\"/tmp:/d:ro\"]\n"},
+		{"kubernetes", "runtime: kubernetes\nkubernetes: {namespace: lab, simulated: true}\n",
+			"runtime: {kind: kubernetes, settings: {namespace: lab, simulated: true}}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := newMemStore()
+			first, err := analyticLab(mustSpec(t, smallSpec+tc.old), ms).Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := analyticLab(mustSpec(t, smallSpec+tc.section), ms).Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.TrialsRun != 0 || again.TrialsReused < first.TrialsRun || len(ms.runs) != 1 {
+				t.Errorf("resumed in the section form: ran %d trials, reused %d, %d runs stored; want 0, %d, 1",
+					again.TrialsRun, again.TrialsReused, len(ms.runs), first.TrialsRun)
+			}
+			if first.Winner == nil || again.Winner == nil || !reflect.DeepEqual(first.Winner, again.Winner) {
+				t.Errorf("winner %v, then %v", first.Winner, again.Winner)
+			}
+		})
 	}
 }

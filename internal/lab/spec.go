@@ -168,6 +168,9 @@ type Spec struct {
 	file string
 	// kind is the runtime as specialized for this spec (SetRuntimeKind).
 	kind runtimes.Kind
+	// settingLines are where its runtime settings were written
+	// (storedLines).
+	settingLines map[string]int
 }
 
 // Hardware is the GPU type and count.
@@ -528,6 +531,7 @@ func decodeSpecUnsafe(name string, data []byte) (*Spec, func(string) int, error)
 	if err := s.validate(line); err != nil {
 		return nil, nil, err
 	}
+	s.settingLines = storedLines(line)
 	return &s, line, nil
 }
 

@@ -16,7 +16,9 @@ import (
 	"github.com/perflab/perflab/internal/engine"
 )
 
-// Env is what a runtime's servers need from the spec and the command line.
+// Env is what a runtime's servers need from the spec and the command line:
+// what every runtime may read (the simulator's clock and files, the run
+// key), and the runtime's own settings as an opaque value.
 type Env struct {
 	// GPU is the GPU type the simulator models (sim runtime).
 	GPU string
@@ -32,12 +34,10 @@ type Env struct {
 	// Binary is the perflab executable the sim runtime starts (default:
 	// this one).
 	Binary string
-	// Images overrides the container image per engine; Volumes are extra
-	// bind mounts "HOST:CONTAINER[:ro]" (container runtimes).
-	Images  map[string]string
-	Volumes []string
-	// Kubernetes are the spec's cluster settings (kubernetes runtime).
-	Kubernetes *KubeSettings
+	// Settings are the runtime's own settings, as its SettingsDecoder
+	// made them (SettingsFor); only that runtime reads them, and nil means
+	// none.
+	Settings any
 	// Run is the run key the servers are tagged with, where the runtime
 	// can tag them, so that a later lab of the run finds what a killed one
 	// left.
@@ -45,11 +45,10 @@ type Env struct {
 }
 
 // Choice is what a spec runs, for a Specializer: the engines it uses
-// (name → version) and the images it names.
+// (name → version) and the runtime's own settings (SettingsFor).
 type Choice struct {
-	Engines    map[string]string
-	Images     map[string]string
-	Kubernetes *KubeSettings
+	Engines  map[string]string
+	Settings any
 }
 
 // Specializer is a Kind whose traits depend on what a spec runs: the docker

@@ -2,6 +2,7 @@ package runtimes
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,5 +127,38 @@ func TestRegisterLikeSQLDrivers(t *testing.T) {
 	}
 	if _, err := Lookup(Docker); err == nil {
 		t.Error("docker resolves in a program that did not import dockerrt")
+	}
+}
+
+// TestSettingsFor: a runtime without settings refuses every stored field
+// with a typed error naming it, and takes a spec that sets none; a
+// settings value made by another runtime is refused, not read as zero.
+func TestSettingsFor(t *testing.T) {
+	for _, name := range []string{SimPredict, Sim, Process} {
+		k, _ := Lookup(name)
+		if v, err := SettingsFor(k, Stored{}); v != nil || err != nil {
+			t.Errorf("%s, no settings: %v, %v", name, v, err)
+		}
+		for field, st := range map[string]Stored{
+			"images":     {Images: map[string]string{"vllm": "a:1"}},
+			"volumes":    {Volumes: []string{}},
+			"kubernetes": {Kubernetes: &KubeSettings{}},
+		} {
+			_, err := SettingsFor(k, st)
+			var se *SettingError
+			if !errors.As(err, &se) || se.Runtime != name || se.Field != field {
+				t.Errorf("%s with %s: err = %v, want a *SettingError naming both", name, field, err)
+			}
+		}
+	}
+	type mine struct{ A int }
+	if v, err := SettingsOf[mine]("x", nil); err != nil || v != (mine{}) {
+		t.Errorf("no settings: %v, %v; want the zero value", v, err)
+	}
+	if v, err := SettingsOf[mine]("x", &mine{A: 2}); err != nil || v.A != 2 {
+		t.Errorf("a pointer: %v, %v", v, err)
+	}
+	if _, err := SettingsOf[mine]("x", struct{ B int }{}); err == nil {
+		t.Error("another runtime's settings were accepted")
 	}
 }

@@ -41,21 +41,40 @@ var (
 	_ runtimes.SettingsDecoder = dockerKind{}
 )
 
-// dockerSettings are the docker runtime's settings in a spec's
-// `runtime: {kind: docker, settings: {...}}`.
-type dockerSettings struct {
-	Images  map[string]string `yaml:"images,omitempty"`
-	Volumes []string          `yaml:"volumes,omitempty"`
+// Settings are the docker runtime's settings: a spec's
+// `runtime: {kind: docker, settings: {...}}`, or its top-level images:
+// and volumes:.
+type Settings struct {
+	// Images overrides the container image per engine.
+	Images map[string]string `yaml:"images,omitempty"`
+	// Volumes are extra bind mounts "HOST:CONTAINER[:ro]" of every
+	// engine container.
+	Volumes []string `yaml:"volumes,omitempty"`
 }
 
 // DecodeSettings reads the engines' images and the containers' extra
 // bind mounts.
-func (dockerKind) DecodeSettings(decode func(any) error) (runtimes.Settings, error) {
-	var d dockerSettings
+func (dockerKind) DecodeSettings(decode func(any) error) (any, error) {
+	var d Settings
 	if err := decode(&d); err != nil {
-		return runtimes.Settings{}, err
+		return nil, err
 	}
-	return runtimes.Settings{Images: d.Images, Volumes: d.Volumes}, nil
+	return d, nil
+}
+
+// FromStored takes images: and volumes:; a cluster's settings
+// (kubernetes:) are not docker's.
+func (dockerKind) FromStored(st runtimes.Stored) (any, error) {
+	if err := runtimes.Unused(runtimes.Docker, st, "images", "volumes"); err != nil {
+		return nil, err
+	}
+	return Settings{Images: st.Images, Volumes: st.Volumes}, nil
+}
+
+// Store is the stored form of Settings.
+func (dockerKind) Store(v any) runtimes.Stored {
+	d, _ := runtimes.SettingsOf[Settings](runtimes.Docker, v)
+	return runtimes.Stored{Images: d.Images, Volumes: d.Volumes}
 }
 
 func (dockerKind) Name() string { return runtimes.Docker }
@@ -77,7 +96,11 @@ func (dockerKind) Provenance() string { return "" }
 // New returns the docker runtime: the spec's images and volumes, its
 // containers labelled with the run key.
 func (dockerKind) New(env runtimes.Env) (engine.Runtime, error) {
-	rt := &docker.Runtime{Images: maps.Clone(env.Images), Volumes: slices.Clone(env.Volumes)}
+	s, err := runtimes.SettingsOf[Settings](runtimes.Docker, env.Settings)
+	if err != nil {
+		return nil, err
+	}
+	rt := &docker.Runtime{Images: maps.Clone(s.Images), Volumes: slices.Clone(s.Volumes)}
 	if env.Run != "" {
 		rt.Labels = map[string]string{docker.LabelRun: env.Run}
 	}
@@ -123,10 +146,14 @@ func (k simKind) New(env runtimes.Env) (engine.Runtime, error) {
 // daemon only when the spec overrides an image: an official image is
 // never the simulated one.
 func (dockerKind) Specialize(ctx context.Context, c runtimes.Choice) (runtimes.Kind, error) {
-	if len(c.Images) == 0 {
+	s, err := runtimes.SettingsOf[Settings](runtimes.Docker, c.Settings)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Images) == 0 {
 		return dockerKind{}, nil
 	}
-	rt := &docker.Runtime{Images: c.Images}
+	rt := &docker.Runtime{Images: s.Images}
 	var sim, real []string
 	for _, eng := range slices.Sorted(maps.Keys(c.Engines)) {
 		cfg := engine.Config{Engine: eng, Version: c.Engines[eng]}

@@ -36,7 +36,7 @@ func TestDockerKind(t *testing.T) {
 		t.Fatalf("no images overridden: %v, %v; want the real kind without asking the daemon", real, err)
 	}
 	if _, err := sp.Specialize(context.Background(), runtimes.Choice{Engines: map[string]string{engine.VLLM: "0.11.0"},
-		Images: map[string]string{engine.VLLM: "perflab-sim:dev"}}); err == nil || !strings.Contains(err.Error(), "perflab-sim:dev") {
+		Settings: Settings{Images: map[string]string{engine.VLLM: "perflab-sim:dev"}}}); err == nil || !strings.Contains(err.Error(), "perflab-sim:dev") {
 		t.Errorf("an overridden image and no daemon: err %v, want one naming the image", err)
 	}
 
@@ -45,8 +45,8 @@ func TestDockerKind(t *testing.T) {
 		t.Errorf("simulated docker: time scale %v, provenance %q", sim.DefaultTimeScale(), sim.Provenance())
 	}
 	tok := filepath.Join(t.TempDir(), "tokenizer.json")
-	rt, err := sim.New(runtimes.Env{GPU: "H100", TimeScale: 20, Tokenizer: tok, Images: map[string]string{engine.VLLM: "perflab-sim:dev"},
-		Volumes: []string{"/data:/data:ro"}, Run: "abc123"})
+	rt, err := sim.New(runtimes.Env{GPU: "H100", TimeScale: 20, Tokenizer: tok,
+		Settings: Settings{Images: map[string]string{engine.VLLM: "perflab-sim:dev"}, Volumes: []string{"/data:/data:ro"}}, Run: "abc123"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,27 +44,49 @@ var (
 	_ runtimes.SettingsDecoder = kubeKind{}
 )
 
-// kubeSettings are the kubernetes runtime's settings in a spec's
-// `runtime: {kind: kubernetes, settings: {...}}`: the engines' images and
-// the cluster settings of a top-level kubernetes: block, side by side.
-type kubeSettings struct {
+// Settings are the kubernetes runtime's settings: in a spec's
+// `runtime: {kind: kubernetes, settings: {...}}` the engines' images and
+// the cluster settings side by side, or its top-level images: and
+// kubernetes: block.
+type Settings struct {
+	// Images overrides the container image per engine.
 	Images                map[string]string `yaml:"images,omitempty"`
 	runtimes.KubeSettings `yaml:",inline"`
 }
 
-// DecodeSettings reads the engines' images and the cluster settings; with
-// none of the latter set the spec has no kubernetes block, as a spec
-// that writes none at its top level.
-func (kubeKind) DecodeSettings(decode func(any) error) (runtimes.Settings, error) {
-	var d kubeSettings
+// DecodeSettings reads the engines' images and the cluster settings.
+func (kubeKind) DecodeSettings(decode func(any) error) (any, error) {
+	var d Settings
 	if err := decode(&d); err != nil {
-		return runtimes.Settings{}, err
+		return nil, err
 	}
-	out := runtimes.Settings{Images: d.Images}
+	return d, nil
+}
+
+// FromStored takes images: and the kubernetes: block; a pod mounts no
+// host directory by volumes: (hf_cache_host_path is the cluster's way).
+func (kubeKind) FromStored(st runtimes.Stored) (any, error) {
+	if err := runtimes.Unused(runtimes.Kubernetes, st, "images", "kubernetes"); err != nil {
+		return nil, err
+	}
+	d := Settings{Images: st.Images}
+	if st.Kubernetes != nil {
+		d.KubeSettings = *st.Kubernetes
+	}
+	return d, nil
+}
+
+// Store is the stored form of Settings: with no cluster setting set the
+// spec has no kubernetes block, as a spec that writes none at its top
+// level.
+func (kubeKind) Store(v any) runtimes.Stored {
+	d, _ := runtimes.SettingsOf[Settings](runtimes.Kubernetes, v)
+	out := runtimes.Stored{Images: d.Images}
 	if !reflect.DeepEqual(d.KubeSettings, runtimes.KubeSettings{}) {
-		out.Kubernetes = &d.KubeSettings
+		ks := d.KubeSettings
+		out.Kubernetes = &ks
 	}
-	return out, nil
+	return out
 }
 
 func (kubeKind) Name() string { return runtimes.Kubernetes }
@@ -90,7 +112,11 @@ func (kubeKind) GPUs(ctx context.Context, count int) (*engine.Allocator, error) 
 func (kubeKind) Provenance() string { return "" }
 
 func (kubeKind) Specialize(_ context.Context, c runtimes.Choice) (runtimes.Kind, error) {
-	if c.Kubernetes != nil && c.Kubernetes.Simulated {
+	s, err := runtimes.SettingsOf[Settings](runtimes.Kubernetes, c.Settings)
+	if err != nil {
+		return nil, err
+	}
+	if s.Simulated {
 		return simKind{sim: runtimes.Builtin(runtimes.Sim)}, nil
 	}
 	return kubeKind{}, nil
@@ -103,12 +129,12 @@ func (kubeKind) New(env runtimes.Env) (engine.Runtime, error) {
 	return rt, err
 }
 
-func newRuntime(env runtimes.Env) (*kubernetes.Runtime, *runtimes.KubeSettings, error) {
-	s := env.Kubernetes
-	if s == nil {
-		s = &runtimes.KubeSettings{}
+func newRuntime(env runtimes.Env) (*kubernetes.Runtime, *Settings, error) {
+	s, err := runtimes.SettingsOf[Settings](runtimes.Kubernetes, env.Settings)
+	if err != nil {
+		return nil, nil, err
 	}
-	rt := &kubernetes.Runtime{Images: maps.Clone(env.Images), Context: s.Context, Namespace: s.Namespace,
+	rt := &kubernetes.Runtime{Images: maps.Clone(s.Images), Context: s.Context, Namespace: s.Namespace,
 		HFCachePVC: s.HFCachePVC, HFCacheHostPath: s.HFCacheHostPath, HFTokenSecret: s.HFTokenSecret,
 		NodeSelector: s.NodeSelector, RuntimeClassName: s.RuntimeClassName, ImagePullSecrets: s.ImagePullSecrets,
 		PriorityClassName: s.PriorityClassName, Access: kubernetes.Access(s.Access)}
@@ -130,7 +156,7 @@ func newRuntime(env runtimes.Env) (*kubernetes.Runtime, *runtimes.KubeSettings, 
 		}
 		rt.Resources = corev1.ResourceRequirements{Requests: rl, Limits: rl}
 	}
-	return rt, s, nil
+	return rt, &s, nil
 }
 
 func (k simKind) Simulated() bool           { return k.sim.Simulated() }

@@ -2,6 +2,8 @@ package kubert
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/perflab/perflab/internal/engine/kubernetes"
@@ -27,12 +29,12 @@ func TestKubeKind(t *testing.T) {
 		t.Fatalf("no kubernetes block: %v %v", real, err)
 	}
 	for _, gpuRequests := range []bool{false, true} {
-		ks := &runtimes.KubeSettings{Simulated: true, GPURequests: gpuRequests, Namespace: "lab"}
-		sim, err := sp.Specialize(context.Background(), runtimes.Choice{Kubernetes: ks})
+		ks := Settings{KubeSettings: runtimes.KubeSettings{Simulated: true, GPURequests: gpuRequests, Namespace: "lab"}}
+		sim, err := sp.Specialize(context.Background(), runtimes.Choice{Settings: ks})
 		if err != nil || !sim.Simulated() || sim.DefaultTimeScale() != runtimes.Builtin(runtimes.Sim).DefaultTimeScale() || sim.Name() != runtimes.Kubernetes {
 			t.Fatalf("simulated: %v %v", sim, err)
 		}
-		rt, err := sim.New(runtimes.Env{GPU: "H100", TimeScale: 20, Kubernetes: ks, Run: "abc"})
+		rt, err := sim.New(runtimes.Env{GPU: "H100", TimeScale: 20, Settings: ks, Run: "abc"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,12 +42,37 @@ func TestKubeKind(t *testing.T) {
 		if r.NoGPU == gpuRequests || r.Env[settings.EnvGPU] != "H100" || r.Env[settings.EnvTimeScale] != "20" || r.Namespace != "lab" || r.Labels[kubernetes.LabelRun] != "abc" {
 			t.Errorf("gpu_requests %v: runtime %+v", gpuRequests, r)
 		}
-		if _, err := sim.New(runtimes.Env{Kubernetes: ks}); err == nil {
+		if _, err := sim.New(runtimes.Env{Settings: ks}); err == nil {
 			t.Error("a simulated kubernetes runtime without a GPU type")
 		}
 	}
-	rt, err := k.New(runtimes.Env{Kubernetes: &runtimes.KubeSettings{Resources: map[string]string{"cpu": "lots"}}})
+	rt, err := k.New(runtimes.Env{Settings: Settings{KubeSettings: runtimes.KubeSettings{Resources: map[string]string{"cpu": "lots"}}}})
 	if err == nil {
 		t.Errorf("a bad resource quantity: runtime %v, want an error", rt)
+	}
+}
+
+// TestKubeSettingsStored: the top-level form (images:, kubernetes:)
+// decodes to the runtime's own Settings and back unchanged; volumes:,
+// which a pod has no use for, is refused by name.
+func TestKubeSettingsStored(t *testing.T) {
+	k := kubeKind{}
+	st := runtimes.Stored{Images: map[string]string{"vllm": "a:1"}, Kubernetes: &runtimes.KubeSettings{Namespace: "lab"}}
+	v, err := k.FromStored(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := v.(Settings); s.Namespace != "lab" || s.Images["vllm"] != "a:1" {
+		t.Errorf("settings %+v", s)
+	}
+	if back := k.Store(v); !reflect.DeepEqual(back, st) {
+		t.Errorf("stored back as %+v, want %+v", back, st)
+	}
+	var se *runtimes.SettingError
+	if _, err := k.FromStored(runtimes.Stored{Volumes: []string{"/a:/a"}}); !errors.As(err, &se) || se.Field != "volumes" {
+		t.Errorf("volumes: err = %v, want a *runtimes.SettingError for volumes", err)
+	}
+	if _, err := k.New(runtimes.Env{Settings: struct{}{}}); err == nil {
+		t.Error("another runtime's settings value was accepted")
 	}
 }
