@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -57,7 +59,7 @@ func (s *Spec) Axes(ks []string) map[string][]string {
 			set[""] = true
 		}
 		delete(set, "default")
-		out[k] = sortedKeys(set)
+		out[k] = slices.Sorted(maps.Keys(set))
 	}
 	return out
 }
