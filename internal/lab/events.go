@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/store"
 )
@@ -199,18 +200,18 @@ func (e *Events) emit(ev Event) {
 }
 
 // Start implements Progress.
-func (e *Events) Start(s *Spec, planned, stored int) {
+func (e *Events) Start(s *labspec.Spec, planned, stored int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.start, e.aside, e.planned, e.n, e.ran = time.Now(), 0, planned, 0, 0
-	e.stage, e.best, e.top, e.gpuH, e.unit = "", nil, nil, 0, s.Objective.Unit()
+	e.stage, e.best, e.top, e.gpuH, e.unit = "", nil, nil, 0, ObjectiveUnit(s.Objective)
 	e.slo, e.tuning = nil, ""
 	if s.Tuning != nil {
-		e.tuning = s.Tuning.pathKeyName()
+		e.tuning = s.Tuning.PathKeyName()
 	}
-	e.slo = s.Objective.Kind().loadSLO(s.Objective)
+	e.slo = kindOf(s.Objective).loadSLO(s.Objective)
 	e.emit(Event{Type: EventStart, Name: s.Name, Model: s.Model, Runtime: s.Runtime, Objective: s.Objective.Metric,
-		GPU: s.Hardware.GPU, GPUs: s.Hardware.Count, Engines: s.engineVersions(), Stored: stored})
+		GPU: s.Hardware.GPU, GPUs: s.Hardware.Count, Engines: s.EngineVersionsText(), Stored: stored})
 }
 
 // Stage implements Progress.
@@ -253,7 +254,7 @@ func (e *Events) Trial(t TrialSpec, rec store.Trial, score float64, reused bool)
 		te.Score = score
 		// A generalization workload's score is on another scale (a short
 		// prompt runs at twice ShareGPT's tok/s): it is no candidate's.
-		if t.Workload.pathKeyName() != e.tuning {
+		if t.Workload.PathKeyName() != e.tuning {
 			break
 		}
 		if e.top == nil || score > e.top.Score {
@@ -265,8 +266,8 @@ func (e *Events) Trial(t TrialSpec, rec store.Trial, score float64, reused bool)
 
 // pointVerdict says how a load point's result stands against the SLO, as
 // the search will judge it.
-func pointVerdict(lp *LoadPoint, result []byte, slo loadsearch.SLO) string {
-	p, err := lp.pointOf(result)
+func pointVerdict(lp *labspec.LoadPoint, result []byte, slo loadsearch.SLO) string {
+	p, err := pointOf(lp, result)
 	if err != nil {
 		return "unreadable: " + err.Error()
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/shareddata"
 
 	"github.com/perflab/perflab/internal/store"
@@ -56,16 +57,16 @@ search:
 repeats: 3
 `
 
-func mustSpec(t testing.TB, text string) *Spec {
+func mustSpec(t testing.TB, text string) *labspec.Spec {
 	t.Helper()
-	s, err := ParseSpec("test.yaml", []byte(text))
+	s, err := labspec.ParseSpec("test.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func analyticLab(s *Spec, st Store) *Lab {
+func analyticLab(s *labspec.Spec, st Store) *Lab {
 	r := &PredictRunner{Predictor: AnalyticPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests), Noise: s.Noise}
 	return &Lab{Spec: s, Store: st, Runner: r, Guide: r}
 }
@@ -80,7 +81,7 @@ func TestLabStagedAnalytic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Baseline == nil || sum.Baseline.Point[KnobEngine] != "vllm" || sum.Baseline.Point[KnobQuantization] != "" {
+	if sum.Baseline == nil || sum.Baseline.Point[labspec.KnobEngine] != "vllm" || sum.Baseline.Point[labspec.KnobQuantization] != "" {
 		t.Fatalf("baseline = %+v, want vLLM defaults", sum.Baseline)
 	}
 	var names []string
@@ -96,7 +97,7 @@ func TestLabStagedAnalytic(t *testing.T) {
 	// The analytic model fails 48.5% of requests under MTP: the report's
 	// +30%-at-51.5%-success case must be skipped for its success rate.
 	for _, ss := range sum.Stages {
-		if ss.Knob != KnobSpeculative {
+		if ss.Knob != labspec.KnobSpeculative {
 			continue
 		}
 		for _, c := range ss.Candidates {

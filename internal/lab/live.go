@@ -12,6 +12,7 @@ import (
 
 	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/metrics"
 )
 
@@ -26,11 +27,11 @@ type LiveRunner struct {
 	// TimeScale is the sim runtime's speed-up; measured figures are scaled
 	// back to simulated time (throughputs ÷K, latencies ×K). 0 or 1 for
 	// real engines.
-	TimeScale Scale
+	TimeScale labspec.Scale
 	// ReadyTimeout caps a server's start (0 = 20 min).
 	ReadyTimeout time.Duration
 	// SLO feeds goodput.
-	SLO SLO
+	SLO labspec.SLO
 	// LogLines is how many log lines a trial keeps (0 = 60).
 	LogLines int
 	// Started, when set, is called with each server's process id once it
@@ -94,9 +95,9 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) 
 	if err != nil {
 		return m, err // it names the workload
 	}
-	m.Cost.GPUs = GPUs(t.Config)
-	got, err := r.fleet().Serve(ctx, engine.Want{Config: t.Config, Command: cmd, Key: ConfigHash(t.Config),
-		GPUs: GPUs(t.Config), Labels: map[string]string{engine.LabelTrial: t.Key}})
+	m.Cost.GPUs = labspec.GPUs(t.Config)
+	got, err := r.fleet().Serve(ctx, engine.Want{Config: t.Config, Command: cmd, Key: labspec.ConfigHash(t.Config),
+		GPUs: labspec.GPUs(t.Config), Labels: map[string]string{engine.LabelTrial: t.Key}})
 	tr.Notes, tr.Cache = joinReason(tr.Notes, got.Notes), got.Cache
 	if got.EngineStart {
 		m.Cost.EngineStart, m.Cost.StartupSeconds = true, got.StartupSeconds
@@ -122,11 +123,11 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) 
 	h := srv.Handle
 	clean := false
 	defer func() { r.fleet().Release(srv, clean) }()
-	_, load := t.Workload.resolve()
+	_, load := t.Workload.Resolve()
 	// A server k times faster than simulated time is offered the load k
 	// times faster, so that in simulated time it gets the spec's rate (the
 	// records are stretched back below).
-	sendRate := r.TimeScale.Send(load.rate)
+	sendRate := r.TimeScale.Send(load.Rate)
 	engine.MarkBenchmarking(h)
 	benchStart := time.Now()
 	out, err := bench.Run(ctx, bench.Config{
@@ -134,7 +135,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) 
 		// The name the server lists, as its engine names it (trtllm-serve:
 		// a local model directory's last component).
 		Model: t.Config.Model, ServedModelName: t.Config.ServedName(), Requests: reqs,
-		RequestRate: sendRate, MaxConcurrency: load.maxConc, Seed: load.seed,
+		RequestRate: sendRate, MaxConcurrency: load.MaxConcurrency, Seed: load.Seed,
 		ExtraBody: srv.Salt(measurementKey(t.Key)),
 	})
 	m.Cost.BenchSeconds = time.Since(benchStart).Seconds()
@@ -155,15 +156,15 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) 
 		// Kept even when the server failed: what was measured before the
 		// crash stays in the store next to the failure.
 		opt := metrics.DefaultOptions()
-		opt.RequestRate, opt.MaxConcurrency = load.rate, load.maxConc
-		if g := r.SLO.goodput(); len(g) > 0 {
+		opt.RequestRate, opt.MaxConcurrency = load.Rate, load.MaxConcurrency
+		if g := r.SLO.Goodput(); len(g) > 0 {
 			opt.Goodput = g
 		}
 		recs, dur, stretched := r.TimeScale.Stretch(out.Records, out.Duration)
 		if stretched {
 			tr.Notes = joinReason(tr.Notes, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", float64(r.TimeScale)))
 		}
-		recs, dur = t.Workload.Point.window(recs, dur, &opt)
+		recs, dur = pointWindow(t.Workload.Point, recs, dur, &opt)
 		m.Result = metrics.Compute(recs, dur, opt)
 	}
 	if f := h.Failure(); f != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -12,7 +13,7 @@ import (
 type Progress interface {
 	// Start announces the run: planned trials (an estimate) and how many
 	// finished trials the store already holds.
-	Start(s *Spec, planned, stored int)
+	Start(s *labspec.Spec, planned, stored int)
 	// Stage announces a stage with n candidates.
 	Stage(name string, n int)
 	// Trial reports one finished trial; reused is true when it came from
@@ -119,7 +120,7 @@ type asider interface {
 // baseline engine's view, the repeats of each decision, the combinations,
 // the joint search's budget and the generalization pairs.
 func (l *Lab) plannedTrials() int {
-	return l.Spec.Plan().Trials
+	return PlanOf(l.Spec).Trials
 }
 
 // Plan is what --dry-run prints.
@@ -143,7 +144,7 @@ type PlanStage struct {
 
 // Plan estimates the lab's stages and trials. The ETA is filled by
 // EstimateETA, which needs the runtime.
-func (s *Spec) Plan() Plan {
+func PlanOf(s *labspec.Spec) Plan {
 	var p Plan
 	add := func(name string, n, reps int) {
 		p.Stages = append(p.Stages, PlanStage{name, n, reps})
@@ -151,18 +152,18 @@ func (s *Spec) Plan() Plan {
 	}
 	add("baseline", 1, 0)
 	reps := 2 * (s.Repeats - 1)
-	incPt := Point{KnobEngine: s.baselineEngine()}
+	incPt := labspec.Point{labspec.KnobEngine: s.BaselineEngine()}
 	for _, st := range s.Stages {
 		n := 0
 		for _, e := range s.Engines {
-			if st.Knob != KnobEngine && e.Name != incPt[KnobEngine] && len(st.PerEngine) == 0 {
+			if st.Knob != labspec.KnobEngine && e.Name != incPt[labspec.KnobEngine] && len(st.PerEngine) == 0 {
 				continue
 			}
 			cnt := 0
-			for _, v := range s.stageValues(st, e.Name) {
-				q := Point{KnobEngine: e.Name}.with(st.Knob, v)
-				if st.Knob == KnobEngine {
-					q = Point{KnobEngine: v}
+			for _, v := range s.StageValues(st, e.Name) {
+				q := labspec.Point{labspec.KnobEngine: e.Name}.With(st.Knob, v)
+				if st.Knob == labspec.KnobEngine {
+					q = labspec.Point{labspec.KnobEngine: v}
 				}
 				if _, ok := s.Config(q); ok {
 					cnt++
@@ -170,7 +171,7 @@ func (s *Spec) Plan() Plan {
 			}
 			n = max(n, cnt)
 		}
-		if st.Knob == KnobEngine {
+		if st.Knob == labspec.KnobEngine {
 			n-- // the baseline engine is already measured
 		}
 		add(st.Name, max(n, 0), reps)
@@ -185,7 +186,7 @@ func (s *Spec) Plan() Plan {
 	if s.Budget.MaxTrials > 0 && p.Trials > s.Budget.MaxTrials+2*len(s.Generalization) {
 		p.Trials = s.Budget.MaxTrials + 2*len(s.Generalization)
 	}
-	p.Grid = len(s.enumerate(Point{KnobEngine: s.baselineEngine()}, s.Axes(s.GridKnobs()), 0))
+	p.Grid = len(s.Enumerate(labspec.Point{labspec.KnobEngine: s.BaselineEngine()}, s.Axes(s.GridKnobs()), 0))
 	return p
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/labspec"
 )
 
 // The spec tests that need the lab: a spec's plan, a lab run under its
@@ -13,14 +14,14 @@ import (
 func TestExamplesParse(t *testing.T) {
 	root := repoRoot(t)
 	for _, ex := range []string{"qwen3-14b-h100", "qwen3-32b-h100", "qwen3.5-9b-h100", "qwen3-235b-a22b-8xh100"} {
-		s, err := LoadSpec(filepath.Join(root, "examples", ex+".yaml"))
+		s, err := labspec.LoadSpec(filepath.Join(root, "examples", ex+".yaml"))
 		if err != nil {
 			t.Fatalf("%s: %v", ex, err)
 		}
-		if s.baselineEngine() != "vllm" || len(s.Generalization) != 4 || s.Tuning.Dataset != "sharegpt" {
-			t.Errorf("%s: baseline %s, %d generalization workloads, tuning %s", ex, s.baselineEngine(), len(s.Generalization), s.Tuning.Dataset)
+		if s.BaselineEngine() != "vllm" || len(s.Generalization) != 4 || s.Tuning.Dataset != "sharegpt" {
+			t.Errorf("%s: baseline %s, %d generalization workloads, tuning %s", ex, s.BaselineEngine(), len(s.Generalization), s.Tuning.Dataset)
 		}
-		if p := s.Plan(); p.Grid < 100 || p.Trials >= p.Grid {
+		if p := PlanOf(s); p.Grid < 100 || p.Trials >= p.Grid {
 			t.Errorf("%s: plan %d trials for a grid of %d", ex, p.Trials, p.Grid)
 		}
 	}
@@ -75,14 +76,14 @@ func TestNoiseRuleSkipsSmallGains(t *testing.T) {
 // keeps does not grow with the points it measures.
 func TestCachedRequestsSharesLoadPoints(t *testing.T) {
 	calls := 0
-	reqs := CachedRequests(func(w Workload) ([]dataset.Request, error) {
+	reqs := CachedRequests(func(w labspec.Workload) ([]dataset.Request, error) {
 		calls++
 		return StandinRequests(w)
 	})
-	w := Workload{Name: "t", Dataset: "random", InputLen: 10, OutputLen: 10, NumPrompts: 5}
-	o := &LoadObjective{SLO: "ttft_p99<=2s"}
+	w := labspec.Workload{Name: "t", Dataset: "random", InputLen: 10, OutputLen: 10, NumPrompts: 5}
+	o := &labspec.LoadObjective{SLO: "ttft_p99<=2s"}
 	for _, load := range []float64{1, 2, 4, 8} {
-		if _, err := reqs(o.pointWorkload(w, load)); err != nil {
+		if _, err := reqs(pointWorkload(o, w, load)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/perflab/perflab/internal/app"
 	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -205,7 +206,7 @@ var errBusy = errors.New("a lab of this server is already running this run")
 
 // start starts the spec's lab in the background as `perflab lab` would
 // (app.Setup.Run) and returns its run.
-func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh bool) (store.Run, error) {
+func (s *Server) start(ctx context.Context, spec *labspec.Spec, su *app.Setup, fresh bool) (store.Run, error) {
 	if s.base.Err() != nil {
 		return store.Run{}, errors.New("server: stopping")
 	}
@@ -365,7 +366,7 @@ func (s *Server) postLab(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// JSON is YAML: one parser, with lines, for both.
-	spec, err := lab.ParseSpecConfined("spec", body, s.cfg.DataRoot)
+	spec, err := labspec.ParseSpecConfined("spec", body, s.cfg.DataRoot)
 	if err != nil {
 		writeSpecError(w, err)
 		return
@@ -375,7 +376,7 @@ func (s *Server) postLab(w http.ResponseWriter, r *http.Request) {
 
 // launch checks a parsed spec's paths, prepares its lab as the CLI does,
 // and starts it.
-func (s *Server) launch(w http.ResponseWriter, r *http.Request, spec *lab.Spec, fresh bool, code int) {
+func (s *Server) launch(w http.ResponseWriter, r *http.Request, spec *labspec.Spec, fresh bool, code int) {
 	if e, bad := s.outsideRoot(spec); bad {
 		writeError(w, http.StatusBadRequest, e)
 		return
@@ -409,14 +410,14 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request, spec *lab.Spec, 
 
 // paths is the resolver every host path sent to this server goes
 // through: confined to the data root.
-func (s *Server) paths() lab.PathResolver {
-	return lab.PathResolver{Base: s.cfg.DataRoot, Confined: true}
+func (s *Server) paths() labspec.PathResolver {
+	return labspec.PathResolver{Base: s.cfg.DataRoot, Confined: true}
 }
 
 // outsideRoot finds the first host path of the parsed spec outside the
 // data root: the parse confined those the spec names, this checks the
 // ones filled in since (the default dataset).
-func (s *Server) outsideRoot(spec *lab.Spec) (apiError, bool) {
+func (s *Server) outsideRoot(spec *labspec.Spec) (apiError, bool) {
 	for _, hp := range spec.HostPaths() {
 		if err := s.paths().Check(hp.Path); err != nil {
 			return apiError{Error: fmt.Sprintf("spec: %s: %v", hp.Field, err), Field: hp.Field, Path: hp.Path}, true
@@ -428,7 +429,7 @@ func (s *Server) outsideRoot(spec *lab.Spec) (apiError, bool) {
 // writeSpecError answers 400 with the spec error's line and message.
 func writeSpecError(w http.ResponseWriter, err error) {
 	e := apiError{Error: err.Error()}
-	var se *lab.SpecError
+	var se *labspec.SpecError
 	if errors.As(err, &se) {
 		e.Line, e.Error = se.Line, se.Msg
 		if se.Line > 0 {
@@ -439,7 +440,7 @@ func writeSpecError(w http.ResponseWriter, err error) {
 			e.Field = fieldOf(se.Msg)
 		}
 	}
-	var pe *lab.PathError
+	var pe *labspec.PathError
 	if errors.As(err, &pe) {
 		e.Path = pe.Value
 	}
@@ -481,7 +482,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %d (%s) has no spec to resume from (an import)", id, run.Name)})
 		return
 	}
-	spec, err := lab.ParseSpecConfined(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
+	spec, err := labspec.ParseSpecConfined(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
 	if err != nil {
 		writeSpecError(w, err)
 		return
@@ -499,7 +500,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Parsed again for the lab: Apply above was to check the key.
-	spec, _ = lab.ParseSpecConfined(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
+	spec, _ = labspec.ParseSpecConfined(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
 	s.launch(w, r, spec, false, http.StatusAccepted)
 }
 
