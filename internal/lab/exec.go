@@ -11,6 +11,7 @@ import (
 
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/labspec"
+	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -301,7 +302,7 @@ func (l *Lab) evaluate(t TrialSpec, rec store.Trial) *result {
 		if r.failed == "" {
 			r.failed = FailCrashDuringBench
 		}
-		r.why, r.kind = "crash: "+r.failed, WhyFailed
+		r.why, r.kind = "crash: "+r.failed, report.WhyFailed
 		if rec.Reason != "" {
 			r.why += " (" + firstLine(rec.Reason) + ")"
 		}
@@ -309,30 +310,30 @@ func (l *Lab) evaluate(t TrialSpec, rec store.Trial) *result {
 	}
 	m, err := measurementOf(rec)
 	if err != nil {
-		r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), WhyFailed
+		r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), report.WhyFailed
 		return r
 	}
 	r.m = m
 	obj := l.Spec.Objective
 	r.score = scoreUnder(obj, m, labspec.GPUs(t.Config))
 	if sr := m.SuccessRate(); sr < l.Spec.MinSuccessRate {
-		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%%", 100*sr, 100*l.Spec.MinSuccessRate), WhyLowSuccess
+		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%%", 100*sr, 100*l.Spec.MinSuccessRate), report.WhyLowSuccess
 		return r
 	}
 	// A figure the objective or an SLO needs but the result lacks reads as
 	// 0 and would pass a P99 bound or score every trial 0; say so instead.
 	if k := missingFigures(obj, m); k != "" {
-		r.why, r.kind = "SLO: the result has no "+k+" to check it against", WhySLO
+		r.why, r.kind = "SLO: the result has no "+k+" to check it against", report.WhySLO
 		return r
 	}
 	if v := sloViolation(obj, m); v != "" {
-		r.why, r.kind = "SLO: "+v, WhySLO
+		r.why, r.kind = "SLO: "+v, report.WhySLO
 		return r
 	}
 	// A score that is not a positive number cannot be compared (a gain
 	// over it is NaN or infinite): not eligible, with the reason.
 	if !(r.score > 0) || math.IsInf(r.score, 0) {
-		r.why, r.kind = fmt.Sprintf("objective is %.4g %s", r.score, ObjectiveUnit(obj))+kindOf(obj).noScoreHint(), WhyNoScore
+		r.why, r.kind = fmt.Sprintf("objective is %.4g %s", r.score, ObjectiveUnit(obj))+kindOf(obj).noScoreHint(), report.WhyNoScore
 	}
 	return r
 }

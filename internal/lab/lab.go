@@ -16,6 +16,7 @@ import (
 
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/labspec"
+	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -96,9 +97,9 @@ type result struct {
 	trial  store.Trial
 	m      Measurement
 	score  float64
-	failed string // failure class or "" when it ran
-	why    string // why it is not eligible ("" when eligible)
-	kind   Why    // the kind of why
+	failed string     // failure class or "" when it ran
+	why    string     // why it is not eligible ("" when eligible)
+	kind   report.Why // the kind of why
 }
 
 func (r *result) eligible() bool { return r != nil && r.why == "" }
@@ -642,7 +643,7 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		// What the engine package knows the engine/version cannot run is
 		// not worth a trial (it would only fail as invalid_config).
 		if why := labspec.Unsupported(cfg); why != "" {
-			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, WhyUnsupported, "unsupported: "+why))
+			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, report.WhyUnsupported, "unsupported: "+why))
 			continue
 		}
 		pts = append(pts, p)
@@ -672,7 +673,7 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 }
 
 // unrun is the summary entry of a candidate that was not run, with why.
-func (l *Lab) unrun(p labspec.Point, cfg engine.Config, kind Why, why string) Candidate {
+func (l *Lab) unrun(p labspec.Point, cfg engine.Config, kind report.Why, why string) Candidate {
 	return Candidate{
 		Name: Label(p), Point: map[string]string(p.Clone()), ConfigHash: labspec.ConfigHash(cfg), GPUs: labspec.GPUs(cfg),
 		Decision: "skipped", Reason: why, Why: kind,
@@ -694,7 +695,7 @@ func (l *Lab) undecided(pts []labspec.Point, res []*result, err error) []Candida
 			if res[i].failed != "" {
 				c.Decision = "failed"
 			}
-			c.Reason, c.Why = "stopped by budget before the stage's decision", WhyBudget
+			c.Reason, c.Why = "stopped by budget before the stage's decision", report.WhyBudget
 			if res[i].why != "" {
 				c.Reason = res[i].why + "; " + c.Reason
 			}
@@ -702,7 +703,7 @@ func (l *Lab) undecided(pts []labspec.Point, res []*result, err error) []Candida
 			continue
 		}
 		cfg, _ := l.Spec.Config(p)
-		out = append(out, l.unrun(p, cfg, WhyBudget, "not run: budget spent"))
+		out = append(out, l.unrun(p, cfg, report.WhyBudget, "not run: budget spent"))
 	}
 	return out
 }
@@ -757,7 +758,7 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 		case !r.eligible():
 			c.Decision, c.Reason, c.Why = "skipped", r.why, r.kind
 		case r != best:
-			c.Decision, c.Reason, c.Why = "skipped", fmt.Sprintf("not the best in stage (%+.2f%%)", 100*c.Gain), WhyNotBest
+			c.Decision, c.Reason, c.Why = "skipped", fmt.Sprintf("not the best in stage (%+.2f%%)", 100*c.Gain), report.WhyNotBest
 		}
 		cands[i] = *c
 	}
@@ -769,7 +770,7 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 	if inc == nil {
 		// No working incumbent yet (the baseline failed): the best working
 		// candidate becomes it.
-		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "kept", "first working configuration", WhyFirstWorking
+		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "kept", "first working configuration", report.WhyFirstWorking
 		return best, l.incumbentScore(best), 0, nil
 	}
 	gain1, ok := relGain(best.score, incScore)
@@ -778,11 +779,11 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 		// this unreachable for a measured incumbent; kept as the guard).
 		cands[bi].Decision = "skipped"
 		cands[bi].Reason = fmt.Sprintf("no comparable incumbent score (%.4g %s)", incScore, ObjectiveUnit(l.Spec.Objective))
-		cands[bi].Why = WhyNoIncumbentScore
+		cands[bi].Why = report.WhyNoIncumbentScore
 		return inc, incScore, 0, nil
 	}
 	if gain1 <= 0 {
-		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "skipped", fmt.Sprintf("no gain (%+.2f%%)", 100*gain1), WhyNoGain
+		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "skipped", fmt.Sprintf("no gain (%+.2f%%)", 100*gain1), report.WhyNoGain
 		return inc, incScore, 0, nil
 	}
 	incScores, bestScores, err := l.repeatPair(ctx, stage, inc, best)
@@ -792,7 +793,7 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 			// its single-run gain is shown as such.
 			cands[bi].Decision = "skipped"
 			cands[bi].Reason = fmt.Sprintf("stopped by budget before its repeats (single run %+.2f%%)", 100*gain1)
-			cands[bi].Why = WhyBudget
+			cands[bi].Why = report.WhyBudget
 		}
 		return inc, incScore, 0, err
 	}
@@ -804,7 +805,7 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 	if bestScores == nil {
 		// A repeat failed: a config that does not run reliably is not kept.
 		cands[bi].RepeatScores, cands[bi].Score, cands[bi].Gain = nil, 0, 0
-		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "skipped", "a repeat failed", WhyRepeatFailed
+		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "skipped", "a repeat failed", report.WhyRepeatFailed
 		return inc, incScore, floor, nil
 	}
 	gain, ok := relGain(mean(bestScores), mean(incScores))
@@ -812,19 +813,19 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 	if !ok {
 		cands[bi].Decision = "skipped"
 		cands[bi].Reason = fmt.Sprintf("no comparable incumbent score over its repeats (%.4g %s)", mean(incScores), ObjectiveUnit(l.Spec.Objective))
-		cands[bi].Why = WhyNoIncumbentScore
+		cands[bi].Why = report.WhyNoIncumbentScore
 		return inc, incScore, floor, nil
 	}
 	cands[bi].Gain = gain
 	if gain <= thr {
 		cands[bi].Decision = "skipped"
 		cands[bi].Reason = fmt.Sprintf("below noise floor (%+.2f%% <= %.2f%%)", 100*gain, 100*thr)
-		cands[bi].Why = WhyBelowNoise
+		cands[bi].Why = report.WhyBelowNoise
 		return inc, mean(incScores), floor, nil
 	}
 	cands[bi].Decision = "kept"
 	cands[bi].Reason = fmt.Sprintf("%+.2f%% > noise floor %.2f%%", 100*gain, 100*thr)
-	cands[bi].Why = WhyBeatNoise
+	cands[bi].Why = report.WhyBeatNoise
 	l.progressBest(best, mean(bestScores))
 	return best, mean(bestScores), floor, nil
 }
@@ -963,7 +964,7 @@ func (l *Lab) combinations(ctx context.Context, inc *result, incScore float64) (
 		var best *Candidate
 		for i := range st.Candidates {
 			c := &st.Candidates[i]
-			if c.Decision == "failed" || c.Why == WhyLowSuccess || c.Gain <= 0 {
+			if c.Decision == "failed" || c.Why == report.WhyLowSuccess || c.Gain <= 0 {
 				continue
 			}
 			if best == nil || c.Gain > best.Gain {

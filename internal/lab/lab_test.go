@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/perflab/perflab/internal/labspec"
+	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/shareddata"
 
 	"github.com/perflab/perflab/internal/store"
@@ -101,7 +102,7 @@ func TestLabStagedAnalytic(t *testing.T) {
 			continue
 		}
 		for _, c := range ss.Candidates {
-			if !strings.HasPrefix(c.Reason, "success rate 51.5%") || c.Why != WhyLowSuccess || c.Decision == "kept" {
+			if !strings.HasPrefix(c.Reason, "success rate 51.5%") || c.Why != report.WhyLowSuccess || c.Decision == "kept" {
 				t.Errorf("speculative candidate %s: decision %s why %q reason %q, want skipped for success rate", c.Name, c.Decision, c.Why, c.Reason)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -266,7 +267,7 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 			}
 			p, err := pointOf(pw.Point, r.trial.Result)
 			if err != nil {
-				r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), WhyFailed
+				r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), report.WhyFailed
 				failed = r
 				return loadsearch.Point{}, errConfigFailed
 			}
@@ -314,11 +315,11 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	r.why, r.kind = "", ""
 	switch {
 	case !sr.Found:
-		r.why, r.kind = "SLO: "+sr.Summary(), WhySLO
+		r.why, r.kind = "SLO: "+sr.Summary(), report.WhySLO
 	case sr.Unmeasured:
-		r.why, r.kind = fmt.Sprintf("no score: %.4g %s is only a lower bound (%s)", sr.Sustainable, lo.LoadAxis().Unit(), sr.Limit), WhyUnmeasured
+		r.why, r.kind = fmt.Sprintf("no score: %.4g %s is only a lower bound (%s)", sr.Sustainable, lo.LoadAxis().Unit(), sr.Limit), report.WhyUnmeasured
 	case r.m.SuccessRate() < l.Spec.MinSuccessRate:
-		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%% at its sustainable load", 100*r.m.SuccessRate(), 100*l.Spec.MinSuccessRate), WhyLowSuccess
+		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%% at its sustainable load", 100*r.m.SuccessRate(), 100*l.Spec.MinSuccessRate), report.WhyLowSuccess
 	}
 	return &r, nil
 }

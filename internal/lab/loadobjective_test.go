@@ -264,7 +264,7 @@ func TestLoadReport(t *testing.T) {
 	// A search stopped below a point the client could not deliver found
 	// a lower bound, not a score: no gain is reported against it (a busy
 	// host once made a baseline 0.94 req/s and a winner "+593.3%").
-	if sum.Baseline.Why != WhyUnmeasured || sum.Gain != 0 || sum.Winner.Gain != 0 {
+	if sum.Baseline.Why != report.WhyUnmeasured || sum.Gain != 0 || sum.Winner.Gain != 0 {
 		t.Errorf("baseline %q (%s), gain %v: a search the client cut short was scored", sum.Baseline.Why, sum.Baseline.Reason, sum.Gain)
 	}
 	if !strings.Contains(lines.String(), "no gain") || strings.Contains(lines.String(), "over baseline") {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/perflab/perflab/internal/labspec"
+	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -91,9 +92,9 @@ func printDone(w io.Writer, e Event) {
 		// A score that is no measurement (a load search stopped below a
 		// load the client could not deliver) has no gain against it.
 		switch b := sum.Baseline; {
-		case sum.Winner.Why == WhyUnmeasured:
+		case sum.Winner.Why == report.WhyUnmeasured:
 			gain = "no score, no gain: " + sum.Winner.Reason
-		case b != nil && b.Why == WhyUnmeasured:
+		case b != nil && b.Why == report.WhyUnmeasured:
 			gain = "no gain: the baseline has no score: " + b.Reason
 		}
 		fmt.Fprintf(w, "winner: %s, %.1f %s (%s); %d tuning trials, %d run now, %d from the store, %s\n",

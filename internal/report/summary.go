@@ -176,7 +176,7 @@ func (s *Summary) JSON() json.RawMessage {
 	return b
 }
 
-// Why is the kind of a candidate's reason (the lab's Why* constants).
+// Why is the kind of a candidate's reason (the Why* constants, why.go).
 type Why string
 
 // SummaryLoad is max_load_under_slo's question as the spec asked it (the
