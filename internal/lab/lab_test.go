@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perflab/perflab/internal/labprogress"
 	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/shareddata"
@@ -77,7 +78,7 @@ func TestLabStagedAnalytic(t *testing.T) {
 	st := newMemStore()
 	var buf bytes.Buffer
 	l := analyticLab(s, st)
-	l.Progress = NewEvents(&LineProgress{W: &buf})
+	l.Progress = NewEvents(&labprogress.LineProgress{W: &buf})
 	sum, err := l.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

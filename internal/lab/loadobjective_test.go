@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labprogress"
 	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/report"
@@ -226,7 +227,7 @@ func TestLoadReport(t *testing.T) {
 	s := mustSpec(t, spec)
 	pr := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
 	var lines bytes.Buffer
-	sum, err := (&Lab{Spec: s, Store: st, Runner: slowClient{pr, 2.5}, Guide: pr, Progress: NewEvents(&LineProgress{W: &lines})}).Run(ctx)
+	sum, err := (&Lab{Spec: s, Store: st, Runner: slowClient{pr, 2.5}, Guide: pr, Progress: NewEvents(&labprogress.LineProgress{W: &lines})}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

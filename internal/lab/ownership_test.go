@@ -19,6 +19,7 @@ import (
 
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labprogress"
 	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/sim/simargs"
@@ -436,7 +437,7 @@ func TestProgressLines(t *testing.T) {
 	st := sqliteStore(t)
 	var buf bytes.Buffer
 	l := analyticLab(s, st)
-	l.Progress = NewEvents(&LineProgress{W: &buf})
+	l.Progress = NewEvents(&labprogress.LineProgress{W: &buf})
 	sum, err := l.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -462,7 +463,7 @@ func TestProgressLines(t *testing.T) {
 	}
 	buf.Reset()
 	again := analyticLab(s, st)
-	again.Progress = NewEvents(&LineProgress{W: &buf})
+	again.Progress = NewEvents(&labprogress.LineProgress{W: &buf})
 	sum2, err := again.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

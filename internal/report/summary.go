@@ -106,7 +106,7 @@ type SummaryCandidate struct {
 	// "unsupported: <engine message>" (never launched), "not run: budget
 	// spent", "stopped by budget before its repeats (single run +1.71%)".
 	Reason string `json:"reason,omitempty"`
-	// Why is the kind of the reason, for code (the lab defines the kinds);
+	// Why is the kind of the reason, for code (the kinds are in why.go);
 	// Reason is for people.
 	Why          Why    `json:"why,omitempty"`
 	FailureClass string `json:"failure_class,omitempty"`

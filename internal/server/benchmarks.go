@@ -10,7 +10,7 @@ import (
 
 	"github.com/perflab/perflab/internal/app"
 	"github.com/perflab/perflab/internal/dataset"
-	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labprogress"
 	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 )
@@ -72,8 +72,8 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 	}
 	s.wg.Add(1)
 	h, cancel := lr.hub, lr.cancel
-	te := &lab.TrialEvent{Key: "benchmark/" + b.Profile, Name: b.Model + " @ " + b.BaseURL, Stage: "benchmark", Workload: b.Profile}
-	h.Event(lab.Event{Type: lab.EventTrialStarted, Time: time.Now(), Stage: "benchmark", Trial: te, Planned: 1})
+	te := &labprogress.TrialEvent{Key: "benchmark/" + b.Profile, Name: b.Model + " @ " + b.BaseURL, Stage: "benchmark", Workload: b.Profile}
+	h.Event(labprogress.Event{Type: labprogress.EventTrialStarted, Time: time.Now(), Stage: "benchmark", Trial: te, Planned: 1})
 	go func(run store.Run) {
 		defer s.wg.Done()
 		defer cancel()
@@ -84,7 +84,7 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 			if ti, _ := trialOf(t); ti.TotalThroughput > 0 {
 				ended.Score = ti.TotalThroughput
 			}
-			h.Event(lab.Event{Type: lab.EventTrialEnded, Time: time.Now(), Stage: "benchmark", Trial: &ended, Done: 1, Ran: 1, Planned: 1})
+			h.Event(labprogress.Event{Type: labprogress.EventTrialEnded, Time: time.Now(), Stage: "benchmark", Trial: &ended, Done: 1, Ran: 1, Planned: 1})
 		}
 		s.jobs.finish(lr, stored.Status, err)
 	}(run)

@@ -16,18 +16,19 @@ import (
 
 	"github.com/perflab/perflab/internal/app"
 	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labprogress"
 	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 )
 
 // eventEnd is the stream's last event: the lab has stopped.
-const eventEnd lab.EventType = "end"
+const eventEnd labprogress.EventType = "end"
 
 // wireEvent is one event as the stream sends it.
 type wireEvent struct {
 	ID    int64 `json:"id"`
 	RunID int64 `json:"run_id"`
-	lab.Event
+	labprogress.Event
 	Status string `json:"status,omitempty"`
 	Error  string `json:"error,omitempty"`
 }
@@ -45,7 +46,7 @@ type hub struct {
 	ended  bool
 }
 
-var _ lab.Sink = (*hub)(nil)
+var _ labprogress.Sink = (*hub)(nil)
 
 func newHub(runID int64) *hub { return &hub{runID: runID, wake: make(chan struct{})} }
 
@@ -60,7 +61,7 @@ func (h *hub) add(ev wireEvent) {
 }
 
 // Event implements lab.Sink.
-func (h *hub) Event(e lab.Event) { h.add(wireEvent{Event: e}) }
+func (h *hub) Event(e labprogress.Event) { h.add(wireEvent{Event: e}) }
 
 // end records the lab's end; streams close after it.
 func (h *hub) end(status string, err error) {
@@ -119,7 +120,7 @@ func (h *hub) compact() {
 	}
 	var keep []wireEvent
 	for i, e := range h.events {
-		if e.Type == eventEnd || e.Type == lab.EventBest || i == lastProgress {
+		if e.Type == eventEnd || e.Type == labprogress.EventBest || i == lastProgress {
 			keep = append(keep, e)
 		}
 	}
@@ -146,7 +147,7 @@ func (h *hub) incumbents() []decision {
 	defer h.mu.Unlock()
 	var out []decision
 	for _, e := range h.events {
-		if e.Type == lab.EventBest && e.Incumbent != nil {
+		if e.Type == labprogress.EventBest && e.Incumbent != nil {
 			out = append(out, decision{Stage: e.Stage, Name: e.Incumbent.Name, Decision: "kept", Score: e.Incumbent.Score})
 		}
 	}
@@ -199,7 +200,7 @@ const StatusQueued = "queued"
 
 // eventQueued is a queued lab's first event; its start follows when it
 // gets a slot.
-const eventQueued lab.EventType = "queued"
+const eventQueued labprogress.EventType = "queued"
 
 // errBusy says that a lab of this server already runs the run.
 var errBusy = errors.New("a lab of this server is already running this run")
@@ -247,12 +248,12 @@ func (s *Server) start(ctx context.Context, spec *labspec.Spec, su *app.Setup, f
 	s.wg.Add(1)
 	h, cancel := lr.hub, lr.cancel
 	if lr.queued.Load() {
-		h.add(wireEvent{Event: lab.Event{Type: eventQueued, Time: time.Now()}, Status: StatusQueued})
+		h.add(wireEvent{Event: labprogress.Event{Type: eventQueued, Time: time.Now()}, Status: StatusQueued})
 	}
 
 	events := lab.NewEvents(h)
 	if s.cfg.Log != nil {
-		events.Add(&lab.LineProgress{W: s.cfg.Log})
+		events.Add(&labprogress.LineProgress{W: s.cfg.Log})
 	}
 	queuedStatus := run.Status
 	go func() {
