@@ -8,7 +8,7 @@
 #
 #   scripts/fuzz-bounded.sh                 # 30s a target
 #   FUZZTIME=2m scripts/fuzz-bounded.sh
-#   TARGETS="lab:FuzzParseSpec report:FuzzImport" scripts/fuzz-bounded.sh
+#   TARGETS="labspec:FuzzParseSpec report:FuzzImport" scripts/fuzz-bounded.sh
 #
 # The binaries are built before the limit applies (the compiler needs
 # more), instrumented for coverage as go test -fuzz builds them.
@@ -23,7 +23,7 @@ trap 'rm -rf "$out"' EXIT
 targets=(${TARGETS:-
   safeyaml:FuzzCheck
   safeyaml:FuzzCheckJSON
-  lab:FuzzParseSpec
+  labspec:FuzzParseSpec
   app:FuzzParseBenchmark
   report:FuzzImport
   metrics:FuzzPythonJSONReader

@@ -13,6 +13,7 @@ import (
 
 	"github.com/perflab/perflab/internal/app"
 	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/runtimes"
 	"github.com/perflab/perflab/internal/store"
@@ -162,7 +163,7 @@ func runLab(cmd *cobra.Command, args []string, labOpts *labFlags) error {
 // store and prints its path: the trials of each stage, the engine starts
 // and GPU-hours, and the ETA. On sim-predict that path is the run's own.
 // It writes its progress to progress as it walks.
-func printPlan(ctx context.Context, w, progress io.Writer, spec *lab.Spec, su *app.Setup) error {
+func printPlan(ctx context.Context, w, progress io.Writer, spec *labspec.Spec, su *app.Setup) error {
 	mem, err := store.Open(ctx, "sqlite::memory:")
 	if err != nil {
 		return err

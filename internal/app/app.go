@@ -21,6 +21,7 @@ import (
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/runtimes"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/store"
@@ -93,8 +94,8 @@ const DefaultTimeScale = 20
 // parallelism overrides, and the simulator's fingerprint (model revision
 // and calibration hash) for the runtimes it measures. The result's Key is
 // the run key; every command that looks a run up by its spec calls this.
-func Spec(path string, opts Options) (*lab.Spec, *sim.Coefficients, error) {
-	spec, err := lab.LoadSpec(path)
+func Spec(path string, opts Options) (*labspec.Spec, *sim.Coefficients, error) {
+	spec, err := labspec.LoadSpec(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -106,7 +107,7 @@ func Spec(path string, opts Options) (*lab.Spec, *sim.Coefficients, error) {
 }
 
 // Apply applies opts to a spec already parsed (Spec does it for a file).
-func Apply(spec *lab.Spec, opts Options) (*sim.Coefficients, error) {
+func Apply(spec *labspec.Spec, opts Options) (*sim.Coefficients, error) {
 	if opts.Runtime != "" {
 		spec.Runtime = opts.Runtime
 	}
@@ -195,7 +196,7 @@ type Setup struct {
 
 // NewSetup builds the guide and the request sampler for a spec prepared by
 // Spec or Apply; Runner adds what measures the trials.
-func NewSetup(ctx context.Context, spec *lab.Spec, coef *sim.Coefficients, opts Options) (*Setup, error) {
+func NewSetup(ctx context.Context, spec *labspec.Spec, coef *sim.Coefficients, opts Options) (*Setup, error) {
 	var predictor lab.Predictor = lab.SimPredictor{SLO: spec.Objective.SLO, Coefficients: coef}
 	var requests lab.Requests
 	if opts.Analytic {
@@ -209,7 +210,7 @@ func NewSetup(ctx context.Context, spec *lab.Spec, coef *sim.Coefficients, opts 
 			sampler lab.Requests
 			tokErr  error
 		)
-		requests = func(w lab.Workload) ([]dataset.Request, error) {
+		requests = func(w labspec.Workload) ([]dataset.Request, error) {
 			once.Do(func() {
 				tok, err := tokenizerOf(context.WithoutCancel(ctx), spec, opts.HidePaths)
 				if err != nil {
@@ -237,7 +238,7 @@ func NewSetup(ctx context.Context, spec *lab.Spec, coef *sim.Coefficients, opts 
 // themselves for a runtime without servers, else a live runner on the
 // runtime's servers, with its GPUs (the host's real ones come from one
 // allocator per process, shared by every lab in it).
-func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error) {
+func (su *Setup) Runner(ctx context.Context, spec *labspec.Spec) (lab.Runner, error) {
 	kind := spec.RuntimeKind()
 	if !kind.Servers() {
 		return su.Predict, nil
@@ -263,7 +264,7 @@ func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error)
 	if err != nil {
 		return nil, fmt.Errorf("lab: hardware.count %d: %w", spec.Hardware.Count, err)
 	}
-	return &lab.LiveRunner{Runtime: rt, Requests: su.Requests, TimeScale: lab.Scale(timeScale), SLO: spec.Objective.SLO, GPUs: gpus,
+	return &lab.LiveRunner{Runtime: rt, Requests: su.Requests, TimeScale: labspec.Scale(timeScale), SLO: spec.Objective.SLO, GPUs: gpus,
 		FreshStart: spec.FreshStartPerRepeat, KeepWorkDir: su.opts.KeepWorkDir, WorkRoot: absPath(su.opts.WorkRoot)}, nil
 }
 
@@ -271,8 +272,8 @@ func (su *Setup) Runner(ctx context.Context, spec *lab.Spec) (lab.Runner, error)
 // so a truncated or malformed file stops the lab before it stores a run
 // or touches a report, with the file and the place named. It tokenizes
 // nothing: that waits for a trial that needs the requests.
-func (su *Setup) Preflight(spec *lab.Spec) error {
-	for _, w := range append([]lab.Workload{*spec.Tuning}, spec.Generalization...) {
+func (su *Setup) Preflight(spec *labspec.Spec) error {
+	for _, w := range append([]labspec.Workload{*spec.Tuning}, spec.Generalization...) {
 		if w.Path == "" {
 			continue
 		}
@@ -307,11 +308,11 @@ func checkJSONFile(path string) error {
 // Tokenizer loads the spec's tokenizer: a local path when it exists (the
 // spec made it absolute), else a model id resolved through the HF cache
 // and the Hub.
-func Tokenizer(ctx context.Context, spec *lab.Spec) (*tokenizer.Tokenizer, error) {
+func Tokenizer(ctx context.Context, spec *labspec.Spec) (*tokenizer.Tokenizer, error) {
 	return tokenizerOf(ctx, spec, false)
 }
 
-func tokenizerOf(ctx context.Context, spec *lab.Spec, hidePaths bool) (*tokenizer.Tokenizer, error) {
+func tokenizerOf(ctx context.Context, spec *labspec.Spec, hidePaths bool) (*tokenizer.Tokenizer, error) {
 	ref := spec.Tokenizer
 	if ref == "" {
 		ref = spec.Model

@@ -11,6 +11,7 @@ import (
 
 	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/shareddata"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/store"
@@ -60,7 +61,7 @@ func TestSpecKeyIncludesSimulator(t *testing.T) {
 	if a.Simulator != sim.Fingerprint(nil) {
 		t.Errorf("simulator = %q, want the fingerprint %q", a.Simulator, sim.Fingerprint(nil))
 	}
-	raw, err := lab.LoadSpec(p)
+	raw, err := labspec.LoadSpec(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestSpecKeyIncludesSimulator(t *testing.T) {
 	if err != nil || b.Key() != a.Key() {
 		t.Errorf("same spec and options: keys %s and %s (%v)", a.Key(), b.Key(), err)
 	}
-	c, _, err := Spec(p, Options{Runtime: lab.RuntimeSim})
+	c, _, err := Spec(p, Options{Runtime: labspec.RuntimeSim})
 	if err != nil || c.Key() == a.Key() || c.TimeScale != DefaultTimeScale {
 		t.Errorf("runtime sim: key %s (sim-predict %s), time scale %v, err %v", c.Key(), a.Key(), c.TimeScale, err)
 	}
@@ -201,7 +202,7 @@ func FuzzParseBenchmark(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if b.NumPrompts < 0 || b.NumPrompts > lab.MaxNumPrompts || !(b.MaxSeconds >= 0 && b.MaxSeconds <= bench.MaxStopSeconds) {
+		if b.NumPrompts < 0 || b.NumPrompts > labspec.MaxNumPrompts || !(b.MaxSeconds >= 0 && b.MaxSeconds <= bench.MaxStopSeconds) {
 			t.Fatalf("accepted %+v", b)
 		}
 	})
@@ -227,7 +228,7 @@ func TestTokenizerNeverFromWorkingDir(t *testing.T) {
 	ctx := context.Background()
 	msg := map[string]string{}
 	for _, ref := range []string{"private/tok", "private/nope"} {
-		tok, err := Tokenizer(ctx, &lab.Spec{Model: "Qwen/Qwen3-14B", Tokenizer: ref})
+		tok, err := Tokenizer(ctx, &labspec.Spec{Model: "Qwen/Qwen3-14B", Tokenizer: ref})
 		if err == nil {
 			t.Fatalf("tokenizer %s: loaded %v from the working directory", ref, tok)
 		}
@@ -238,7 +239,7 @@ func TestTokenizerNeverFromWorkingDir(t *testing.T) {
 		t.Errorf("the errors tell an existing directory from a missing one:\n%s\n%s", msg["private/tok"], msg["private/nope"])
 	}
 	// An absolute path (a spec's own, resolved) loads as before.
-	if _, err := Tokenizer(ctx, &lab.Spec{Model: "m", Tokenizer: filepath.Join(wd, "private", "tok")}); err != nil {
+	if _, err := Tokenizer(ctx, &labspec.Spec{Model: "m", Tokenizer: filepath.Join(wd, "private", "tok")}); err != nil {
 		t.Errorf("absolute tokenizer path: %v", err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/dataset"
-	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/safeyaml"
 	"github.com/perflab/perflab/internal/store"
@@ -65,8 +65,8 @@ func (b *Benchmark) Check() error {
 	default:
 		return fmt.Errorf("app: benchmark: backend %q: want openai or openai-chat", b.Backend)
 	}
-	if b.NumPrompts < 0 || b.NumPrompts > lab.MaxNumPrompts {
-		return fmt.Errorf("app: benchmark: num_prompts %d is out of range: want 0 (the profile's) to %d", b.NumPrompts, lab.MaxNumPrompts)
+	if b.NumPrompts < 0 || b.NumPrompts > labspec.MaxNumPrompts {
+		return fmt.Errorf("app: benchmark: num_prompts %d is out of range: want 0 (the profile's) to %d", b.NumPrompts, labspec.MaxNumPrompts)
 	}
 	// The sample is held while it is sent: the profile's lengths times
 	// the prompts asked for are bounded as a lab workload's are.
@@ -74,7 +74,7 @@ func (b *Benchmark) Check() error {
 	if b.NumPrompts > 0 {
 		opt.NumPrompts = b.NumPrompts
 	}
-	if err := lab.CheckSample(opt); err != nil {
+	if err := labspec.CheckSample(opt); err != nil {
 		return fmt.Errorf("app: benchmark: profile %s: %w", b.Profile, err)
 	}
 	// Written so that NaN fails too.

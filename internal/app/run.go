@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -25,7 +26,7 @@ type RunOptions struct {
 // servers are stopped when it ends. It returns the lab's summary (nil when
 // it could not start) and the run it stored (ID 0 when it stopped before
 // storing one). The CLI and the server both start labs through it.
-func (su *Setup) Run(ctx context.Context, spec *lab.Spec, st *store.Store, ro RunOptions) (*lab.Summary, store.Run, error) {
+func (su *Setup) Run(ctx context.Context, spec *labspec.Spec, st *store.Store, ro RunOptions) (*lab.Summary, store.Run, error) {
 	// A missing or truncated dataset stops the lab here, before a run is
 	// stored or a report overwritten.
 	if err := su.Preflight(spec); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 )
 
 // AnalyticPredictor is a closed-form serving model (weights and KV memory,
@@ -36,7 +37,7 @@ func modelParamsB(model string) float64 {
 }
 
 // Predict implements Predictor.
-func (AnalyticPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardware, reqs []dataset.Request, w Workload) (Prediction, error) {
+func (AnalyticPredictor) Predict(ctx context.Context, cfg engine.Config, hw labspec.Hardware, reqs []dataset.Request, w labspec.Workload) (Prediction, error) {
 	if err := ctx.Err(); err != nil {
 		return Prediction{}, err
 	}
@@ -162,7 +163,7 @@ func (AnalyticPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hard
 // StandinRequests builds requests without a tokenizer: random workloads at
 // their exact lengths, ShareGPT with lengths estimated as characters/4 and
 // vLLM's filters. It is the stand-in until dataset.Sample is wired in.
-func StandinRequests(w Workload) ([]dataset.Request, error) {
+func StandinRequests(w labspec.Workload) ([]dataset.Request, error) {
 	n := w.NumPrompts
 	switch w.Dataset {
 	case "random":
@@ -172,7 +173,7 @@ func StandinRequests(w Workload) ([]dataset.Request, error) {
 		}
 		return out, nil
 	case "sharegpt":
-		data, err := os.ReadFile(ResolvePath(w.Path))
+		data, err := os.ReadFile(labspec.ResolvePath(w.Path))
 		if err != nil {
 			return nil, fmt.Errorf("lab: workload %s: %w", w.Name, err)
 		}

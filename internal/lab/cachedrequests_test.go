@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/labspec"
 )
 
 // The points of a load search sample the same dataset: one sampling for
@@ -12,15 +13,15 @@ import (
 // for other requests is sampled anew.
 func TestCachedRequestsKeysOnTheDataset(t *testing.T) {
 	calls := 0
-	f := CachedRequests(func(w Workload) ([]dataset.Request, error) {
+	f := CachedRequests(func(w labspec.Workload) ([]dataset.Request, error) {
 		calls++
 		return make([]dataset.Request, w.NumPrompts), nil
 	})
-	base := Workload{Name: "random", Dataset: "random", NumPrompts: 50, InputLen: 100, OutputLen: 10}
+	base := labspec.Workload{Name: "random", Dataset: "random", NumPrompts: 50, InputLen: 100, OutputLen: 10}
 	for i, load := range []float64{1, 2, 4, 8} {
 		w := base
-		w.RequestRate = Rate(load)
-		w.Point = &LoadPoint{Axis: "rate", Load: load, Warmup: i}
+		w.RequestRate = labspec.Rate(load)
+		w.Point = &labspec.LoadPoint{Axis: "rate", Load: load, Warmup: i}
 		if _, err := f(w); err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/labspec"
 )
 
 // Two tiny ShareGPT files that differ in content.
@@ -16,7 +18,7 @@ const (
 
 // placedSpec writes smallSpec, tuned on a ShareGPT-style file beside it
 // (relative path), into dir, and loads it as the CLI does.
-func placedSpec(t *testing.T, dir, data string) *Spec {
+func placedSpec(t *testing.T, dir, data string) *labspec.Spec {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 		t.Fatal(err)
@@ -32,7 +34,7 @@ func placedSpec(t *testing.T, dir, data string) *Spec {
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := LoadSpec(p)
+	s, err := labspec.LoadSpec(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +54,11 @@ func TestKeyIgnoresWhereFilesLie(t *testing.T) {
 	if a.Key() != b.Key() {
 		t.Errorf("same spec and data at two places: keys %s and %s", a.Key(), b.Key())
 	}
-	if ka, kb := a.Tuning.keyName(), b.Tuning.keyName(); ka != kb {
+	if ka, kb := a.Tuning.KeyName(), b.Tuning.KeyName(); ka != kb {
 		t.Errorf("workload keys %s and %s differ by place", ka, kb)
 	}
 	c := placedSpec(t, filepath.Join(root, "c"), sgTwo)
-	if c.Key() == a.Key() || c.Tuning.keyName() == a.Tuning.keyName() {
+	if c.Key() == a.Key() || c.Tuning.KeyName() == a.Tuning.KeyName() {
 		t.Error("another dataset under the same name shares the key")
 	}
 	// Key reads the spec without changing it.
@@ -84,14 +86,14 @@ func TestAdoptRunKeyedByPath(t *testing.T) {
 	ms.runs[old.Key] = old
 	renamed := 0
 	for i, tr := range ms.trials[old.ID] {
-		for _, w := range append([]Workload{*a.Tuning}, a.Generalization...) {
-			if k := strings.Replace(tr.Key, "/"+w.keyName()+"/", "/"+w.pathKeyName()+"/", 1); k != tr.Key {
+		for _, w := range append([]labspec.Workload{*a.Tuning}, a.Generalization...) {
+			if k := strings.Replace(tr.Key, "/"+w.KeyName()+"/", "/"+w.PathKeyName()+"/", 1); k != tr.Key {
 				ms.trials[old.ID][i].Key = k
 				renamed++
 			}
 		}
 	}
-	if renamed == 0 || a.Tuning.keyName() == a.Tuning.pathKeyName() {
+	if renamed == 0 || a.Tuning.KeyName() == a.Tuning.PathKeyName() {
 		t.Fatal("no trial key named a path: the test shows nothing")
 	}
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -57,12 +58,12 @@ type DryRunStage struct {
 // path reaches and at least every dryRunEvery meanwhile, with what it has
 // projected so far: an SLO lab's walk takes minutes, and silence for that
 // long reads as a hang.
-func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey string, mem Store, progress io.Writer) (*DryRunPlan, error) {
+func DryRun(ctx context.Context, spec *labspec.Spec, guide *PredictRunner, guideKey string, mem Store, progress io.Writer) (*DryRunPlan, error) {
 	sp := *spec
 	kind := sp.RuntimeKind()
 	runner := *guide
 	if !kind.Noisy() {
-		runner.Noise = Noise{}
+		runner.Noise = labspec.Noise{}
 	}
 	l := &Lab{Spec: &sp, Store: mem, Runner: &runner, Guide: guide, GuideKey: guideKey}
 	start := time.Now()
@@ -96,7 +97,7 @@ func DryRun(ctx context.Context, spec *Spec, guide *PredictRunner, guideKey stri
 	if err != nil {
 		return nil, fmt.Errorf("lab: dry run: %w", err)
 	}
-	p := &DryRunPlan{Trials: len(trials), UpperBound: spec.Plan().Trials, Exact: !kind.Servers()}
+	p := &DryRunPlan{Trials: len(trials), UpperBound: PlanOf(spec).Trials, Exact: !kind.Servers()}
 	for _, t := range trials {
 		if n := len(p.Stages); n > 0 && p.Stages[n-1].Name == t.Stage {
 			p.Stages[n-1].Trials++
@@ -135,7 +136,7 @@ type dryRunCost struct {
 // projectCost prices trials on the spec's runtime, or on the process
 // runtime when the spec's starts no server (what a real run on GPUs would
 // cost).
-func projectCost(spec *Spec, trials []store.Trial) dryRunCost {
+func projectCost(spec *labspec.Spec, trials []store.Trial) dryRunCost {
 	kind := spec.RuntimeKind()
 	c := dryRunCost{startupSeconds: spec.StartupSeconds}
 	if c.startupSeconds == 0 {
@@ -147,12 +148,12 @@ func projectCost(spec *Spec, trials []store.Trial) dryRunCost {
 	starts := projectStarts(trials, spec.Hardware.Count, spec.FreshStartPerRepeat)
 	configs := map[string]bool{}
 	for i, t := range trials {
-		if cfg := ConfigHash(trialConfig(t)); !configs[cfg] {
+		if cfg := labspec.ConfigHash(trialConfig(t)); !configs[cfg] {
 			configs[cfg] = true
 			c.configs++
 		}
 		m, _ := decodeMeasurement(t.Result)
-		cost := store.Cost{GPUs: GPUs(trialConfig(t)), BenchSeconds: m.res().Duration}
+		cost := store.Cost{GPUs: labspec.GPUs(trialConfig(t)), BenchSeconds: m.res().Duration}
 		if starts[i] {
 			c.starts++
 			cost.StartupSeconds = c.startupSeconds
@@ -164,7 +165,7 @@ func projectCost(spec *Spec, trials []store.Trial) dryRunCost {
 }
 
 // eta is the path's wall time on the spec's parallel servers.
-func (c dryRunCost) eta(spec *Spec) time.Duration {
+func (c dryRunCost) eta(spec *labspec.Spec) time.Duration {
 	par := spec.Parallel
 	if par <= 0 {
 		par = max(spec.Hardware.Count, 1)
@@ -176,7 +177,7 @@ func (c dryRunCost) eta(spec *Spec) time.Duration {
 // calls Progress from its search goroutines, hence the lock.
 type dryRunProgress struct {
 	w      io.Writer
-	spec   *Spec
+	spec   *labspec.Spec
 	start  time.Time
 	every  time.Duration
 	mu     sync.Mutex
@@ -187,10 +188,10 @@ type dryRunProgress struct {
 
 var _ Progress = (*dryRunProgress)(nil)
 
-func (p *dryRunProgress) Start(*Spec, int, int)        {}
-func (p *dryRunProgress) Stage(string, int)            {}
-func (p *dryRunProgress) Best(string, float64, string) {}
-func (p *dryRunProgress) Done(*Summary)                {}
+func (p *dryRunProgress) Start(*labspec.Spec, int, int) {}
+func (p *dryRunProgress) Stage(string, int)             {}
+func (p *dryRunProgress) Best(string, float64, string)  {}
+func (p *dryRunProgress) Done(*Summary)                 {}
 
 // Trial implements Progress: a line when the path reaches a new config,
 // or when the last line is older than every.
@@ -198,7 +199,7 @@ func (p *dryRunProgress) Trial(t TrialSpec, rec store.Trial, _ float64, _ bool) 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.trials = append(p.trials, rec)
-	key := ConfigHash(trialConfig(rec))
+	key := labspec.ConfigHash(trialConfig(rec))
 	now := time.Now()
 	if p.seen[key] && now.Sub(p.last) < p.every {
 		return
@@ -252,7 +253,7 @@ func projectStarts(trials []store.Trial, capacity int, fresh bool) []bool {
 	out := make([]bool, len(trials))
 	for i, t := range trials {
 		cfg := trialConfig(t)
-		key, n := ConfigHash(cfg), min(max(GPUs(cfg), 1), max(capacity, 1))
+		key, n := labspec.ConfigHash(cfg), min(max(labspec.GPUs(cfg), 1), max(capacity, 1))
 		j := slices.IndexFunc(idle, func(k kept) bool { return k.key == key })
 		if j >= 0 {
 			free += idle[j].gpus

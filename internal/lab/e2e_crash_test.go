@@ -7,6 +7,7 @@ import (
 
 	"github.com/perflab/perflab/internal/engine"
 	. "github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/tokenizer"
 )
 
@@ -28,7 +29,7 @@ func TestE2ECrashDuringBench(t *testing.T) {
 	}
 	cfg := engine.Config{Engine: engine.VLLM, Version: "0.17.1", Model: "Qwen/Qwen3.5-9B", MaxModelLen: 32768,
 		Speculative: &engine.Speculative{Method: "mtp", NumSpeculativeTokens: 4}}
-	w := Workload{Name: "burst", Dataset: "random", InputLen: 64, OutputLen: 3000, NumPrompts: 300, Seed: 42}
+	w := labspec.Workload{Name: "burst", Dataset: "random", InputLen: 64, OutputLen: 3000, NumPrompts: 300, Seed: 42}
 	m, err := r.Run(context.Background(), TrialSpec{Key: "crash", Stage: "speculative", Name: "mtp", Config: cfg, Workload: w})
 	if err != nil {
 		t.Fatal(err)

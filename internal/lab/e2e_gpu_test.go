@@ -12,6 +12,7 @@ import (
 
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 	"github.com/perflab/perflab/internal/tokenizer"
 )
@@ -67,7 +68,7 @@ func environ(pid int, name string) (string, bool) {
 func TestE2EParallelTrialsGPUs(t *testing.T) {
 	root := e2eRoot(t)
 	t.Chdir(root)
-	s, err := lab.ParseSpec("two-gpu.yaml", []byte(twoGPUSpec))
+	s, err := labspec.ParseSpec("two-gpu.yaml", []byte(twoGPUSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestE2EParallelTrialsGPUs(t *testing.T) {
 		GPUs:      alloc,
 		Runtime:   &engine.Sim{Binary: perflabBin, GPU: s.Hardware.GPU, TimeScale: s.TimeScale, Tokenizer: s.Tokenizer},
 		Requests:  lab.CachedRequests(lab.DatasetRequests(tok)),
-		TimeScale: lab.Scale(s.TimeScale),
+		TimeScale: labspec.Scale(s.TimeScale),
 		Started: func(pid int) {
 			v, ok := environ(pid, "CUDA_VISIBLE_DEVICES")
 			if !ok {

@@ -44,7 +44,7 @@ import (
 	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/engine/kubernetes"
 	"github.com/perflab/perflab/internal/fakekubelet"
-	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/shareddata"
 	"github.com/perflab/perflab/internal/simimage"
 	"github.com/perflab/perflab/internal/store"
@@ -222,7 +222,7 @@ func TestE2EKubeLab(t *testing.T) {
 		if err := json.Unmarshal(tr.Config, &cfg); err != nil {
 			t.Fatal(err)
 		}
-		byGPUs[lab.GPUs(cfg)] = append(byGPUs[lab.GPUs(cfg)], tr)
+		byGPUs[labspec.GPUs(cfg)] = append(byGPUs[labspec.GPUs(cfg)], tr)
 	}
 	for _, n := range []int{1, 2, 4} {
 		for _, tr := range byGPUs[n] {

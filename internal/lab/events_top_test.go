@@ -3,13 +3,14 @@ package lab
 import (
 	"testing"
 
+	"github.com/perflab/perflab/internal/labprogress"
 	"github.com/perflab/perflab/internal/store"
 )
 
 // eventLog keeps the events a lab emits.
-type eventLog struct{ evs []Event }
+type eventLog struct{ evs []labprogress.Event }
 
-func (l *eventLog) Event(ev Event) { l.evs = append(l.evs, ev) }
+func (l *eventLog) Event(ev labprogress.Event) { l.evs = append(l.evs, ev) }
 
 // TestTopIsTuningOnly: the progress line's "top measured" is the best
 // tuning score so far; a generalization workload's figure (a short prompt

@@ -10,19 +10,21 @@ import (
 	"time"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
+	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/store"
 )
 
 // trialSpec builds the trial for a point on a workload.
-func (l *Lab) trialSpec(stage string, p Point, cfg engine.Config, w Workload, rep int) TrialSpec {
+func (l *Lab) trialSpec(stage string, p labspec.Point, cfg engine.Config, w labspec.Workload, rep int) TrialSpec {
 	return TrialSpec{
 		Key: TrialKey(stage, cfg, w, rep), Stage: stage, Name: Label(p),
-		Point: p.clone(), Config: cfg, Workload: w, Repeat: rep,
+		Point: p.Clone(), Config: cfg, Workload: w, Repeat: rep,
 	}
 }
 
-func (l *Lab) measureOne(ctx context.Context, stage string, p Point, w Workload, rep int) (*result, error) {
-	rs, err := l.measureMany(ctx, stage, []Point{p}, w, rep)
+func (l *Lab) measureOne(ctx context.Context, stage string, p labspec.Point, w labspec.Workload, rep int) (*result, error) {
+	rs, err := l.measureMany(ctx, stage, []labspec.Point{p}, w, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +32,7 @@ func (l *Lab) measureOne(ctx context.Context, stage string, p Point, w Workload,
 }
 
 // measureMany runs points (already checked to apply) on one workload.
-func (l *Lab) measureMany(ctx context.Context, stage string, pts []Point, w Workload, rep int) ([]*result, error) {
+func (l *Lab) measureMany(ctx context.Context, stage string, pts []labspec.Point, w labspec.Workload, rep int) ([]*result, error) {
 	specs := make([]TrialSpec, 0, len(pts))
 	for _, p := range pts {
 		cfg, ok := l.Spec.Config(p)
@@ -44,12 +46,12 @@ func (l *Lab) measureMany(ctx context.Context, stage string, pts []Point, w Work
 
 // runSpecs runs trials under the budget.
 func (l *Lab) runSpecs(ctx context.Context, specs []TrialSpec) ([]*result, error) {
-	return l.Spec.Objective.Kind().run(ctx, l, specs, true)
+	return kindOf(l.Spec.Objective).run(ctx, l, specs, true)
 }
 
 // runSpecsNoBudget runs trials the budget does not stop (generalization).
 func (l *Lab) runSpecsNoBudget(ctx context.Context, specs []TrialSpec) ([]*result, error) {
-	return l.Spec.Objective.Kind().run(ctx, l, specs, false)
+	return kindOf(l.Spec.Objective).run(ctx, l, specs, false)
 }
 
 // likelyWinnerLast orders the trials to run (not the results, nor which
@@ -64,20 +66,20 @@ func (l *Lab) likelyWinnerLast(ctx context.Context, specs []TrialSpec, todo []in
 	if l.guide == nil || len(todo) < 2 {
 		return todo
 	}
-	tuning := l.Spec.Tuning.keyName()
+	tuning := l.Spec.Tuning.KeyName()
 	score := map[string]float64{}
 	for _, i := range todo {
 		t := specs[i]
-		if t.Workload.keyName() != tuning {
+		if t.Workload.KeyName() != tuning {
 			return todo // a generalization batch: one config, its order is the spec's
 		}
-		h := ConfigHash(t.Config)
+		h := labspec.ConfigHash(t.Config)
 		if _, ok := score[h]; ok {
 			continue
 		}
 		score[h] = math.Inf(-1)
 		if o, err := l.guide.Guess(ctx, t.Config, *l.Spec.Tuning, l.Spec.Search.GuidePrompts); err == nil {
-			if sc := l.Spec.Objective.Score(o, GPUs(t.Config)); sc > 0 && !math.IsInf(sc, 0) {
+			if sc := scoreUnder(l.Spec.Objective, o, labspec.GPUs(t.Config)); sc > 0 && !math.IsInf(sc, 0) {
 				score[h] = sc
 			}
 		}
@@ -87,7 +89,7 @@ func (l *Lab) likelyWinnerLast(ctx context.Context, specs []TrialSpec, todo []in
 	}
 	out := slices.Clone(todo)
 	slices.SortStableFunc(out, func(a, b int) int {
-		return cmp.Compare(score[ConfigHash(specs[a].Config)], score[ConfigHash(specs[b].Config)])
+		return cmp.Compare(score[labspec.ConfigHash(specs[a].Config)], score[labspec.ConfigHash(specs[b].Config)])
 	})
 	return out
 }
@@ -122,7 +124,7 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 			if fromStore {
 				l.reused++
 			}
-			if t.Workload.keyName() == l.Spec.Tuning.keyName() && t.Stage != "grid" {
+			if t.Workload.KeyName() == l.Spec.Tuning.KeyName() && t.Stage != "grid" {
 				l.tuning[mk] = true
 			}
 			l.mu.Unlock()
@@ -166,7 +168,7 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 		t := specs[i]
 		gpus := 1
 		if l.Spec.RuntimeKind().Servers() {
-			gpus = GPUs(t.Config)
+			gpus = labspec.GPUs(t.Config)
 		}
 		if err := l.sem.acquire(ctx, gpus); err != nil {
 			errs[i] = err
@@ -209,7 +211,7 @@ func (l *Lab) run2(ctx context.Context, specs []TrialSpec, budget bool) ([]*resu
 			l.mu.Lock()
 			l.done[mk] = rec
 			l.ran++
-			if t.Workload.keyName() == l.Spec.Tuning.keyName() && t.Stage != "grid" {
+			if t.Workload.KeyName() == l.Spec.Tuning.KeyName() && t.Stage != "grid" {
 				l.tuning[mk] = true
 			}
 			if admitted > 0 {
@@ -300,7 +302,7 @@ func (l *Lab) evaluate(t TrialSpec, rec store.Trial) *result {
 		if r.failed == "" {
 			r.failed = FailCrashDuringBench
 		}
-		r.why, r.kind = "crash: "+r.failed, WhyFailed
+		r.why, r.kind = "crash: "+r.failed, report.WhyFailed
 		if rec.Reason != "" {
 			r.why += " (" + firstLine(rec.Reason) + ")"
 		}
@@ -308,30 +310,30 @@ func (l *Lab) evaluate(t TrialSpec, rec store.Trial) *result {
 	}
 	m, err := measurementOf(rec)
 	if err != nil {
-		r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), WhyFailed
+		r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), report.WhyFailed
 		return r
 	}
 	r.m = m
 	obj := l.Spec.Objective
-	r.score = obj.Score(m, GPUs(t.Config))
+	r.score = scoreUnder(obj, m, labspec.GPUs(t.Config))
 	if sr := m.SuccessRate(); sr < l.Spec.MinSuccessRate {
-		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%%", 100*sr, 100*l.Spec.MinSuccessRate), WhyLowSuccess
+		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%%", 100*sr, 100*l.Spec.MinSuccessRate), report.WhyLowSuccess
 		return r
 	}
 	// A figure the objective or an SLO needs but the result lacks reads as
 	// 0 and would pass a P99 bound or score every trial 0; say so instead.
-	if k := obj.missing(m); k != "" {
-		r.why, r.kind = "SLO: the result has no "+k+" to check it against", WhySLO
+	if k := missingFigures(obj, m); k != "" {
+		r.why, r.kind = "SLO: the result has no "+k+" to check it against", report.WhySLO
 		return r
 	}
-	if v := obj.sloViolation(m); v != "" {
-		r.why, r.kind = "SLO: "+v, WhySLO
+	if v := sloViolation(obj, m); v != "" {
+		r.why, r.kind = "SLO: "+v, report.WhySLO
 		return r
 	}
 	// A score that is not a positive number cannot be compared (a gain
 	// over it is NaN or infinite): not eligible, with the reason.
 	if !(r.score > 0) || math.IsInf(r.score, 0) {
-		r.why, r.kind = fmt.Sprintf("objective is %.4g %s", r.score, obj.Unit())+obj.Kind().noScoreHint(), WhyNoScore
+		r.why, r.kind = fmt.Sprintf("objective is %.4g %s", r.score, ObjectiveUnit(obj))+kindOf(obj).noScoreHint(), report.WhyNoScore
 	}
 	return r
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -90,12 +91,12 @@ func (h *gateHandle) Stop(context.Context) error {
 	return nil
 }
 
-func oneRequest(Workload) ([]dataset.Request, error) {
+func oneRequest(labspec.Workload) ([]dataset.Request, error) {
 	return []dataset.Request{{Prompt: "hi", PromptLen: 1, OutputLen: 1}}, nil
 }
 
 func gateTrial(model string, tp int) TrialSpec {
-	return TrialSpec{Key: "t/" + model, Name: model, Workload: Workload{Name: "w"},
+	return TrialSpec{Key: "t/" + model, Name: model, Workload: labspec.Workload{Name: "w"},
 		Config: engine.Config{Engine: "vllm", Version: "0.11.0", Model: model, TensorParallel: tp}}
 }
 

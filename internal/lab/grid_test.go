@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/tokenizer"
 )
@@ -53,12 +54,12 @@ func TestGridAnalytic(t *testing.T) {
 // measure that, not the search. The noise-floor rule has its own tests.
 func gridExample(t *testing.T, ex string, guide *sim.Coefficients) *Summary {
 	t.Helper()
-	s, err := LoadSpec(filepath.Join("examples", ex+".yaml"))
+	s, err := labspec.LoadSpec(filepath.Join("examples", ex+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Generalization, s.NoGeneralization = nil, true
-	s.Noise = Noise{}
+	s.Noise = labspec.Noise{}
 	tok, err := tokenizer.Load(s.Tokenizer)
 	if err != nil {
 		t.Fatal(err)

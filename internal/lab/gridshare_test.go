@@ -8,6 +8,7 @@ import (
 
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 )
 
 // gridPredictors holds one memoPredictor per example, so TestGridExamples
@@ -54,11 +55,11 @@ var (
 // unmeasured knob values with its default, and decide otherwise.
 func (mp *memoPredictor) Upside(cfg engine.Config) (float64, bool) { return upside(mp.p, cfg) }
 
-func (mp *memoPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardware, reqs []dataset.Request, w Workload) (Prediction, error) {
+func (mp *memoPredictor) Predict(ctx context.Context, cfg engine.Config, hw labspec.Hardware, reqs []dataset.Request, w labspec.Workload) (Prediction, error) {
 	k, err := json.Marshal(struct {
 		Cfg      engine.Config
-		HW       Hardware
-		W        Workload
+		HW       labspec.Hardware
+		W        labspec.Workload
 		Requests int
 	}{cfg, hw, w, len(reqs)})
 	if err != nil {
@@ -87,7 +88,7 @@ func (mp *memoPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hard
 // count, so a remembered answer is told from a new one.
 type countPredictor struct{ n int }
 
-func (c *countPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardware, reqs []dataset.Request, w Workload) (Prediction, error) {
+func (c *countPredictor) Predict(ctx context.Context, cfg engine.Config, hw labspec.Hardware, reqs []dataset.Request, w labspec.Workload) (Prediction, error) {
 	if err := ctx.Err(); err != nil {
 		return Prediction{}, err
 	}
@@ -102,10 +103,10 @@ func TestMemoPredictor(t *testing.T) {
 	inner := &countPredictor{}
 	mp := &memoPredictor{p: inner, m: map[string]Prediction{}}
 	cfg := engine.Config{Engine: "vllm", Version: "0.11.0", Model: "Qwen/Qwen3-14B"}
-	hw := Hardware{GPU: "H100", Count: 1}
-	w := Workload{Name: "ShareGPT", Dataset: "random", NumPrompts: 8}
+	hw := labspec.Hardware{GPU: "H100", Count: 1}
+	w := labspec.Workload{Name: "ShareGPT", Dataset: "random", NumPrompts: 8}
 	reqs := make([]dataset.Request, 8)
-	ask := func(cfg engine.Config, hw Hardware, reqs []dataset.Request, w Workload) float64 {
+	ask := func(cfg engine.Config, hw labspec.Hardware, reqs []dataset.Request, w labspec.Workload) float64 {
 		t.Helper()
 		p, err := mp.Predict(t.Context(), cfg, hw, reqs, w)
 		if err != nil {
@@ -122,15 +123,15 @@ func TestMemoPredictor(t *testing.T) {
 	other := cfg
 	other.Quantization = "fp8"
 	w2 := w
-	w2.Point = &LoadPoint{}
+	w2.Point = &labspec.LoadPoint{}
 	for i, c := range []struct {
 		cfg  engine.Config
-		hw   Hardware
+		hw   labspec.Hardware
 		reqs []dataset.Request
-		w    Workload
+		w    labspec.Workload
 	}{
 		{other, hw, reqs, w},
-		{cfg, Hardware{GPU: "H200", Count: 1}, reqs, w},
+		{cfg, labspec.Hardware{GPU: "H200", Count: 1}, reqs, w},
 		{cfg, hw, reqs[:4], w},
 		{cfg, hw, reqs, w2},
 	} {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 )
 
 // guideCache is the part of *store.Store that keeps guiding predictions
@@ -41,8 +42,8 @@ type guessRecord struct {
 // errGuess is a cached failure to predict.
 var errGuess = errors.New("lab: no prediction")
 
-func (g *cachedGuide) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Measurement, error) {
-	h := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%s|%d", g.prefix, ConfigHash(cfg), w.keyName(), prompts))
+func (g *cachedGuide) Guess(ctx context.Context, cfg engine.Config, w labspec.Workload, prompts int) (Measurement, error) {
+	h := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%s|%d", g.prefix, labspec.ConfigHash(cfg), w.KeyName(), prompts))
 	key := hex.EncodeToString(h[:16])
 	if b, ok, err := g.cache.Guess(ctx, key); err == nil && ok {
 		var rec guessRecord

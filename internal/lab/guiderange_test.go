@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/sim"
 )
@@ -18,7 +19,7 @@ type rangedGuide struct {
 	up    float64
 }
 
-func (g rangedGuide) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Measurement, error) {
+func (g rangedGuide) Guess(ctx context.Context, cfg engine.Config, w labspec.Workload, prompts int) (Measurement, error) {
 	return g.inner.Guess(ctx, cfg, w, prompts)
 }
 
@@ -104,7 +105,7 @@ func TestSimPredictorUpside(t *testing.T) {
 // engineGuide predicts a fixed throughput per engine.
 type engineGuide map[string]float64
 
-func (g engineGuide) Guess(_ context.Context, cfg engine.Config, _ Workload, _ int) (Measurement, error) {
+func (g engineGuide) Guess(_ context.Context, cfg engine.Config, _ labspec.Workload, _ int) (Measurement, error) {
 	v, ok := g[cfg.Engine]
 	if !ok {
 		return Measurement{}, errors.New("no prediction")
@@ -123,7 +124,7 @@ func TestLikelyWinnerLast(t *testing.T) {
 	l := &Lab{Spec: s, guide: engineGuide{"vllm": 100, "sglang": 300, "trtllm": 200}}
 	var specs []TrialSpec
 	for _, e := range []string{"sglang", "vllm", "tgi-unknown", "trtllm"} {
-		p := Point{KnobEngine: e}
+		p := labspec.Point{labspec.KnobEngine: e}
 		cfg, ok := s.Config(p)
 		if !ok {
 			cfg = engine.Config{Engine: e, Model: s.Model}

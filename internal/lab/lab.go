@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
+	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -36,7 +38,7 @@ var _ Store = (*store.Store)(nil)
 
 // Lab runs one spec end to end.
 type Lab struct {
-	Spec   *Spec
+	Spec   *labspec.Spec
 	Store  Store
 	Runner Runner
 	// Guide ranks untested configs for the joint search (nil: no joint
@@ -95,9 +97,9 @@ type result struct {
 	trial  store.Trial
 	m      Measurement
 	score  float64
-	failed string // failure class or "" when it ran
-	why    string // why it is not eligible ("" when eligible)
-	kind   Why    // the kind of why
+	failed string     // failure class or "" when it ran
+	why    string     // why it is not eligible ("" when eligible)
+	kind   report.Why // the kind of why
 }
 
 func (r *result) eligible() bool { return r != nil && r.why == "" }
@@ -177,7 +179,7 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	}
 	l.guide = l.Guide
 	if l.Guide != nil {
-		l.guide = s.Objective.Kind().guide(l.Guide, s.Objective)
+		l.guide = kindOf(s.Objective).guide(l.Guide, s.Objective)
 	}
 	if gc, ok := l.Store.(guideCache); ok && l.guide != nil && l.GuideKey != "" {
 		slo, _ := json.Marshal(s.Objective.SLO)
@@ -206,11 +208,11 @@ func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	}
 	l.sum = &Summary{
 		Version: SummaryVersion, Name: s.Name, Model: s.Model, Runtime: s.Runtime, Provenance: s.RuntimeKind().Provenance(),
-		Objective: s.Objective.Metric, Unit: s.Objective.Unit(), GPU: s.Hardware.GPU, GPUs: s.Hardware.Count,
+		Objective: s.Objective.Metric, Unit: ObjectiveUnit(s.Objective), GPU: s.Hardware.GPU, GPUs: s.Hardware.Count,
 		Repeats: s.Repeats, MinSuccessRate: s.MinSuccessRate, Engines: engineVersions(s.Engines), Tuning: s.Tuning.Name,
 	}
-	for _, w := range append([]Workload{*s.Tuning}, s.Generalization...) {
-		l.sum.Workloads = append(l.sum.Workloads, w.info(s.Model))
+	for _, w := range append([]labspec.Workload{*s.Tuning}, s.Generalization...) {
+		l.sum.Workloads = append(l.sum.Workloads, workloadInfo(w, s.Model))
 	}
 	if s.RuntimeKind().Noisy() {
 		l.sum.NoiseSigma = s.Noise.Sigma
@@ -413,7 +415,7 @@ func (l *Lab) adoptLegacy(ctx context.Context) ([]store.Trial, error) {
 				continue
 			}
 			// Only a run whose spec measures what this one does.
-			prev, perr := ParseSpec("stored run "+strconv.FormatInt(r.ID, 10), []byte(r.Spec))
+			prev, perr := labspec.ParseSpec("stored run "+strconv.FormatInt(r.ID, 10), []byte(r.Spec))
 			if perr == nil && prev.Key() == l.run.Key {
 				old, err = r, nil
 				break
@@ -449,13 +451,13 @@ func (l *Lab) adoptLegacy(ctx context.Context) ([]store.Trial, error) {
 // A stored spec that no longer parses leaves keys as they are (those
 // trials are then measured again, nothing is lost).
 func renamedWorkloads(old store.Run) func(string) string {
-	prev, err := ParseSpec("stored run "+strconv.FormatInt(old.ID, 10), []byte(old.Spec))
+	prev, err := labspec.ParseSpec("stored run "+strconv.FormatInt(old.ID, 10), []byte(old.Spec))
 	if err != nil {
 		return func(k string) string { return k }
 	}
 	names := map[string]string{}
-	for _, w := range append([]Workload{*prev.Tuning}, prev.Generalization...) {
-		names[w.pathKeyName()] = w.keyName()
+	for _, w := range append([]labspec.Workload{*prev.Tuning}, prev.Generalization...) {
+		names[w.PathKeyName()] = w.KeyName()
 	}
 	return func(k string) string {
 		parts := strings.Split(k, "/")
@@ -474,7 +476,7 @@ func (l *Lab) StoredRun() store.Run { return l.run }
 func (l *Lab) method(ctx context.Context) error {
 	s := l.Spec
 	// Baseline: vLLM with its defaults in BF16, as the reports.
-	basePt := Point{KnobEngine: s.baselineEngine()}
+	basePt := labspec.Point{labspec.KnobEngine: s.BaselineEngine()}
 	if l.Progress != nil {
 		l.Progress.Stage("baseline", 1)
 	}
@@ -525,7 +527,7 @@ func (l *Lab) method(ctx context.Context) error {
 	switch {
 	case inc == nil || !base.eligible():
 		// No comparison: the gain stays 0 and the winner says why.
-	case ConfigHash(inc.spec.Config) == ConfigHash(base.spec.Config):
+	case labspec.ConfigHash(inc.spec.Config) == labspec.ConfigHash(base.spec.Config):
 		// The winner is the baseline config: no gain, exactly, even when
 		// its repeats were averaged differently along the way.
 		l.sum.Winner.Gain, l.sum.Gain = 0, 0
@@ -599,7 +601,7 @@ func (l *Lab) incumbentFollowUps(ctx context.Context, inc *result) error {
 // generalizationSpecs are a config's trials on every generalization
 // workload: the same keys whichever step asks for them first, so generalize
 // finds stored what the follow-ups measured.
-func (l *Lab) generalizationSpecs(p Point, cfg engine.Config) []TrialSpec {
+func (l *Lab) generalizationSpecs(p labspec.Point, cfg engine.Config) []TrialSpec {
 	var specs []TrialSpec
 	for _, w := range l.Spec.Generalization {
 		specs = append(specs, l.trialSpec("generalization", p, cfg, w, 0))
@@ -608,40 +610,40 @@ func (l *Lab) generalizationSpecs(p Point, cfg engine.Config) []TrialSpec {
 }
 
 // stage runs one stage against the incumbent and returns the new incumbent.
-func (l *Lab) stage(ctx context.Context, st Stage, inc *result, incScore float64) (*result, float64, error) {
+func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore float64) (*result, float64, error) {
 	s := l.Spec
 	ss := StageSummary{Name: st.Name, Knob: st.Knob, Incumbent: l.candidate(inc, l.repeatScores(inc))}
 	defer func() { l.sum.Stages = append(l.sum.Stages, ss) }()
-	var incPt Point
-	eng := s.baselineEngine()
+	var incPt labspec.Point
+	eng := s.BaselineEngine()
 	if inc != nil {
-		incPt, eng = inc.spec.Point, inc.spec.Point[KnobEngine]
+		incPt, eng = inc.spec.Point, inc.spec.Point[labspec.KnobEngine]
 	} else {
-		incPt = Point{KnobEngine: eng}
+		incPt = labspec.Point{labspec.KnobEngine: eng}
 	}
-	var pts []Point
+	var pts []labspec.Point
 	seen := map[string]bool{}
 	if inc != nil {
-		seen[ConfigHash(inc.spec.Config)] = true
+		seen[labspec.ConfigHash(inc.spec.Config)] = true
 	}
-	for _, v := range s.stageValues(st, eng) {
-		p := incPt.with(st.Knob, v)
-		if st.Knob == KnobEngine {
+	for _, v := range s.StageValues(st, eng) {
+		p := incPt.With(st.Knob, v)
+		if st.Knob == labspec.KnobEngine {
 			p = l.switchEngine(incPt, v)
 		}
 		cfg, ok := s.Config(p)
 		if !ok {
 			continue
 		}
-		h := ConfigHash(cfg)
+		h := labspec.ConfigHash(cfg)
 		if seen[h] {
 			continue
 		}
 		seen[h] = true
 		// What the engine package knows the engine/version cannot run is
 		// not worth a trial (it would only fail as invalid_config).
-		if why := unsupported(cfg); why != "" {
-			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, WhyUnsupported, "unsupported: "+why))
+		if why := labspec.Unsupported(cfg); why != "" {
+			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, report.WhyUnsupported, "unsupported: "+why))
 			continue
 		}
 		pts = append(pts, p)
@@ -671,9 +673,9 @@ func (l *Lab) stage(ctx context.Context, st Stage, inc *result, incScore float64
 }
 
 // unrun is the summary entry of a candidate that was not run, with why.
-func (l *Lab) unrun(p Point, cfg engine.Config, kind Why, why string) Candidate {
+func (l *Lab) unrun(p labspec.Point, cfg engine.Config, kind report.Why, why string) Candidate {
 	return Candidate{
-		Name: Label(p), Point: map[string]string(p.clone()), ConfigHash: ConfigHash(cfg), GPUs: GPUs(cfg),
+		Name: Label(p), Point: map[string]string(p.Clone()), ConfigHash: labspec.ConfigHash(cfg), GPUs: labspec.GPUs(cfg),
 		Decision: "skipped", Reason: why, Why: kind,
 	}
 }
@@ -681,7 +683,7 @@ func (l *Lab) unrun(p Point, cfg engine.Config, kind Why, why string) Candidate 
 // undecided records the candidates of a step the budget stopped before its
 // decision: the ones measured with their figures, the others as not run.
 // None is kept or compared: a decision needs the whole step's evidence.
-func (l *Lab) undecided(pts []Point, res []*result, err error) []Candidate {
+func (l *Lab) undecided(pts []labspec.Point, res []*result, err error) []Candidate {
 	if !errors.Is(err, ErrBudget) {
 		return nil
 	}
@@ -693,7 +695,7 @@ func (l *Lab) undecided(pts []Point, res []*result, err error) []Candidate {
 			if res[i].failed != "" {
 				c.Decision = "failed"
 			}
-			c.Reason, c.Why = "stopped by budget before the stage's decision", WhyBudget
+			c.Reason, c.Why = "stopped by budget before the stage's decision", report.WhyBudget
 			if res[i].why != "" {
 				c.Reason = res[i].why + "; " + c.Reason
 			}
@@ -701,7 +703,7 @@ func (l *Lab) undecided(pts []Point, res []*result, err error) []Candidate {
 			continue
 		}
 		cfg, _ := l.Spec.Config(p)
-		out = append(out, l.unrun(p, cfg, WhyBudget, "not run: budget spent"))
+		out = append(out, l.unrun(p, cfg, report.WhyBudget, "not run: budget spent"))
 	}
 	return out
 }
@@ -718,9 +720,9 @@ func relGain(a, b float64) (float64, bool) {
 
 // switchEngine moves a point to another engine, dropping the knob values
 // that do not apply there (another engine's backend names).
-func (l *Lab) switchEngine(p Point, eng string) Point {
-	q := p.with(KnobEngine, eng)
-	for _, k := range knobOrder[1:] {
+func (l *Lab) switchEngine(p labspec.Point, eng string) labspec.Point {
+	q := p.With(labspec.KnobEngine, eng)
+	for _, k := range labspec.KnobOrder[1:] {
 		if _, has := q[k]; !has {
 			continue
 		}
@@ -729,7 +731,7 @@ func (l *Lab) switchEngine(p Point, eng string) Point {
 		}
 	}
 	if _, ok := l.Spec.Config(q); !ok {
-		return Point{KnobEngine: eng}
+		return labspec.Point{labspec.KnobEngine: eng}
 	}
 	return q
 }
@@ -756,7 +758,7 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 		case !r.eligible():
 			c.Decision, c.Reason, c.Why = "skipped", r.why, r.kind
 		case r != best:
-			c.Decision, c.Reason, c.Why = "skipped", fmt.Sprintf("not the best in stage (%+.2f%%)", 100*c.Gain), WhyNotBest
+			c.Decision, c.Reason, c.Why = "skipped", fmt.Sprintf("not the best in stage (%+.2f%%)", 100*c.Gain), report.WhyNotBest
 		}
 		cands[i] = *c
 	}
@@ -768,7 +770,7 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 	if inc == nil {
 		// No working incumbent yet (the baseline failed): the best working
 		// candidate becomes it.
-		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "kept", "first working configuration", WhyFirstWorking
+		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "kept", "first working configuration", report.WhyFirstWorking
 		return best, l.incumbentScore(best), 0, nil
 	}
 	gain1, ok := relGain(best.score, incScore)
@@ -776,12 +778,12 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 		// The incumbent's score cannot be compared with (evaluate makes
 		// this unreachable for a measured incumbent; kept as the guard).
 		cands[bi].Decision = "skipped"
-		cands[bi].Reason = fmt.Sprintf("no comparable incumbent score (%.4g %s)", incScore, l.Spec.Objective.Unit())
-		cands[bi].Why = WhyNoIncumbentScore
+		cands[bi].Reason = fmt.Sprintf("no comparable incumbent score (%.4g %s)", incScore, ObjectiveUnit(l.Spec.Objective))
+		cands[bi].Why = report.WhyNoIncumbentScore
 		return inc, incScore, 0, nil
 	}
 	if gain1 <= 0 {
-		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "skipped", fmt.Sprintf("no gain (%+.2f%%)", 100*gain1), WhyNoGain
+		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "skipped", fmt.Sprintf("no gain (%+.2f%%)", 100*gain1), report.WhyNoGain
 		return inc, incScore, 0, nil
 	}
 	incScores, bestScores, err := l.repeatPair(ctx, stage, inc, best)
@@ -791,7 +793,7 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 			// its single-run gain is shown as such.
 			cands[bi].Decision = "skipped"
 			cands[bi].Reason = fmt.Sprintf("stopped by budget before its repeats (single run %+.2f%%)", 100*gain1)
-			cands[bi].Why = WhyBudget
+			cands[bi].Why = report.WhyBudget
 		}
 		return inc, incScore, 0, err
 	}
@@ -803,27 +805,27 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 	if bestScores == nil {
 		// A repeat failed: a config that does not run reliably is not kept.
 		cands[bi].RepeatScores, cands[bi].Score, cands[bi].Gain = nil, 0, 0
-		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "skipped", "a repeat failed", WhyRepeatFailed
+		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "skipped", "a repeat failed", report.WhyRepeatFailed
 		return inc, incScore, floor, nil
 	}
 	gain, ok := relGain(mean(bestScores), mean(incScores))
 	cands[bi].RepeatScores, cands[bi].Score = bestScores, mean(bestScores)
 	if !ok {
 		cands[bi].Decision = "skipped"
-		cands[bi].Reason = fmt.Sprintf("no comparable incumbent score over its repeats (%.4g %s)", mean(incScores), l.Spec.Objective.Unit())
-		cands[bi].Why = WhyNoIncumbentScore
+		cands[bi].Reason = fmt.Sprintf("no comparable incumbent score over its repeats (%.4g %s)", mean(incScores), ObjectiveUnit(l.Spec.Objective))
+		cands[bi].Why = report.WhyNoIncumbentScore
 		return inc, incScore, floor, nil
 	}
 	cands[bi].Gain = gain
 	if gain <= thr {
 		cands[bi].Decision = "skipped"
 		cands[bi].Reason = fmt.Sprintf("below noise floor (%+.2f%% <= %.2f%%)", 100*gain, 100*thr)
-		cands[bi].Why = WhyBelowNoise
+		cands[bi].Why = report.WhyBelowNoise
 		return inc, mean(incScores), floor, nil
 	}
 	cands[bi].Decision = "kept"
 	cands[bi].Reason = fmt.Sprintf("%+.2f%% > noise floor %.2f%%", 100*gain, 100*thr)
-	cands[bi].Why = WhyBeatNoise
+	cands[bi].Why = report.WhyBeatNoise
 	l.progressBest(best, mean(bestScores))
 	return best, mean(bestScores), floor, nil
 }
@@ -956,13 +958,13 @@ func (l *Lab) combinations(ctx context.Context, inc *result, incScore float64) (
 	type kv struct{ k, v string }
 	var helpful []kv
 	for _, st := range l.sum.Stages {
-		if st.Kept != "" || st.Knob == KnobEngine {
+		if st.Kept != "" || st.Knob == labspec.KnobEngine {
 			continue
 		}
 		var best *Candidate
 		for i := range st.Candidates {
 			c := &st.Candidates[i]
-			if c.Decision == "failed" || c.Why == WhyLowSuccess || c.Gain <= 0 {
+			if c.Decision == "failed" || c.Why == report.WhyLowSuccess || c.Gain <= 0 {
 				continue
 			}
 			if best == nil || c.Gain > best.Gain {
@@ -981,18 +983,18 @@ func (l *Lab) combinations(ctx context.Context, inc *result, incScore float64) (
 	if len(helpful) < 2 {
 		return inc, incScore, nil
 	}
-	var pts []Point
+	var pts []labspec.Point
 	for mask := 1; mask < 1<<len(helpful); mask++ {
 		if popcount(mask) < 2 {
 			continue
 		}
-		p := inc.spec.Point.clone()
+		p := inc.spec.Point.Clone()
 		for i, h := range helpful {
 			if mask&(1<<i) != 0 {
-				p = p.with(h.k, h.v)
+				p = p.With(h.k, h.v)
 			}
 		}
-		if cfg, ok := l.Spec.Config(p); ok && unsupported(cfg) == "" {
+		if cfg, ok := l.Spec.Config(p); ok && labspec.Unsupported(cfg) == "" {
 			pts = append(pts, p)
 		}
 	}
@@ -1025,7 +1027,7 @@ func popcount(x int) int {
 // generalize runs the baseline and the winner on every generalization
 // workload. The trial budget does not stop it: the comparison is the point
 // of the report.
-func (l *Lab) generalize(ctx context.Context, basePt Point, win *result) error {
+func (l *Lab) generalize(ctx context.Context, basePt labspec.Point, win *result) error {
 	if len(l.Spec.Generalization) == 0 {
 		return nil
 	}
@@ -1040,7 +1042,7 @@ func (l *Lab) generalize(ctx context.Context, basePt Point, win *result) error {
 	}
 	nw := len(l.Spec.Generalization)
 	var specs []TrialSpec
-	for _, p := range []Point{basePt, winPt} {
+	for _, p := range []labspec.Point{basePt, winPt} {
 		cfg, _ := l.Spec.Config(p)
 		specs = append(specs, l.generalizationSpecs(p, cfg)...)
 	}
@@ -1065,8 +1067,8 @@ func (l *Lab) candidate(r *result, repeats []float64) *Candidate {
 		return nil
 	}
 	c := &Candidate{
-		Name: r.spec.Name, Point: map[string]string(r.spec.Point.clone()), ConfigHash: ConfigHash(r.spec.Config),
-		Command: r.trial.Command, TrialKey: r.trial.Key, GPUs: GPUs(r.spec.Config), Score: r.score,
+		Name: r.spec.Name, Point: map[string]string(r.spec.Point.Clone()), ConfigHash: labspec.ConfigHash(r.spec.Config),
+		Command: r.trial.Command, TrialKey: r.trial.Key, GPUs: labspec.GPUs(r.spec.Config), Score: r.score,
 		TotalThroughput: r.m.res().TotalTokenThroughput, MeanTPOTMs: r.m.res().MeanTPOTMs, P99TPOTMs: r.m.P99TPOTMs(),
 		SuccessRate: r.m.SuccessRate(), FailureClass: r.failed,
 	}
@@ -1081,22 +1083,22 @@ func (l *Lab) candidate(r *result, repeats []float64) *Candidate {
 
 func (l *Lab) progressBest(r *result, score float64) {
 	if l.Progress != nil && r != nil {
-		l.Progress.Best(r.spec.Name, score, l.Spec.Objective.Unit())
+		l.Progress.Best(r.spec.Name, score, ObjectiveUnit(l.Spec.Objective))
 	}
 }
 
 // Label is a human name for a point: "SGLang + FP8 + fa3".
-func Label(p Point) string {
-	parts := []string{engine.DisplayName(p[KnobEngine])}
-	for _, k := range knobOrder[1:] {
+func Label(p labspec.Point) string {
+	parts := []string{engine.DisplayName(p[labspec.KnobEngine])}
+	for _, k := range labspec.KnobOrder[1:] {
 		v, ok := p[k]
-		if !ok || isDefault(v) {
+		if !ok || labspec.IsDefault(v) {
 			continue
 		}
 		switch k {
-		case KnobQuantization:
+		case labspec.KnobQuantization:
 			parts = append(parts, strings.ToUpper(strings.TrimSuffix(v, "-checkpoint")))
-		case KnobAttentionBackend, KnobParallelism:
+		case labspec.KnobAttentionBackend, labspec.KnobParallelism:
 			parts = append(parts, v)
 		default:
 			parts = append(parts, k+"="+v)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/labspec"
 )
 
 // budgetSpec: baseline vLLM, then the engine stage (SGLang +1.7% on a
@@ -73,7 +75,7 @@ func TestBudgetStopsOnCompleteEvidence(t *testing.T) {
 			}
 			got := map[string][2]string{}
 			for _, c := range sum.Stages[0].Candidates {
-				got[c.Point[KnobEngine]] = [2]string{c.Decision, c.Reason}
+				got[c.Point[labspec.KnobEngine]] = [2]string{c.Decision, c.Reason}
 			}
 			for eng, want := range tc.wantWhy {
 				if g := got[eng]; g[0] != want[0] || !strings.HasPrefix(g[1], want[1]) {
@@ -101,7 +103,7 @@ func TestBudgetLetsCompleteEvidenceDecide(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range sum.Stages[0].Candidates {
-		if c.Point[KnobEngine] != "sglang" {
+		if c.Point[labspec.KnobEngine] != "sglang" {
 			continue
 		}
 		if len(c.RepeatScores) != 3 || strings.Contains(c.Reason, "budget") {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 )
 
 // sloSpec tunes max_num_seqs on a burst large enough that more sequences
@@ -34,9 +35,9 @@ repeats: 1
 // goodputAnalytic adds vLLM's request_goodput to the analytic model's
 // result: every request of a trial has the same TPOT there, so under a
 // per-request TPOT bound either all completed requests count or none.
-type goodputAnalytic struct{ slo SLO }
+type goodputAnalytic struct{ slo labspec.SLO }
 
-func (g goodputAnalytic) Predict(ctx context.Context, cfg engine.Config, hw Hardware, reqs []dataset.Request, w Workload) (Prediction, error) {
+func (g goodputAnalytic) Predict(ctx context.Context, cfg engine.Config, hw labspec.Hardware, reqs []dataset.Request, w labspec.Workload) (Prediction, error) {
 	p, err := AnalyticPredictor{}.Predict(ctx, cfg, hw, reqs, w)
 	if err != nil || p.FailureClass != "" {
 		return p, err
@@ -73,34 +74,34 @@ func TestObjectiveSLO(t *testing.T) {
 		{
 			name:      "no SLO takes the most throughput",
 			objective: "objective: {metric: total_throughput}",
-			predictor: AnalyticPredictor{}, wantMetric: ObjectiveTotalThroughput, wantUnit: "tok/s",
+			predictor: AnalyticPredictor{}, wantMetric: labspec.ObjectiveTotalThroughput, wantUnit: "tok/s",
 			wantWinner: "512", wantGain: true,
 		},
 		{
 			name:      "P99 bound only: throughput within it",
 			objective: "objective: {metric: goodput, slo: {p99_tpot_ms: 80}}",
-			predictor: AnalyticPredictor{}, wantMetric: ObjectiveTotalThroughput, wantUnit: "tok/s",
+			predictor: AnalyticPredictor{}, wantMetric: labspec.ObjectiveTotalThroughput, wantUnit: "tok/s",
 			wantWinner: "300", wantGain: true,
 			wantWhy: map[string]string{"512": "SLO: P99 TPOT 88.", "1024": "SLO: P99 TPOT 88.", "128": "not the best"},
 		},
 		{
 			name:      "per-request bound: vLLM goodput",
 			objective: "objective: {metric: goodput, slo: {tpot_ms: 28}}",
-			predictor: goodputAnalytic{SLO{TPOTMs: 28}}, wantMetric: ObjectiveGoodput, wantUnit: "req/s within SLO",
+			predictor: goodputAnalytic{labspec.SLO{TPOTMs: 28}}, wantMetric: labspec.ObjectiveGoodput, wantUnit: "req/s within SLO",
 			wantWinner: "300", wantGain: true,
 			wantWhy: map[string]string{"512": "objective is 0 req/s within SLO: no request met the SLO", "1024": "objective is 0 req/s"},
 		},
 		{
 			name:      "per-request bound the baseline misses entirely",
 			objective: "objective: {metric: goodput, slo: {tpot_ms: 22}}",
-			predictor: goodputAnalytic{SLO{TPOTMs: 22}}, wantMetric: ObjectiveGoodput, wantUnit: "req/s within SLO",
+			predictor: goodputAnalytic{labspec.SLO{TPOTMs: 22}}, wantMetric: labspec.ObjectiveGoodput, wantUnit: "req/s within SLO",
 			wantWinner: "128", wantBaseWhy: "objective is 0 req/s within SLO",
 			wantWhy: map[string]string{"300": "objective is 0", "512": "objective is 0"},
 		},
 		{
 			name:      "goodput without request_goodput in the results",
 			objective: "objective: {metric: goodput, slo: {tpot_ms: 28}}",
-			predictor: AnalyticPredictor{}, wantMetric: ObjectiveGoodput, wantUnit: "req/s within SLO",
+			predictor: AnalyticPredictor{}, wantMetric: labspec.ObjectiveGoodput, wantUnit: "req/s within SLO",
 			wantWinner: "-", wantBaseWhy: "SLO: the result has no request_goodput",
 			wantWhy: map[string]string{"128": "SLO: the result has no request_goodput", "512": "SLO: the result has no request_goodput"},
 		},
@@ -108,8 +109,8 @@ func TestObjectiveSLO(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustSpec(t, sloSpec+tc.objective+"\n")
-			if s.Objective.Metric != tc.wantMetric || s.Objective.Unit() != tc.wantUnit {
-				t.Fatalf("objective %s (%s), want %s (%s)", s.Objective.Metric, s.Objective.Unit(), tc.wantMetric, tc.wantUnit)
+			if s.Objective.Metric != tc.wantMetric || ObjectiveUnit(s.Objective) != tc.wantUnit {
+				t.Fatalf("objective %s (%s), want %s (%s)", s.Objective.Metric, ObjectiveUnit(s.Objective), tc.wantMetric, tc.wantUnit)
 			}
 			r := &PredictRunner{Predictor: tc.predictor, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
 			sum, err := (&Lab{Spec: s, Store: newMemStore(), Runner: r, Guide: r}).Run(context.Background())
@@ -132,7 +133,7 @@ func TestObjectiveSLO(t *testing.T) {
 				}
 			case sum.Winner == nil:
 				t.Errorf("no winner, want max_num_seqs %q", tc.wantWinner)
-			case sum.Winner.Point[KnobMaxNumSeqs] != tc.wantWinner:
+			case sum.Winner.Point[labspec.KnobMaxNumSeqs] != tc.wantWinner:
 				t.Errorf("winner %s, want max_num_seqs %q", sum.Winner.Name, tc.wantWinner)
 			}
 			if tc.wantGain != (sum.Gain > 0) || math.IsNaN(sum.Gain) || math.IsInf(sum.Gain, 0) {
@@ -141,7 +142,7 @@ func TestObjectiveSLO(t *testing.T) {
 			seen := map[string]bool{}
 			for _, st := range sum.Stages {
 				for _, c := range st.Candidates {
-					v := c.Point[KnobMaxNumSeqs]
+					v := c.Point[labspec.KnobMaxNumSeqs]
 					seen[v] = true
 					if strings.Contains(c.Reason, "NaN") || strings.Contains(c.Reason, "Inf") || math.IsNaN(c.Gain) || math.IsInf(c.Gain, 0) {
 						t.Errorf("candidate %s: gain %v reason %q", c.Name, c.Gain, c.Reason)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -143,7 +144,7 @@ func (f finderStore) Runs(_ context.Context) ([]store.Run, error) {
 
 // legacyRun runs s into a new store and moves the run to s's legacy key, as
 // an older perflab stored it.
-func legacyRun(t *testing.T, s *Spec) (*memStore, store.Run, *Summary) {
+func legacyRun(t *testing.T, s *labspec.Spec) (*memStore, store.Run, *Summary) {
 	t.Helper()
 	ms := newMemStore()
 	first, err := analyticLab(s, ms).Run(context.Background())

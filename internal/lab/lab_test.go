@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perflab/perflab/internal/labprogress"
+	"github.com/perflab/perflab/internal/labspec"
+	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/shareddata"
 
 	"github.com/perflab/perflab/internal/store"
@@ -56,16 +59,16 @@ search:
 repeats: 3
 `
 
-func mustSpec(t testing.TB, text string) *Spec {
+func mustSpec(t testing.TB, text string) *labspec.Spec {
 	t.Helper()
-	s, err := ParseSpec("test.yaml", []byte(text))
+	s, err := labspec.ParseSpec("test.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func analyticLab(s *Spec, st Store) *Lab {
+func analyticLab(s *labspec.Spec, st Store) *Lab {
 	r := &PredictRunner{Predictor: AnalyticPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests), Noise: s.Noise}
 	return &Lab{Spec: s, Store: st, Runner: r, Guide: r}
 }
@@ -75,12 +78,12 @@ func TestLabStagedAnalytic(t *testing.T) {
 	st := newMemStore()
 	var buf bytes.Buffer
 	l := analyticLab(s, st)
-	l.Progress = NewEvents(&LineProgress{W: &buf})
+	l.Progress = NewEvents(&labprogress.LineProgress{W: &buf})
 	sum, err := l.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Baseline == nil || sum.Baseline.Point[KnobEngine] != "vllm" || sum.Baseline.Point[KnobQuantization] != "" {
+	if sum.Baseline == nil || sum.Baseline.Point[labspec.KnobEngine] != "vllm" || sum.Baseline.Point[labspec.KnobQuantization] != "" {
 		t.Fatalf("baseline = %+v, want vLLM defaults", sum.Baseline)
 	}
 	var names []string
@@ -96,11 +99,11 @@ func TestLabStagedAnalytic(t *testing.T) {
 	// The analytic model fails 48.5% of requests under MTP: the report's
 	// +30%-at-51.5%-success case must be skipped for its success rate.
 	for _, ss := range sum.Stages {
-		if ss.Knob != KnobSpeculative {
+		if ss.Knob != labspec.KnobSpeculative {
 			continue
 		}
 		for _, c := range ss.Candidates {
-			if !strings.HasPrefix(c.Reason, "success rate 51.5%") || c.Why != WhyLowSuccess || c.Decision == "kept" {
+			if !strings.HasPrefix(c.Reason, "success rate 51.5%") || c.Why != report.WhyLowSuccess || c.Decision == "kept" {
 				t.Errorf("speculative candidate %s: decision %s why %q reason %q, want skipped for success rate", c.Name, c.Decision, c.Why, c.Reason)
 			}
 		}

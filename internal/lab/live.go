@@ -10,6 +10,7 @@ import (
 
 	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/metrics"
 )
 
@@ -24,11 +25,11 @@ type LiveRunner struct {
 	// TimeScale is the sim runtime's speed-up; measured figures are scaled
 	// back to simulated time (throughputs ÷K, latencies ×K). 0 or 1 for
 	// real engines.
-	TimeScale Scale
+	TimeScale labspec.Scale
 	// ReadyTimeout caps a server's start (0 = 20 min).
 	ReadyTimeout time.Duration
 	// SLO feeds goodput.
-	SLO SLO
+	SLO labspec.SLO
 	// LogLines is how many log lines a trial keeps (0 = 60).
 	LogLines int
 	// Started, when set, is called with each server's process id once it
@@ -78,11 +79,11 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) 
 	if err != nil {
 		return m, err // it names the workload
 	}
-	_, load := t.Workload.resolve()
+	_, load := t.Workload.Resolve()
 	// One call into the engine: the command, a ready server, the
 	// benchmark on it, the server's metrics, failure and log after it.
-	got, err := r.fleet().Bench(ctx, engine.Want{Config: t.Config, Key: ConfigHash(t.Config),
-		GPUs: GPUs(t.Config), Labels: map[string]string{engine.LabelTrial: t.Key}},
+	got, err := r.fleet().Bench(ctx, engine.Want{Config: t.Config, Key: labspec.ConfigHash(t.Config),
+		GPUs: labspec.GPUs(t.Config), Labels: map[string]string{engine.LabelTrial: t.Key}},
 		bench.Config{
 			Backend: "openai-chat", Endpoint: "/v1/chat/completions",
 			// The name the server lists, as its engine names it (trtllm-serve:
@@ -91,11 +92,11 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) 
 			// A server k times faster than simulated time is offered the
 			// load k times faster, so that in simulated time it gets the
 			// spec's rate (the records are stretched back below).
-			RequestRate: r.TimeScale.Send(load.rate), MaxConcurrency: load.maxConc, Seed: load.seed,
+			RequestRate: r.TimeScale.Send(load.Rate), MaxConcurrency: load.MaxConcurrency, Seed: load.Seed,
 		}, measurementKey(t.Key))
 	tr.Command, tr.Notes, tr.Cache, tr.EngineMetrics, tr.LogTail = got.Command, got.Notes, got.Cache, got.Metrics, got.Tail
 	if got.Command != "" {
-		m.Cost.GPUs = GPUs(t.Config)
+		m.Cost.GPUs = labspec.GPUs(t.Config)
 	}
 	if got.EngineStart {
 		m.Cost.EngineStart, m.Cost.StartupSeconds = true, got.StartupSeconds
@@ -108,15 +109,15 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) 
 		// Kept even when the server failed: what was measured before the
 		// crash stays in the store next to the failure.
 		opt := metrics.DefaultOptions()
-		opt.RequestRate, opt.MaxConcurrency = load.rate, load.maxConc
-		if g := r.SLO.goodput(); len(g) > 0 {
+		opt.RequestRate, opt.MaxConcurrency = load.Rate, load.MaxConcurrency
+		if g := r.SLO.Goodput(); len(g) > 0 {
 			opt.Goodput = g
 		}
 		recs, dur, stretched := r.TimeScale.Stretch(out.Records, out.Duration)
 		if stretched {
 			tr.Notes = joinReason(tr.Notes, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", float64(r.TimeScale)))
 		}
-		recs, dur = t.Workload.Point.window(recs, dur, &opt)
+		recs, dur = pointWindow(t.Workload.Point, recs, dur, &opt)
 		m.Result = metrics.Compute(recs, dur, opt)
 	}
 	m.Failure, tr.Ended = got.Failure, time.Now()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/store"
 )
@@ -38,7 +39,7 @@ func TestLoadBudgetHoldsUnderParallelSearches(t *testing.T) {
 	// search cut short by the budget has spent its points all the same.
 	measured := map[string]bool{}
 	for _, tr := range trials {
-		measured[ConfigHash(trialConfig(tr))] = true
+		measured[labspec.ConfigHash(trialConfig(tr))] = true
 	}
 	t.Logf("%d configs measured in %d points, %d searches kept, stopped %q", len(measured), len(trials), len(sum.LoadSearches), sum.Stopped)
 	if len(measured) > s.Budget.MaxTrials {
@@ -75,11 +76,11 @@ func TestLoadPointSeconds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := Workload{Name: "rnd", Dataset: "random", InputLen: 16, OutputLen: 4, NumPrompts: 1000}
+	w := labspec.Workload{Name: "rnd", Dataset: "random", InputLen: 16, OutputLen: 4, NumPrompts: 1000}
 	// Every size is too short for a verdict: a third of its requests
 	// complete, fewer than the p99 needs until the point is large.
-	fake := func(spent *float64, sizes *[]int) func(Workload) (loadsearch.Point, error) {
-		return func(pw Workload) (loadsearch.Point, error) {
+	fake := func(spent *float64, sizes *[]int) func(labspec.Workload) (loadsearch.Point, error) {
+		return func(pw labspec.Workload) (loadsearch.Point, error) {
 			*sizes = append(*sizes, pw.NumPrompts)
 			secs := float64(pw.NumPrompts) / pw.Point.Load
 			*spent += secs
@@ -95,10 +96,10 @@ func TestLoadPointSeconds(t *testing.T) {
 		{limit: 300, load: 0.5, wantLimited: true},
 		{limit: 300, load: 5, wantLimited: true},
 	} {
-		o := &LoadObjective{SLO: "ttft_p99<=1s", PointSeconds: tc.limit}
+		o := &labspec.LoadObjective{SLO: "ttft_p99<=1s", PointSeconds: tc.limit}
 		var spent float64
 		var sizes []int
-		p, err := o.sized(slo, w, tc.load, fake(&spent, &sizes))
+		p, err := sized(o, slo, w, tc.load, fake(&spent, &sizes))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +114,7 @@ func TestLoadPointSeconds(t *testing.T) {
 			t.Errorf("limit %v at %v req/s: a point undecided at its limit judged %+v", tc.limit, tc.load, j)
 		}
 	}
-	if err := (&LoadObjective{SLO: "ttft_p99<=1s", PointSeconds: -1}).validate(); err == nil || !strings.Contains(err.Error(), "point_seconds") {
+	if err := (&labspec.LoadObjective{SLO: "ttft_p99<=1s", PointSeconds: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "point_seconds") {
 		t.Errorf("point_seconds -1: %v", err)
 	}
 }

@@ -7,105 +7,23 @@ import (
 	"math"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/store"
 )
-
-// LoadObjective is the question max_load_under_slo asks of every config:
-// the highest load (request rate or concurrency) at which it still meets
-// the SLO, found by loadsearch to the tolerance. Each load measured is a
-// trial of its own, on the tuning workload with that load, so a resumed
-// lab reads it back instead of measuring it again.
-type LoadObjective struct {
-	// SLO is the compact form, e.g. "ttft_p99<=2s,tpot_p99<=50ms,success>=99%".
-	SLO string `yaml:"slo" json:"slo"`
-	// Axis is rate (open loop, the default) or concurrency (closed loop).
-	Axis string `yaml:"axis,omitempty" json:"axis,omitempty"`
-	// Tolerance is the relative precision of the answer (default 0.05).
-	Tolerance float64 `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
-	// Start is the first load measured (default 1); Max the highest the
-	// search may try (default 4096).
-	Start float64 `yaml:"start,omitempty" json:"start,omitempty"`
-	Max   float64 `yaml:"max,omitempty" json:"max,omitempty"`
-	// WarmupPrompts is how many leading requests of each point are not
-	// counted (default: a tenth of the workload's prompts).
-	WarmupPrompts int `yaml:"warmup_prompts,omitempty" json:"warmup_prompts,omitempty"`
-	// PointSeconds bounds a point's benchmark time, all its sizes
-	// together, in the engine's seconds (0: no bound; the wall time is
-	// that over the time scale). On the rate axis the first size is cut
-	// to fit; a point that would need a longer size to decide ends
-	// undecided ("undecided at the point's limit"), as bench's
-	// --search-point-seconds: at 0.5 req/s, 1,000 prompts were 2,000 s.
-	PointSeconds float64 `yaml:"point_seconds,omitempty" json:"point_seconds,omitempty"`
-}
-
-// pointSeconds is the point limit in force (+Inf: none).
-func (o *LoadObjective) pointSeconds() float64 {
-	if o.PointSeconds > 0 {
-		return o.PointSeconds
-	}
-	return math.Inf(1)
-}
-
-// LoadPoint marks a workload a load search derived: the load measured and
-// the warm-up left out of its figures.
-type LoadPoint struct {
-	Axis   string  `json:"axis"`
-	Load   float64 `json:"load"`
-	Warmup int     `json:"warmup"`
-}
 
 // errConfigFailed stops a config's load search when a point failed the way
 // a config fails (crash, OOM): no load can be found for it.
 var errConfigFailed = errors.New("lab: config failed")
 
-func (o *LoadObjective) validate() error {
-	if o == nil {
-		return errors.New("needs load: {slo: ..., axis: rate|concurrency}")
-	}
-	_, err := o.options()
-	return err
-}
-
-// options are the search's options; the SLO and axis parsed.
-func (o *LoadObjective) options() (loadsearch.Options, error) {
-	slo, err := loadsearch.ParseSLO(o.SLO)
-	if err != nil {
-		return loadsearch.Options{}, fmt.Errorf("slo: %w", err)
-	}
-	axis := loadsearch.AxisRate
-	if o.Axis != "" {
-		if axis, err = loadsearch.ParseAxis(o.Axis); err != nil {
-			return loadsearch.Options{}, fmt.Errorf("axis: %w", err)
-		}
-	}
-	if o.WarmupPrompts < 0 {
-		return loadsearch.Options{}, fmt.Errorf("warmup_prompts %d is negative", o.WarmupPrompts)
-	}
-	if !(o.PointSeconds >= 0 && o.PointSeconds <= MaxSeconds) {
-		return loadsearch.Options{}, fmt.Errorf("point_seconds %v: want 0 (no limit) to %d", o.PointSeconds, MaxSeconds)
-	}
-	opt := loadsearch.Options{SLO: slo, Axis: axis, Start: o.Start, Max: o.Max, Tolerance: o.Tolerance}
-	// A spec must fail when it is read, not when its first search starts.
-	return opt, opt.Validate()
-}
-
-func (o *LoadObjective) axis() loadsearch.Axis {
-	if o != nil && o.Axis == string(loadsearch.AxisConcurrency) {
-		return loadsearch.AxisConcurrency
-	}
-	return loadsearch.AxisRate
-}
-
-func (o *LoadObjective) unit() string { return o.axis().Unit() + " within SLO" }
-
 // pointWorkload is the tuning workload at one load: on the rate axis its
 // requests arrive at load req/s (a cap the workload sets stays, and flags
 // the point if it closes the loop); on the concurrency axis they are all
 // due at once, load of them in flight.
-func (o *LoadObjective) pointWorkload(w Workload, load float64) Workload {
-	opt, _ := w.resolve()
+func pointWorkload(o *labspec.LoadObjective, w labspec.Workload, load float64) labspec.Workload {
+	opt, _ := w.Resolve()
 	n := opt.NumPrompts
 	if n == 0 {
 		n = 1000
@@ -115,11 +33,11 @@ func (o *LoadObjective) pointWorkload(w Workload, load float64) Workload {
 		warm = n / 10
 	}
 	p := w
-	p.Point = &LoadPoint{Axis: string(o.axis()), Load: load, Warmup: warm}
-	if o.axis() == loadsearch.AxisConcurrency {
-		p.RequestRate, p.MaxConcurrency = Rate(math.Inf(1)), int(load)
+	p.Point = &labspec.LoadPoint{Axis: string(o.LoadAxis()), Load: load, Warmup: warm}
+	if o.LoadAxis() == loadsearch.AxisConcurrency {
+		p.RequestRate, p.MaxConcurrency = labspec.Rate(math.Inf(1)), int(load)
 	} else {
-		p.RequestRate = Rate(load)
+		p.RequestRate = labspec.Rate(load)
 	}
 	return p
 }
@@ -137,25 +55,25 @@ const maxPointGrowth = 8
 // time limit (pointSeconds) cuts the first size on the rate axis, and a
 // size that would pass it is not run: the point ends undecided and Limited
 // (a lower load's points last longer), as bench's do.
-func (o *LoadObjective) sized(slo loadsearch.SLO, w Workload, load float64, run func(Workload) (loadsearch.Point, error)) (loadsearch.Point, error) {
-	opt, _ := w.resolve()
+func sized(o *labspec.LoadObjective, slo loadsearch.SLO, w labspec.Workload, load float64, run func(labspec.Workload) (loadsearch.Point, error)) (loadsearch.Point, error) {
+	opt, _ := w.Resolve()
 	n := opt.NumPrompts
 	if n == 0 {
 		n = 1000
 	}
-	limit := o.pointSeconds()
-	rate := o.axis() == loadsearch.AxisRate
+	limit := o.PointLimit()
+	rate := o.LoadAxis() == loadsearch.AxisRate
 	if rate && float64(n) > limit*load {
 		n = max(int(limit*load), 1)
 	}
 	if !rate {
-		n = max(n, o.concurrencyPrompts(load))
+		n = max(n, concurrencyPrompts(o, load))
 	}
 	sent, secs := 0, 0.0
 	for f := 1; ; f *= 2 {
 		g := w
 		g.NumPrompts = n * f
-		p, err := run(o.pointWorkload(g, load))
+		p, err := run(pointWorkload(o, g, load))
 		if err != nil {
 			return p, err
 		}
@@ -189,7 +107,7 @@ const concurrencyWindows = 2
 
 // concurrencyPrompts is the fewest prompts a point at concurrency load
 // takes, its warm-up included, for concurrencyWindows rounds in its window.
-func (o *LoadObjective) concurrencyPrompts(load float64) int {
+func concurrencyPrompts(o *labspec.LoadObjective, load float64) int {
 	need := concurrencyWindows * int(math.Ceil(load))
 	if o.WarmupPrompts > 0 {
 		return o.WarmupPrompts + need
@@ -200,7 +118,7 @@ func (o *LoadObjective) concurrencyPrompts(load float64) int {
 
 // window leaves a point's warm-up out of its records and asks for every
 // figure an SLO may bound; a workload that is no point is left as it is.
-func (p *LoadPoint) window(recs []metrics.Record, dur float64, opt *metrics.Options) ([]metrics.Record, float64) {
+func pointWindow(p *labspec.LoadPoint, recs []metrics.Record, dur float64, opt *metrics.Options) ([]metrics.Record, float64) {
 	if p == nil {
 		return recs, dur
 	}
@@ -209,7 +127,7 @@ func (p *LoadPoint) window(recs []metrics.Record, dur float64, opt *metrics.Opti
 }
 
 // pointOf reads a point from a stored result.
-func (p *LoadPoint) pointOf(result []byte) (loadsearch.Point, error) {
+func pointOf(p *labspec.LoadPoint, result []byte) (loadsearch.Point, error) {
 	res, err := metrics.ParseJSON(result)
 	if err != nil {
 		return loadsearch.Point{}, fmt.Errorf("lab: read load point %g: %w", p.Load, err)
@@ -294,7 +212,7 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 // it: the trial at its sustainable load, scored by that load.
 func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result, error) {
 	lo := l.Spec.Objective.Load
-	opt, err := lo.options()
+	opt, err := lo.Options()
 	if err != nil {
 		return nil, fmt.Errorf("lab: objective.load: %w", err)
 	}
@@ -323,12 +241,12 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 		}
 	}()
 	measure := func(ctx context.Context, load float64) (loadsearch.Point, error) {
-		return lo.sized(opt.SLO, t.Workload, load, func(pw Workload) (loadsearch.Point, error) {
+		return sized(lo, opt.SLO, t.Workload, load, func(pw labspec.Workload) (loadsearch.Point, error) {
 			ps := t
 			ps.Workload, ps.Key = pw, TrialKey(t.Stage, t.Config, pw, t.Repeat)
 			// The name (not part of the key) says which load the trial
 			// was, in the progress lines and the store.
-			ps.Name = fmt.Sprintf("%s @ %.4g %s", t.Name, load, lo.axis().Unit())
+			ps.Name = fmt.Sprintf("%s @ %.4g %s", t.Name, load, lo.LoadAxis().Unit())
 			if budget {
 				if err := l.hoursLeft(); err != nil {
 					return loadsearch.Point{}, err
@@ -347,9 +265,9 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 				failed = r
 				return loadsearch.Point{}, errConfigFailed
 			}
-			p, err := pw.Point.pointOf(r.trial.Result)
+			p, err := pointOf(pw.Point, r.trial.Result)
 			if err != nil {
-				r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), WhyFailed
+				r.failed, r.why, r.kind = FailCrashDuringBench, "unreadable result: "+err.Error(), report.WhyFailed
 				failed = r
 				return loadsearch.Point{}, errConfigFailed
 			}
@@ -391,17 +309,17 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	// point passes with its peak in flight a little short of the load
 	// (loadsearch flags it only past behindShare), and a config is not
 	// credited with requests it never had in flight.
-	if at, ok := sr.At(sr.Sustainable); ok && lo.axis() == loadsearch.AxisConcurrency && at.PeakConcurrency > 0 {
+	if at, ok := sr.At(sr.Sustainable); ok && lo.LoadAxis() == loadsearch.AxisConcurrency && at.PeakConcurrency > 0 {
 		r.score = min(r.score, float64(at.PeakConcurrency))
 	}
 	r.why, r.kind = "", ""
 	switch {
 	case !sr.Found:
-		r.why, r.kind = "SLO: "+sr.Summary(), WhySLO
+		r.why, r.kind = "SLO: "+sr.Summary(), report.WhySLO
 	case sr.Unmeasured:
-		r.why, r.kind = fmt.Sprintf("no score: %.4g %s is only a lower bound (%s)", sr.Sustainable, lo.axis().Unit(), sr.Limit), WhyUnmeasured
+		r.why, r.kind = fmt.Sprintf("no score: %.4g %s is only a lower bound (%s)", sr.Sustainable, lo.LoadAxis().Unit(), sr.Limit), report.WhyUnmeasured
 	case r.m.SuccessRate() < l.Spec.MinSuccessRate:
-		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%% at its sustainable load", 100*r.m.SuccessRate(), 100*l.Spec.MinSuccessRate), WhyLowSuccess
+		r.why, r.kind = fmt.Sprintf("success rate %.1f%% < %.1f%% at its sustainable load", 100*r.m.SuccessRate(), 100*l.Spec.MinSuccessRate), report.WhyLowSuccess
 	}
 	return &r, nil
 }
@@ -458,7 +376,7 @@ func (l *Lab) searched(t TrialSpec, sr *loadsearch.Result, tr store.Trial, held 
 	mk := measurementKey(t.Key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if t.Workload.keyName() == l.Spec.Tuning.keyName() && t.Stage != "grid" {
+	if t.Workload.KeyName() == l.Spec.Tuning.KeyName() && t.Stage != "grid" {
 		l.tuning[mk] = true
 	}
 	if *held {
@@ -485,12 +403,12 @@ func withSustainable(result []byte, load float64) ([]byte, error) {
 // rawGuesser is a guide that can give a prediction's whole result JSON,
 // which a load point needs (its percentiles, its dispatch record).
 type rawGuesser interface {
-	GuessResult(ctx context.Context, cfg engine.Config, w Workload, prompts int) ([]byte, error)
+	GuessResult(ctx context.Context, cfg engine.Config, w labspec.Workload, prompts int) ([]byte, error)
 }
 
 // GuessResult predicts without noise on the first prompts requests and
 // returns the result JSON.
-func (r *PredictRunner) GuessResult(ctx context.Context, cfg engine.Config, w Workload, prompts int) ([]byte, error) {
+func (r *PredictRunner) GuessResult(ctx context.Context, cfg engine.Config, w labspec.Workload, prompts int) ([]byte, error) {
 	reqs, err := r.Requests(w)
 	if err != nil {
 		return nil, err
@@ -512,12 +430,12 @@ func (r *PredictRunner) GuessResult(ctx context.Context, cfg engine.Config, w Wo
 // point a prediction in process.
 type loadGuideT struct {
 	inner rawGuesser
-	lo    *LoadObjective
+	lo    *labspec.LoadObjective
 }
 
 // loadGuide wraps a guide for max_load_under_slo; a guide that cannot give
 // whole results is kept as it is (its scores then rank nothing).
-func loadGuide(g Guide, lo *LoadObjective) Guide {
+func loadGuide(g Guide, lo *labspec.LoadObjective) Guide {
 	if rg, ok := g.(rawGuesser); ok {
 		return loadGuideT{inner: rg, lo: lo}
 	}
@@ -530,8 +448,8 @@ func (g loadGuideT) Upside(cfg engine.Config) (float64, bool) { return upside(g.
 
 // Guess implements Guide: the observation at the predicted sustainable
 // load, with SustainableLoad set (0 when no load meets the SLO).
-func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Measurement, error) {
-	opt, err := g.lo.options()
+func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w labspec.Workload, prompts int) (Measurement, error) {
+	opt, err := g.lo.Options()
 	if err != nil {
 		return Measurement{}, err
 	}
@@ -559,13 +477,13 @@ func (g loadGuideT) Guess(ctx context.Context, cfg engine.Config, w Workload, pr
 	}
 	raw := map[float64][]byte{}
 	sr, err := loadsearch.Search(ctx, opt, func(ctx context.Context, load float64) (loadsearch.Point, error) {
-		return g.lo.sized(opt.SLO, w, load, func(pw Workload) (loadsearch.Point, error) {
+		return sized(g.lo, opt.SLO, w, load, func(pw labspec.Workload) (loadsearch.Point, error) {
 			b, err := g.inner.GuessResult(ctx, cfg, pw, prompts)
 			if err != nil {
 				return loadsearch.Point{}, err
 			}
 			raw[load] = b
-			return pw.Point.pointOf(b)
+			return pointOf(pw.Point, b)
 		})
 	})
 	if err != nil {

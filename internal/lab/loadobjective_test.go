@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labprogress"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/shareddata"
@@ -55,8 +57,8 @@ func TestMaxLoadUnderSLO(t *testing.T) {
 		spec = strings.Replace(spec, "search: {max_trials: 3}", "search: {disable: true}", 1)
 	}
 	s := mustSpec(t, spec)
-	if s.Objective.Unit() != "req/s within SLO" {
-		t.Fatalf("unit %q", s.Objective.Unit())
+	if ObjectiveUnit(s.Objective) != "req/s within SLO" {
+		t.Fatalf("unit %q", ObjectiveUnit(s.Objective))
 	}
 	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
 	st := newMemStore()
@@ -70,7 +72,7 @@ func TestMaxLoadUnderSLO(t *testing.T) {
 	if len(sum.LoadSearches) < 3 {
 		t.Fatalf("%d load searches in the summary", len(sum.LoadSearches))
 	}
-	opt, _ := s.Objective.Load.options()
+	opt, _ := s.Objective.Load.Options()
 	points := 0
 	swept := map[string]bool{}
 	for _, ls := range sum.LoadSearches {
@@ -78,20 +80,20 @@ func TestMaxLoadUnderSLO(t *testing.T) {
 		points += len(sr.Points)
 		cfg := configOf(t, s, ls.Key, sum)
 		at, _ := sr.At(sr.Sustainable)
-		if !sr.Found || swept[ConfigHash(cfg)] || !full && at.Ref != sum.Winner.TrialKey {
+		if !sr.Found || swept[labspec.ConfigHash(cfg)] || !full && at.Ref != sum.Winner.TrialKey {
 			continue
 		}
-		swept[ConfigHash(cfg)] = true
+		swept[labspec.ConfigHash(cfg)] = true
 		// The dense sweep: 1% steps from 90% of the answer upwards until
 		// the SLO breaks; the true threshold is the last load that held.
 		truth := 0.0
 		for load := 0.9 * sr.Sustainable; load < 64; load *= 1.01 {
-			p, err := s.Objective.Load.sized(opt.SLO, *s.Tuning, load, func(w Workload) (loadsearch.Point, error) {
+			p, err := sized(s.Objective.Load, opt.SLO, *s.Tuning, load, func(w labspec.Workload) (loadsearch.Point, error) {
 				b, err := r.GuessResult(context.Background(), cfg, w, 0)
 				if err != nil {
 					return loadsearch.Point{}, err
 				}
-				return w.Point.pointOf(b)
+				return pointOf(w.Point, b)
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -147,7 +149,7 @@ func TestMaxLoadUnderSLO(t *testing.T) {
 }
 
 // configOf finds the config of a searched trial key in the summary.
-func configOf(t *testing.T, s *Spec, key string, sum *Summary) engine.Config {
+func configOf(t *testing.T, s *labspec.Spec, key string, sum *Summary) engine.Config {
 	t.Helper()
 	var cands []*Candidate
 	cands = append(cands, sum.Baseline, sum.Winner)
@@ -167,7 +169,7 @@ func configOf(t *testing.T, s *Spec, key string, sum *Summary) engine.Config {
 			continue
 		}
 		if c.ConfigHash == hash {
-			if cfg, ok := s.Config(Point(c.Point)); ok {
+			if cfg, ok := s.Config(labspec.Point(c.Point)); ok {
 				return cfg
 			}
 		}
@@ -185,7 +187,7 @@ func TestLoadObjectiveSpecErrors(t *testing.T) {
 		{`objective: {metric: max_load_under_slo, load: {slo: "ttft_p99<=1s", tolerance: 1.5}}`, "tolerance 1.5"},
 		{`objective: {metric: max_load_under_slo, load: {slo: "ttft_p99<=1s", start: 100, max: 10}}`, "start (100) <= max (10)"},
 	} {
-		_, err := ParseSpec("test.yaml", []byte(base+tc.objective+"\n"))
+		_, err := labspec.ParseSpec("test.yaml", []byte(base+tc.objective+"\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "test.yaml") {
 			t.Errorf("%s: error %v, want one naming the file and %q", tc.objective, err, tc.want)
 		}
@@ -225,7 +227,7 @@ func TestLoadReport(t *testing.T) {
 	s := mustSpec(t, spec)
 	pr := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
 	var lines bytes.Buffer
-	sum, err := (&Lab{Spec: s, Store: st, Runner: slowClient{pr, 2.5}, Guide: pr, Progress: NewEvents(&LineProgress{W: &lines})}).Run(ctx)
+	sum, err := (&Lab{Spec: s, Store: st, Runner: slowClient{pr, 2.5}, Guide: pr, Progress: NewEvents(&labprogress.LineProgress{W: &lines})}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +265,7 @@ func TestLoadReport(t *testing.T) {
 	// A search stopped below a point the client could not deliver found
 	// a lower bound, not a score: no gain is reported against it (a busy
 	// host once made a baseline 0.94 req/s and a winner "+593.3%").
-	if sum.Baseline.Why != WhyUnmeasured || sum.Gain != 0 || sum.Winner.Gain != 0 {
+	if sum.Baseline.Why != report.WhyUnmeasured || sum.Gain != 0 || sum.Winner.Gain != 0 {
 		t.Errorf("baseline %q (%s), gain %v: a search the client cut short was scored", sum.Baseline.Why, sum.Baseline.Reason, sum.Gain)
 	}
 	if !strings.Contains(lines.String(), "no gain") || strings.Contains(lines.String(), "over baseline") {
@@ -318,17 +320,17 @@ func TestLoadReport(t *testing.T) {
 func TestSLOExamplesParse(t *testing.T) {
 	root := repoRoot(t)
 	for _, ex := range []string{"qwen3-14b-h100-slo", "qwen3.5-9b-h100-slo"} {
-		s, err := LoadSpec(filepath.Join(root, "examples", ex+".yaml"))
+		s, err := labspec.LoadSpec(filepath.Join(root, "examples", ex+".yaml"))
 		if err != nil {
 			t.Fatalf("%s: %v", ex, err)
 		}
-		opt, err := s.Objective.Load.options()
-		if s.Objective.Metric != ObjectiveMaxLoadUnderSLO || err != nil || s.Tuning.Dataset != "sharegpt" {
+		opt, err := s.Objective.Load.Options()
+		if s.Objective.Metric != labspec.ObjectiveMaxLoadUnderSLO || err != nil || s.Tuning.Dataset != "sharegpt" {
 			t.Fatalf("%s: objective %s (%v), tuning %s", ex, s.Objective.Metric, err, s.Tuning.Dataset)
 		}
 		// Every point must count enough requests for the SLO's P99.
-		w := s.Objective.Load.pointWorkload(*s.Tuning, 1)
-		dopt, _ := w.resolve()
+		w := pointWorkload(s.Objective.Load, *s.Tuning, 1)
+		dopt, _ := w.Resolve()
 		if n := dopt.NumPrompts - w.Point.Warmup; n < opt.SLO.MinRequests() {
 			t.Errorf("%s: %d measured requests a point, the SLO needs %d", ex, n, opt.SLO.MinRequests())
 		}
@@ -354,7 +356,7 @@ func TestSLOExampleSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s, err := LoadSpec(filepath.Join(repoRoot(t), "examples", "qwen3-14b-h100-slo.yaml"))
+	s, err := labspec.LoadSpec(filepath.Join(repoRoot(t), "examples", "qwen3-14b-h100-slo.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +373,7 @@ func TestSLOExampleSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(DatasetRequests(tok))}
-	opt, _ := s.Objective.Load.options()
+	opt, _ := s.Objective.Load.Options()
 	cands := []*Candidate{sum.Baseline, sum.Winner}
 	for _, st := range sum.Stages {
 		for i := range st.Candidates {
@@ -412,18 +414,18 @@ func TestSLOExampleSweep(t *testing.T) {
 			t.Errorf("%s: no search with a sustainable load", c.Name)
 			continue
 		}
-		cfg, ok := s.Config(Point(c.Point))
+		cfg, ok := s.Config(labspec.Point(c.Point))
 		if !ok {
 			t.Fatalf("%s: config does not apply", c.Name)
 		}
 		truth := 0.0
 		for load := 0.9 * sr.Sustainable; load < s.Objective.Load.Max; load *= 1.01 {
-			p, err := s.Objective.Load.sized(opt.SLO, *s.Tuning, load, func(w Workload) (loadsearch.Point, error) {
+			p, err := sized(s.Objective.Load, opt.SLO, *s.Tuning, load, func(w labspec.Workload) (loadsearch.Point, error) {
 				b, err := r.GuessResult(ctx, cfg, w, 0)
 				if err != nil {
 					return loadsearch.Point{}, err
 				}
-				return w.Point.pointOf(b)
+				return pointOf(w.Point, b)
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -453,7 +455,7 @@ func TestSLOExampleSweep(t *testing.T) {
 // when its draw slows it. It names the search's lowest point above the
 // answer that was judged over, when the sweep found that load within the
 // SLO and the point's draw made it slower; otherwise it returns "".
-func noiseBracket(s *Spec, sr *loadsearch.Result, slo loadsearch.SLO, truth float64) string {
+func noiseBracket(s *labspec.Spec, sr *loadsearch.Result, slo loadsearch.SLO, truth float64) string {
 	var over *loadsearch.Point
 	for i := range sr.Points {
 		p := &sr.Points[i]

@@ -3,6 +3,7 @@ package lab
 import (
 	"testing"
 
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -10,7 +11,7 @@ import (
 // result any version wrote, a failure, and results lacking a figure an SLO
 // bounds (absent or null), which must read as missing, not as 0.
 func TestMeasurementOf(t *testing.T) {
-	obj := Objective{Metric: ObjectiveGoodput, SLO: SLO{TPOTMs: 50, P99TTFTMs: 500}}
+	obj := labspec.Objective{Metric: labspec.ObjectiveGoodput, SLO: labspec.SLO{TPOTMs: 50, P99TTFTMs: 500}}
 	cases := []struct {
 		name, result string
 		score        float64
@@ -30,10 +31,10 @@ func TestMeasurementOf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := obj.Score(m, 1); got != tc.score {
+			if got := scoreUnder(obj, m, 1); got != tc.score {
 				t.Errorf("score %v, want %v", got, tc.score)
 			}
-			if got := obj.missing(m); got != tc.missing {
+			if got := missingFigures(obj, m); got != tc.missing {
 				t.Errorf("missing %q, want %q", got, tc.missing)
 			}
 			if m.SustainableLoad != tc.sustainable || m.Cost.GPUs != 2 || m.SuccessRate() != 0.9 {
@@ -48,7 +49,7 @@ func TestMeasurementOf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if obj.Score(back, 1) != tc.score || obj.missing(back) != tc.missing || back.SustainableLoad != tc.sustainable {
+			if scoreUnder(obj, back, 1) != tc.score || missingFigures(obj, back) != tc.missing || back.SustainableLoad != tc.sustainable {
 				t.Errorf("round trip changed it: %s", b)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/report"
 )
@@ -19,7 +20,7 @@ import (
 // needs exact numbers.
 type tablePredictor map[string]float64
 
-func (tp tablePredictor) Predict(_ context.Context, cfg engine.Config, _ Hardware, reqs []dataset.Request, _ Workload) (Prediction, error) {
+func (tp tablePredictor) Predict(_ context.Context, cfg engine.Config, _ labspec.Hardware, reqs []dataset.Request, _ labspec.Workload) (Prediction, error) {
 	key := fmt.Sprintf("q=%t tp=%d dp=%d", cfg.Quantization != "" || strings.HasSuffix(cfg.Model, "-FP8"),
 		max(cfg.TensorParallel, 1), max(cfg.DataParallel, 1))
 	tps, ok := tp[key]
@@ -68,7 +69,7 @@ func candidateByPoint(t *testing.T, sum *Summary, stage, par string) Candidate {
 			continue
 		}
 		for _, c := range st.Candidates {
-			if c.Point[KnobParallelism] == par {
+			if c.Point[labspec.KnobParallelism] == par {
 				return c
 			}
 		}
@@ -135,7 +136,7 @@ func TestPerGPUDecisions(t *testing.T) {
 				}
 			}
 			w := sum.Winner
-			if w.Point[KnobParallelism] != tc.wantPar || w.GPUs != tc.wantGPUs {
+			if w.Point[labspec.KnobParallelism] != tc.wantPar || w.GPUs != tc.wantGPUs {
 				t.Fatalf("winner %s on %d GPUs, want parallelism %s on %d", w.Name, w.GPUs, tc.wantPar, tc.wantGPUs)
 			}
 

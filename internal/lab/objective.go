@@ -3,12 +3,12 @@ package lab
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/objective"
@@ -17,7 +17,8 @@ import (
 
 // ObjectiveKind is one objective a spec may name in objective.metric: how
 // it scores a trial, the unit of that score, what it needs from a trial,
-// how it runs a candidate and how it checks the spec's objective section.
+// and how it runs a candidate. How a spec's objective section is checked
+// and normalized is the spec language's (labspec's objective rules).
 // Each kind is registered once, below; nothing else in lab asks which
 // objective it has.
 type ObjectiveKind interface {
@@ -27,23 +28,17 @@ type ObjectiveKind interface {
 	// GPUs the config occupies.
 	Score(m Measurement, gpus int) float64
 	// Unit names the score's unit for messages.
-	Unit(obj Objective) string
+	Unit(obj labspec.Objective) string
 	// Lacks names the result figures the score reads that m's result
 	// lacks: such a trial is not eligible (it would score 0).
 	Lacks(m Measurement) []string
 
-	// check says what is wrong with the spec's objective section, as the
-	// JSON path and the reason.
-	check(obj Objective) (path string, err error)
-	// normalized is the metric a spec with this objective means (goodput
-	// without a per-request bound means total throughput).
-	normalized(obj Objective) string
 	// run measures candidates: one benchmark each, or a load search.
 	run(ctx context.Context, l *Lab, specs []TrialSpec, budget bool) ([]*result, error)
 	// guide adapts the lab's guide to predict this objective's score.
-	guide(g Guide, obj Objective) Guide
+	guide(g Guide, obj labspec.Objective) Guide
 	// loadSLO is the SLO a load search checks (nil when none runs).
-	loadSLO(obj Objective) *loadsearch.SLO
+	loadSLO(obj labspec.Objective) *loadsearch.SLO
 	// noScoreHint says why a score may be 0 ("" when nothing to add).
 	noScoreHint() string
 }
@@ -60,6 +55,10 @@ func registerObjective(k ObjectiveKind) {
 	if !objective.Known(k.Name()) {
 		panic("lab: objective " + k.Name() + " has no words in package objective")
 	}
+	// A spec names it only if the spec language knows its section's rules.
+	if !labspec.KnownObjective(k.Name()) {
+		panic("lab: objective " + k.Name() + " has no rules in package labspec")
+	}
 	objectives[k.Name()] = k
 }
 
@@ -74,7 +73,7 @@ func init() {
 // default, total_throughput).
 func LookupObjective(name string) (ObjectiveKind, bool) {
 	if name == "" {
-		name = ObjectiveTotalThroughput
+		name = labspec.ObjectiveTotalThroughput
 	}
 	k, ok := objectives[name]
 	return k, ok
@@ -92,7 +91,7 @@ func ObjectiveNames() []string {
 
 // Kind is the objective's registered kind; a name the registry does not
 // hold (a spec not yet validated) reads as the default.
-func (obj Objective) Kind() ObjectiveKind {
+func kindOf(obj labspec.Objective) ObjectiveKind {
 	if k, ok := LookupObjective(obj.Metric); ok {
 		return k
 	}
@@ -102,23 +101,16 @@ func (obj Objective) Kind() ObjectiveKind {
 
 // Score scores a measurement under the spec's objective; higher is
 // better. gpus is how many GPUs the config occupies.
-func (obj Objective) Score(m Measurement, gpus int) float64 { return obj.Kind().Score(m, gpus) }
+func scoreUnder(obj labspec.Objective, m Measurement, gpus int) float64 {
+	return kindOf(obj).Score(m, gpus)
+}
 
 // Unit names the objective's unit for messages.
-func (obj Objective) Unit() string { return obj.Kind().Unit(obj) }
-
-// check validates the objective section of a spec.
-func (obj Objective) check() (path string, err error) {
-	k, ok := LookupObjective(obj.Metric)
-	if !ok {
-		return "$.objective.metric", fmt.Errorf("objective %q: want %s", obj.Metric, strings.Join(ObjectiveNames(), ", "))
-	}
-	return k.check(obj)
-}
+func ObjectiveUnit(obj labspec.Objective) string { return kindOf(obj).Unit(obj) }
 
 // sloViolation says which P99 bound a measurement breaks ("" if none).
 // For goodput the bounds are per request and already in the score.
-func (obj Objective) sloViolation(m Measurement) string {
+func sloViolation(obj labspec.Objective, m Measurement) string {
 	if obj.SLO.P99TPOTMs > 0 && m.P99TPOTMs() > obj.SLO.P99TPOTMs {
 		return fmt.Sprintf("P99 TPOT %.1f ms > %.1f ms", m.P99TPOTMs(), obj.SLO.P99TPOTMs)
 	}
@@ -132,8 +124,8 @@ func (obj Objective) sloViolation(m Measurement) string {
 // measurement's result lacks ("" when it has them all): a figure absent
 // would read as 0 and pass a P99 bound or score every trial 0. The names
 // are vLLM's keys, as the user knows them.
-func (obj Objective) missing(m Measurement) string {
-	ks := obj.Kind().Lacks(m)
+func missingFigures(obj labspec.Objective, m Measurement) string {
+	ks := kindOf(obj).Lacks(m)
 	if _, ok := m.p99(metrics.MetricTPOT); obj.SLO.P99TPOTMs > 0 && !ok {
 		ks = append(ks, "p99_tpot_ms")
 	}
@@ -147,12 +139,10 @@ func (obj Objective) missing(m Measurement) string {
 // candidate answers; the kinds embed it.
 type benchmarked struct{}
 
-func (benchmarked) Lacks(Measurement) []string        { return nil }
-func (benchmarked) check(Objective) (string, error)   { return "", nil }
-func (benchmarked) guide(g Guide, _ Objective) Guide  { return g }
-func (benchmarked) loadSLO(Objective) *loadsearch.SLO { return nil }
-func (benchmarked) noScoreHint() string               { return "" }
-func (benchmarked) normalized(obj Objective) string   { return obj.Kind().Name() }
+func (benchmarked) Lacks(Measurement) []string                { return nil }
+func (benchmarked) guide(g Guide, _ labspec.Objective) Guide  { return g }
+func (benchmarked) loadSLO(labspec.Objective) *loadsearch.SLO { return nil }
+func (benchmarked) noScoreHint() string                       { return "" }
 func (benchmarked) run(ctx context.Context, l *Lab, specs []TrialSpec, budget bool) ([]*result, error) {
 	return l.run2(ctx, specs, budget)
 }
@@ -160,15 +150,15 @@ func (benchmarked) run(ctx context.Context, l *Lab, specs []TrialSpec, budget bo
 // totalThroughput scores total tokens/s (vLLM's total_token_throughput).
 type totalThroughput struct{ benchmarked }
 
-func (totalThroughput) Name() string                       { return ObjectiveTotalThroughput }
+func (totalThroughput) Name() string                       { return labspec.ObjectiveTotalThroughput }
 func (totalThroughput) Score(m Measurement, _ int) float64 { return m.res().TotalTokenThroughput }
-func (totalThroughput) Unit(Objective) string              { return "tok/s" }
+func (totalThroughput) Unit(labspec.Objective) string      { return "tok/s" }
 
 // throughputPerGPU scores total tokens/s divided by the config's GPUs.
 type throughputPerGPU struct{ benchmarked }
 
-func (throughputPerGPU) Name() string          { return ObjectiveThroughputPerGPU }
-func (throughputPerGPU) Unit(Objective) string { return "tok/s/GPU" }
+func (throughputPerGPU) Name() string                  { return labspec.ObjectiveThroughputPerGPU }
+func (throughputPerGPU) Unit(labspec.Objective) string { return "tok/s/GPU" }
 func (throughputPerGPU) Score(m Measurement, gpus int) float64 {
 	return m.res().TotalTokenThroughput / float64(max(gpus, 1))
 }
@@ -177,9 +167,9 @@ func (throughputPerGPU) Score(m Measurement, gpus int) float64 {
 // request_goodput under --goodput).
 type goodput struct{ benchmarked }
 
-func (goodput) Name() string                       { return ObjectiveGoodput }
+func (goodput) Name() string                       { return labspec.ObjectiveGoodput }
 func (goodput) Score(m Measurement, _ int) float64 { return m.res().RequestGoodput }
-func (goodput) Unit(Objective) string              { return "req/s within SLO" }
+func (goodput) Unit(labspec.Objective) string      { return "req/s within SLO" }
 func (goodput) Lacks(m Measurement) []string {
 	if !m.res().GoodputConfigured {
 		return []string{"request_goodput"}
@@ -188,73 +178,35 @@ func (goodput) Lacks(m Measurement) []string {
 }
 func (goodput) noScoreHint() string { return ": no request met the SLO" }
 
-func (goodput) check(obj Objective) (string, error) {
-	slo := obj.SLO
-	if slo.TPOTMs == 0 && slo.TTFTMs == 0 && slo.E2ELMs == 0 && slo.P99TPOTMs == 0 && slo.P99TTFTMs == 0 {
-		return "$.objective", errors.New("objective goodput needs an slo (e.g. tpot_ms: 100)")
-	}
-	return "", nil
-}
-
-// normalized: goodput is requests/s meeting per-request bounds; with only
-// P99 bounds there is nothing per request to count (vLLM's
-// request_goodput is absent and every trial would score 0). The meaning is
-// then "the most throughput whose P99 stays within the bounds": total
-// throughput, with the P99 bounds as constraints.
-func (goodput) normalized(obj Objective) string {
-	if !obj.SLO.perRequest() {
-		return ObjectiveTotalThroughput
-	}
-	return ObjectiveGoodput
-}
-
 // maxLoadUnderSLO scores a config by the highest load it sustains within
 // objective.load's SLO, found by a load search per candidate
 // (loadobjective.go).
 type maxLoadUnderSLO struct{}
 
-func (maxLoadUnderSLO) Name() string                       { return ObjectiveMaxLoadUnderSLO }
-func (maxLoadUnderSLO) Score(m Measurement, _ int) float64 { return m.SustainableLoad }
-func (maxLoadUnderSLO) Unit(obj Objective) string          { return obj.Load.unit() }
-func (maxLoadUnderSLO) Lacks(Measurement) []string         { return nil }
-func (maxLoadUnderSLO) noScoreHint() string                { return "" }
-func (maxLoadUnderSLO) normalized(Objective) string        { return ObjectiveMaxLoadUnderSLO }
-func (maxLoadUnderSLO) guide(g Guide, obj Objective) Guide { return loadGuide(g, obj.Load) }
-
-func (maxLoadUnderSLO) check(obj Objective) (string, error) {
-	if err := obj.Load.validate(); err != nil {
-		return "$.objective.load", fmt.Errorf("objective max_load_under_slo: %w", err)
-	}
-	return "", nil
-}
+func (maxLoadUnderSLO) Name() string                               { return labspec.ObjectiveMaxLoadUnderSLO }
+func (maxLoadUnderSLO) Score(m Measurement, _ int) float64         { return m.SustainableLoad }
+func (maxLoadUnderSLO) Unit(obj labspec.Objective) string          { return obj.Load.Unit() }
+func (maxLoadUnderSLO) Lacks(Measurement) []string                 { return nil }
+func (maxLoadUnderSLO) noScoreHint() string                        { return "" }
+func (maxLoadUnderSLO) guide(g Guide, obj labspec.Objective) Guide { return loadGuide(g, obj.Load) }
 
 func (maxLoadUnderSLO) run(ctx context.Context, l *Lab, specs []TrialSpec, budget bool) ([]*result, error) {
 	return l.searchLoads(ctx, specs, budget)
 }
 
-func (maxLoadUnderSLO) loadSLO(obj Objective) *loadsearch.SLO {
-	o, err := obj.Load.options()
+func (maxLoadUnderSLO) loadSLO(obj labspec.Objective) *loadsearch.SLO {
+	o, err := obj.Load.Options()
 	if err != nil {
 		return nil
 	}
 	return &o.SLO
 }
 
-// Normalized is the objective as the lab runs it: the default metric
-// filled in and goodput without a per-request bound read as total
-// throughput (see goodput.normalized). A metric the registry lacks stays.
-func (obj Objective) Normalized() Objective {
-	if k, ok := LookupObjective(obj.Metric); ok {
-		obj.Metric = k.normalized(obj)
-	}
-	return obj
-}
-
 // ScoreTrial is a stored trial's score under the objective, as the lab
 // scored it when the trial ended (eligible or not); ok is false for a
 // trial that has none: it failed, or its result or config is unreadable.
 // The API sends it so no client derives scores of its own.
-func (obj Objective) ScoreTrial(t store.Trial) (score float64, ok bool) {
+func ScoreTrial(obj labspec.Objective, t store.Trial) (score float64, ok bool) {
 	m, err := measurementOf(t)
 	if err != nil || m.Failure != nil {
 		return 0, false
@@ -263,5 +215,5 @@ func (obj Objective) ScoreTrial(t store.Trial) (score float64, ok bool) {
 	if err := json.Unmarshal(t.Config, &cfg); err != nil {
 		return 0, false
 	}
-	return obj.Score(m, GPUs(cfg)), true
+	return scoreUnder(obj, m, labspec.GPUs(cfg)), true
 }

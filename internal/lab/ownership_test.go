@@ -19,6 +19,8 @@ import (
 
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labprogress"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/sim/simargs"
 	"github.com/perflab/perflab/internal/store"
@@ -302,7 +304,7 @@ func TestSpecPathsResolveAgainstSpecDir(t *testing.T) {
 	head := "name: p\nmodel: Qwen/Qwen3-14B\nengines: [{name: vllm}]\n"
 	good := write("good.yaml", head+"tokenizer: ../data/tok\ntuning: {name: sg, path: ../data/sg.json}\n")
 	t.Chdir(t.TempDir()) // somewhere else entirely
-	s, err := LoadSpec(good)
+	s, err := labspec.LoadSpec(good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +312,7 @@ func TestSpecPathsResolveAgainstSpecDir(t *testing.T) {
 		t.Errorf("tokenizer %q, tuning path %q; want %q and %q", s.Tokenizer, s.Tuning.Path, tokDir, data)
 	}
 	hub := write("hub.yaml", head+"tokenizer: Qwen/Qwen3-14B\ntuning: {name: sg, path: ../data/sg.json}\n")
-	if s, err := LoadSpec(hub); err != nil || s.Tokenizer != "Qwen/Qwen3-14B" {
+	if s, err := labspec.LoadSpec(hub); err != nil || s.Tokenizer != "Qwen/Qwen3-14B" {
 		t.Errorf("a Hub id as tokenizer: %q, %v", s.Tokenizer, err)
 	}
 	for _, tc := range []struct{ name, text, want string }{
@@ -318,7 +320,7 @@ func TestSpecPathsResolveAgainstSpecDir(t *testing.T) {
 		{"dataset", head + "tuning:\n  name: sg\n  path: ../data/nope.json\n", `good-dataset.yaml:6: workload "sg": dataset file ` + filepath.Join(dir, "data", "nope.json")},
 	} {
 		p := write("good-"+map[string]string{"tokenizer": "tok", "dataset": "dataset"}[tc.name]+".yaml", tc.text)
-		_, err := LoadSpec(p)
+		_, err := labspec.LoadSpec(p)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want it to contain %q", tc.name, err, tc.want)
 		}
@@ -329,10 +331,10 @@ func TestSpecPathsResolveAgainstSpecDir(t *testing.T) {
 // ShareGPT: lab: workload ShareGPT: ..."): a workload's request error
 // reaches the lab with its context once, through either runner.
 func TestWorkloadErrorSaidOnce(t *testing.T) {
-	broken := func(w Workload) ([]dataset.Request, error) {
+	broken := func(w labspec.Workload) ([]dataset.Request, error) {
 		return nil, fmt.Errorf("lab: workload %s: %w", w.Name, errors.New("dataset: truncated JSON"))
 	}
-	tr := TrialSpec{Key: "k", Name: "x", Workload: Workload{Name: "ShareGPT"},
+	tr := TrialSpec{Key: "k", Name: "x", Workload: labspec.Workload{Name: "ShareGPT"},
 		Config: engine.Config{Engine: "vllm", Version: "0.11.0", Model: "m"}}
 	for name, r := range map[string]Runner{
 		"predict": &PredictRunner{Predictor: AnalyticPredictor{}, Requests: broken},
@@ -357,8 +359,8 @@ func TestSpecAliasBomb(t *testing.T) {
 	}
 	b.WriteString("stages:\n  - name: max_num_seqs\n    values: *a8\n")
 	start := time.Now()
-	_, err := ParseSpec("bomb.yaml", []byte(b.String()))
-	var se *SpecError
+	_, err := labspec.ParseSpec("bomb.yaml", []byte(b.String()))
+	var se *labspec.SpecError
 	if !errors.As(err, &se) || se.Line == 0 || !strings.Contains(se.Msg, "expands to more than") {
 		t.Fatalf("err = %v, want a SpecError with the line of the expansion", err)
 	}
@@ -387,7 +389,7 @@ type countingGuide struct {
 	n     atomic.Int64
 }
 
-func (c *countingGuide) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Measurement, error) {
+func (c *countingGuide) Guess(ctx context.Context, cfg engine.Config, w labspec.Workload, prompts int) (Measurement, error) {
 	c.n.Add(1)
 	return c.inner.Guess(ctx, cfg, w, prompts)
 }
@@ -435,7 +437,7 @@ func TestProgressLines(t *testing.T) {
 	st := sqliteStore(t)
 	var buf bytes.Buffer
 	l := analyticLab(s, st)
-	l.Progress = NewEvents(&LineProgress{W: &buf})
+	l.Progress = NewEvents(&labprogress.LineProgress{W: &buf})
 	sum, err := l.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -461,7 +463,7 @@ func TestProgressLines(t *testing.T) {
 	}
 	buf.Reset()
 	again := analyticLab(s, st)
-	again.Progress = NewEvents(&LineProgress{W: &buf})
+	again.Progress = NewEvents(&labprogress.LineProgress{W: &buf})
 	sum2, err := again.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/perflab/perflab/internal/labspec"
 )
 
 func TestPerformanceModeValues(t *testing.T) {
@@ -25,7 +27,7 @@ stages:
 		{"latency", `test.yaml:7: stage "performance_mode": performance_mode "latency": want balanced, interactivity or throughput`},
 	}
 	for _, tc := range cases {
-		_, err := ParseSpec("test.yaml", []byte(strings.Replace(spec, "%s", tc.values, 1)))
+		_, err := labspec.ParseSpec("test.yaml", []byte(strings.Replace(spec, "%s", tc.values, 1)))
 		switch {
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("%s: %v", tc.values, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/perflab/perflab/internal/bench/benchtest"
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 )
 
 // countingRuntime is a fake engine.Runtime whose servers are one shared
@@ -139,11 +140,11 @@ func poolTrial(engineName, model string, rep int) TrialSpec {
 
 func poolTrialAt(engineName, version, model string, rep int) TrialSpec {
 	cfg := engine.Config{Engine: engineName, Version: version, Model: model}
-	w := Workload{Name: "w"}
+	w := labspec.Workload{Name: "w"}
 	return TrialSpec{Key: TrialKey("s", cfg, w, rep), Name: model, Config: cfg, Workload: w, Repeat: rep}
 }
 
-func twoRequests(Workload) ([]dataset.Request, error) {
+func twoRequests(labspec.Workload) ([]dataset.Request, error) {
 	return []dataset.Request{{Prompt: "a", PromptLen: 1, OutputLen: 2}, {Prompt: "b", PromptLen: 1, OutputLen: 2}}, nil
 }
 
@@ -258,7 +259,7 @@ func TestServerReuse(t *testing.T) {
 // the batch just measured is predicted, without the exploration bonus, to
 // beat it; a config that beats it only on the bonus does not count.
 func TestLikelyBeaten(t *testing.T) {
-	a, b, c := Point{"engine": "vllm"}, Point{"engine": "sglang"}, Point{"engine": "trtllm"}
+	a, b, c := labspec.Point{"engine": "vllm"}, labspec.Point{"engine": "sglang"}, labspec.Point{"engine": "trtllm"}
 	cands := []rankedPoint{
 		{p: a, pred: 120, opt: 120},
 		{p: b, pred: 90, opt: 130}, // ahead on the bonus only
@@ -266,13 +267,13 @@ func TestLikelyBeaten(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		batch []Point
+		batch []labspec.Point
 		bar   float64
 		want  bool
 	}{
-		{"a predicted above the bar", []Point{c}, 110, true},
-		{"a was the batch just measured", []Point{a}, 110, false},
-		{"b predicted above a lower bar", []Point{a}, 85, true},
+		{"a predicted above the bar", []labspec.Point{c}, 110, true},
+		{"a was the batch just measured", []labspec.Point{a}, 110, false},
+		{"b predicted above a lower bar", []labspec.Point{a}, 85, true},
 		{"b ahead only on the bonus", nil, 125, false},
 	}
 	for _, tt := range tests {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perflab/perflab/internal/labprogress"
 )
 
 // TestBarProgress drives a whole (analytic) lab through the terminal bar:
@@ -16,7 +18,7 @@ func TestBarProgress(t *testing.T) {
 	s := mustSpec(t, smallSpec)
 	var buf bytes.Buffer
 	l := analyticLab(s, newMemStore())
-	l.Progress = NewEvents(&BarProgress{W: &buf, Refresh: 10 * time.Millisecond, AlwaysDraw: true})
+	l.Progress = NewEvents(&labprogress.BarProgress{W: &buf, Refresh: 10 * time.Millisecond, AlwaysDraw: true})
 	sum, err := l.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -65,17 +67,17 @@ func itoa(n int) string {
 // slow prediction batch does not jump (issue 11, defect 6: 3 s to 1 min).
 // The ETA is computed once, in Events, for the lines and the bar alike.
 func TestETALeavesAsideTheGuide(t *testing.T) {
-	var last Event
-	e := NewEvents(SinkFunc(func(ev Event) { last = ev }))
+	var last labprogress.Event
+	e := NewEvents(labprogress.SinkFunc(func(ev labprogress.Event) { last = ev }))
 	e.start = time.Now().Add(-10 * time.Second) // 1 s of trials, then 9 s of predictions
 	e.n, e.ran, e.planned = 1, 1, 3
 	e.Stage("x", 1)
-	if got := last.etaText(); got != "20s" {
+	if got := last.ETAText(); got != "20s" {
 		t.Fatalf("before: ETA %s, want 20s (10 s a trial, 2 left)", got)
 	}
 	e.Aside(9 * time.Second)
 	e.Stage("x", 1)
-	if got := last.etaText(); got != "2s" {
+	if got := last.ETAText(); got != "2s" {
 		t.Errorf("after the guide's 9 s set aside: ETA %s, want 2s", got)
 	}
 }

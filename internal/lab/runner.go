@@ -15,6 +15,7 @@ import (
 
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -37,17 +38,17 @@ type TrialSpec struct {
 	Key      string
 	Stage    string
 	Name     string
-	Point    Point
+	Point    labspec.Point
 	Config   engine.Config
-	Workload Workload
+	Workload labspec.Workload
 	Repeat   int
 }
 
 // TrialKey is stage/config-hash/workload/repeat. The lab reuses a finished
 // trial whose key matches after the stage (see sameMeasurement), so the same
 // config measured again in a later stage is not rerun.
-func TrialKey(stage string, cfg engine.Config, w Workload, repeat int) string {
-	return fmt.Sprintf("%s/%s/%s/r%d", stage, ConfigHash(cfg), w.keyName(), repeat)
+func TrialKey(stage string, cfg engine.Config, w labspec.Workload, repeat int) string {
+	return fmt.Sprintf("%s/%s/%s/r%d", stage, labspec.ConfigHash(cfg), w.KeyName(), repeat)
 }
 
 // measurementKey is the part of a trial key that identifies the measurement
@@ -70,7 +71,7 @@ type Runner interface {
 // the simulator run in process on a subsample of the workload. The joint
 // search ranks untested configs with it.
 type Guide interface {
-	Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Measurement, error)
+	Guess(ctx context.Context, cfg engine.Config, w labspec.Workload, prompts int) (Measurement, error)
 }
 
 // Ranged is a guide (or a predictor behind one) whose predictions carry a
@@ -98,7 +99,7 @@ func upside(g any, cfg engine.Config) (float64, bool) {
 // and a failure class with its reason when the config fails (OOM, rejected
 // flags).
 type Predictor interface {
-	Predict(ctx context.Context, cfg engine.Config, hw Hardware, reqs []dataset.Request, w Workload) (Prediction, error)
+	Predict(ctx context.Context, cfg engine.Config, hw labspec.Hardware, reqs []dataset.Request, w labspec.Workload) (Prediction, error)
 }
 
 // Prediction is one in-process prediction.
@@ -114,7 +115,7 @@ type Prediction struct {
 // Requests builds a workload's requests (dataset.Sample with the
 // tokenizer). Its errors name the workload ("lab: workload ShareGPT: ..."),
 // so callers pass them on as they are.
-type Requests func(w Workload) ([]dataset.Request, error)
+type Requests func(w labspec.Workload) ([]dataset.Request, error)
 
 // CachedRequests memoizes a Requests function per dataset: the workloads a
 // load search derives from one spec workload differ in their load (a
@@ -127,11 +128,11 @@ func CachedRequests(f Requests) Requests {
 	var mu sync.Mutex
 	cache := map[string][]dataset.Request{}
 	errs := map[string]error{}
-	return func(w Workload) ([]dataset.Request, error) {
+	return func(w labspec.Workload) ([]dataset.Request, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		// The name too: an error names its workload.
-		opt, _ := w.resolve()
+		opt, _ := w.Resolve()
 		k := fmt.Sprintf("%s|%+v", w.Name, opt)
 		if r, ok := cache[k]; ok {
 			return r, errs[k]
@@ -148,9 +149,9 @@ func CachedRequests(f Requests) Requests {
 // such in the summary).
 type PredictRunner struct {
 	Predictor Predictor
-	Hardware  Hardware
+	Hardware  labspec.Hardware
 	Requests  Requests
-	Noise     Noise
+	Noise     labspec.Noise
 }
 
 var _ Runner = (*PredictRunner)(nil)
@@ -190,7 +191,7 @@ func (r *PredictRunner) Run(ctx context.Context, t TrialSpec) (Measurement, erro
 }
 
 // Guess predicts without noise on the first prompts requests.
-func (r *PredictRunner) Guess(ctx context.Context, cfg engine.Config, w Workload, prompts int) (Measurement, error) {
+func (r *PredictRunner) Guess(ctx context.Context, cfg engine.Config, w labspec.Workload, prompts int) (Measurement, error) {
 	reqs, err := r.Requests(w)
 	if err != nil {
 		return Measurement{}, err
@@ -215,7 +216,7 @@ var _ Ranged = (*PredictRunner)(nil)
 
 // noiseFactor is a deterministic lognormal draw with mean 1 for one
 // measurement key.
-func noiseFactor(n Noise, key string) float64 {
+func noiseFactor(n labspec.Noise, key string) float64 {
 	h := fnv.New64a()
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(n.Seed))

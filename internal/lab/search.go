@@ -9,131 +9,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/perflab/perflab/internal/labspec"
 )
-
-// DefaultSearchKnobs are the knobs that interact and are searched jointly
-// after the staged pass: engine × quantization × parallelism × batching ×
-// chunked prefill.
-var DefaultSearchKnobs = []string{KnobEngine, KnobQuantization, KnobParallelism, KnobMaxNumSeqs, KnobMaxNumBatchedTokens, KnobChunkedPrefill}
-
-func (s *Spec) searchKnobs() []string {
-	if len(s.Search.Knobs) > 0 {
-		return s.Search.Knobs
-	}
-	return DefaultSearchKnobs
-}
-
-// Axes lists, per knob, every candidate value across engines plus the
-// default (""): from the knob's stage when there is one, else the knob's
-// default candidates.
-func (s *Spec) Axes(ks []string) map[string][]string {
-	out := map[string][]string{}
-	for _, k := range ks {
-		set := map[string]bool{}
-		found := false
-		for _, st := range s.Stages {
-			if st.Knob != k {
-				continue
-			}
-			found = true
-			for _, e := range s.Engines {
-				for _, v := range s.stageValues(st, e.Name) {
-					set[v] = true
-				}
-			}
-		}
-		if !found {
-			st := Stage{Name: k, Knob: k, Values: defaultValues(k)}
-			if k == KnobAttentionBackend {
-				st = DefaultStages()[2]
-			}
-			for _, e := range s.Engines {
-				for _, v := range s.stageValues(st, e.Name) {
-					set[v] = true
-				}
-			}
-		}
-		if k != KnobEngine {
-			set[""] = true
-		}
-		delete(set, "default")
-		out[k] = sortedKeys(set)
-	}
-	return out
-}
-
-// GridKnobs is the space --grid covers: every stage knob and every search
-// knob.
-func (s *Spec) GridKnobs() []string {
-	set := map[string]bool{}
-	for _, st := range s.Stages {
-		set[st.Knob] = true
-	}
-	if !s.Search.Disable {
-		for _, k := range s.searchKnobs() {
-			set[k] = true
-		}
-	}
-	var out []string
-	for _, k := range knobOrder {
-		if set[k] {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// enumerate lists the distinct applicable configs of the cartesian product
-// of axes around from (knobs not in axes keep from's value; a value that
-// does not apply to an engine makes the point invalid and it is dropped).
-func (s *Spec) enumerate(from Point, axes map[string][]string, limit int) []Point {
-	ks := make([]string, 0, len(axes))
-	for _, k := range knobOrder {
-		if _, ok := axes[k]; ok {
-			ks = append(ks, k)
-		}
-	}
-	seen := map[string]bool{}
-	var out []Point
-	var rec func(i int, p Point)
-	rec = func(i int, p Point) {
-		if limit > 0 && len(out) >= limit {
-			return
-		}
-		if i == len(ks) {
-			cfg, ok := s.Config(p)
-			if !ok || unsupported(cfg) != "" {
-				return
-			}
-			if h := ConfigHash(cfg); !seen[h] {
-				seen[h] = true
-				out = append(out, p)
-			}
-			return
-		}
-		k := ks[i]
-		for _, v := range axes[k] {
-			q := p.with(k, v)
-			if k == KnobEngine && v != p[KnobEngine] {
-				// Engine-specific values of from (backend names) do not
-				// carry over to another engine.
-				for _, kk := range knobOrder[1:] {
-					if _, inAxes := axes[kk]; inAxes {
-						continue
-					}
-					if _, has := q[kk]; has {
-						if _, ok := s.Config(Point{KnobEngine: v, kk: q[kk]}); !ok {
-							delete(q, kk)
-						}
-					}
-				}
-			}
-			rec(i+1, q)
-		}
-	}
-	rec(0, from.clone())
-	return out
-}
 
 // explorationBonus is the factor by which the joint search credits each
 // knob value a config has that no trial has measured (under its engine):
@@ -160,11 +38,11 @@ type calObs struct {
 // specific (FP8 or a batch limit does not gain the same on vLLM as on
 // TensorRT-LLM, and the guide's engines are wrong in different ways), so a
 // value measured on one engine says nothing of it on another.
-func features(p Point, ks []string) []string {
+func features(p labspec.Point, ks []string) []string {
 	out := make([]string, 0, len(ks))
-	eng := p[KnobEngine]
+	eng := p[labspec.KnobEngine]
 	for _, k := range ks {
-		if k == KnobEngine {
+		if k == labspec.KnobEngine {
 			out = append(out, k+"="+eng)
 			continue
 		}
@@ -183,17 +61,17 @@ func featureLabels(fs []string) string {
 		if !ok {
 			// The engine feature itself: "engine=vllm".
 			_, v, _ := strings.Cut(f, "=")
-			out[i] = Label(Point{KnobEngine: v})
+			out[i] = Label(labspec.Point{labspec.KnobEngine: v})
 			continue
 		}
 		k, v, _ := strings.Cut(kv, "=")
-		name := Label(Point{KnobEngine: eng, k: v})
+		name := Label(labspec.Point{labspec.KnobEngine: eng, k: v})
 		if _, rest, ok := strings.Cut(name, " + "); ok {
 			name = rest
 		} else {
 			name = k + "=" + v // a default value: Label leaves it out
 		}
-		out[i] = name + " on " + Label(Point{KnobEngine: eng})
+		out[i] = name + " on " + Label(labspec.Point{labspec.KnobEngine: eng})
 	}
 	return strings.Join(out, ", ")
 }
@@ -249,11 +127,11 @@ func (c calibration) factor(feats []string) float64 {
 // search's budget ends.
 func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result, float64, error) {
 	s := l.Spec
-	ks := s.searchKnobs()
+	ks := s.SearchKnobs()
 	js := &JointSummary{Knobs: ks}
 	l.sum.Joint = js
 	staged := inc
-	pts := s.enumerate(inc.spec.Point, s.Axes(ks), 20000)
+	pts := s.Enumerate(inc.spec.Point, s.Axes(ks), 20000)
 	js.Space = len(pts)
 	if l.Progress != nil {
 		l.Progress.Stage("joint search (guide)", len(pts))
@@ -271,11 +149,11 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 	ups := map[string]float64{}
 	for _, p := range pts {
 		cfg, _ := s.Config(p)
-		if _, ok := guess[ConfigHash(cfg)]; !ok {
+		if _, ok := guess[labspec.ConfigHash(cfg)]; !ok {
 			continue
 		}
 		if u, ok := upside(l.guide, cfg); ok {
-			ups[ConfigHash(cfg)] = u
+			ups[labspec.ConfigHash(cfg)] = u
 		}
 	}
 	tried := 0
@@ -284,7 +162,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		var obs []calObs
 		for _, p := range pts {
 			cfg, _ := s.Config(p)
-			g, ok := guess[ConfigHash(cfg)]
+			g, ok := guess[labspec.ConfigHash(cfg)]
 			if !ok || g <= 0 {
 				continue
 			}
@@ -328,7 +206,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		ranged := map[string]float64{}
 		for _, p := range pts {
 			cfg, _ := s.Config(p)
-			g, ok := guess[ConfigHash(cfg)]
+			g, ok := guess[labspec.ConfigHash(cfg)]
 			if !ok {
 				continue
 			}
@@ -344,7 +222,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 			}
 			pred := g * cal.factor(fs)
 			per := explorationBonus
-			if u, ok := ups[ConfigHash(cfg)]; ok {
+			if u, ok := ups[labspec.ConfigHash(cfg)]; ok {
 				per = 1 + u
 				if len(unseen) > 0 {
 					ranged[cfg.Engine] = u
@@ -361,7 +239,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		}
 		if cands[0].opt <= bar {
 			js.StopReason = fmt.Sprintf("no untested config is predicted to beat the incumbent by more than the noise floor%s (best %.1f vs %.1f %s)",
-				optimism(ranged, len(ups) > 0), cands[0].opt, bar, s.Objective.Unit())
+				optimism(ranged, len(ups) > 0), cands[0].opt, bar, ObjectiveUnit(s.Objective))
 			break
 		}
 		if tried >= s.Search.MaxTrials {
@@ -370,8 +248,8 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		}
 		// The batch is the spec's, not the run's parallelism, so a rerun
 		// with another --parallel takes the same path (see Spec.Key).
-		n := max(1, min(s.searchBatch(), s.Search.MaxTrials-tried))
-		var batch []Point
+		n := max(1, min(s.SearchBatch(), s.Search.MaxTrials-tried))
+		var batch []labspec.Point
 		preds := map[string]float64{}
 		why := map[string]string{}
 		for _, c := range cands {
@@ -397,9 +275,9 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		var cs []Candidate
 		newInc, newScore, _, err := l.decide(ctx, "joint", inc, incScore, res, &cs)
 		for i := range cs {
-			pred := preds[Point(cs[i].Point).String()]
+			pred := preds[labspec.Point(cs[i].Point).String()]
 			note := ""
-			if w := why[Point(cs[i].Point).String()]; w != "" {
+			if w := why[labspec.Point(cs[i].Point).String()]; w != "" {
 				note = " (" + w + ")"
 			}
 			cs[i].Reason = strings.TrimSpace(fmt.Sprintf("predicted %.1f%s; %s", pred, note, cs[i].Reason))
@@ -440,7 +318,7 @@ func optimism(ranged map[string]float64, hasRange bool) string {
 // rankedPoint is an untested config of the joint space, as the search
 // ranks it.
 type rankedPoint struct {
-	p      Point
+	p      labspec.Point
 	pred   float64 // calibrated prediction
 	opt    float64 // with the bonus for unmeasured values
 	unseen []string
@@ -450,7 +328,7 @@ type rankedPoint struct {
 // measured is predicted, without the exploration bonus, to beat bar. When
 // none is, the search goes on only on the bonus's optimism, and the new
 // incumbent is most likely the winner.
-func likelyBeaten(cands []rankedPoint, batch []Point, bar float64) bool {
+func likelyBeaten(cands []rankedPoint, batch []labspec.Point, bar float64) bool {
 	measured := map[string]bool{}
 	for _, p := range batch {
 		measured[p.String()] = true
@@ -466,11 +344,11 @@ func likelyBeaten(cands []rankedPoint, batch []Point, bar float64) bool {
 // guessAll predicts every point with the guide (in parallel, once per
 // config), returning the objective by config hash; a config the guide
 // predicts to fail is left out.
-func (l *Lab) guessAll(ctx context.Context, pts []Point) (map[string]float64, error) {
+func (l *Lab) guessAll(ctx context.Context, pts []labspec.Point) (map[string]float64, error) {
 	s := l.Spec
 	out := map[string]float64{}
 	var mu sync.Mutex
-	work := make(chan Point)
+	work := make(chan labspec.Point)
 	var wg sync.WaitGroup
 	workers := max(1, l.sem.slots)
 	var firstErr error
@@ -489,13 +367,13 @@ func (l *Lab) guessAll(ctx context.Context, pts []Point) (map[string]float64, er
 					}
 					continue
 				}
-				sc := s.Objective.Score(o, GPUs(cfg))
+				sc := scoreUnder(s.Objective, o, labspec.GPUs(cfg))
 				// A config predicted to break a P99 bound is no lead either.
-				if o.SuccessRate() < s.MinSuccessRate || !(sc > 0) || math.IsInf(sc, 0) || s.Objective.sloViolation(o) != "" {
+				if o.SuccessRate() < s.MinSuccessRate || !(sc > 0) || math.IsInf(sc, 0) || sloViolation(s.Objective, o) != "" {
 					continue
 				}
 				mu.Lock()
-				out[ConfigHash(cfg)] = sc
+				out[labspec.ConfigHash(cfg)] = sc
 				mu.Unlock()
 			}
 		}()
@@ -518,8 +396,8 @@ func (l *Lab) guessAll(ctx context.Context, pts []Point) (map[string]float64, er
 // the tuning workload and compares the lab's winner with the best.
 func (l *Lab) grid(ctx context.Context, base, win *result) error {
 	s := l.Spec
-	from := Point{KnobEngine: s.baselineEngine()}
-	pts := s.enumerate(from, s.Axes(s.GridKnobs()), 0)
+	from := labspec.Point{labspec.KnobEngine: s.BaselineEngine()}
+	pts := s.Enumerate(from, s.Axes(s.GridKnobs()), 0)
 	if l.Progress != nil {
 		l.Progress.Stage("grid", len(pts))
 	}
@@ -555,7 +433,7 @@ func (l *Lab) grid(ctx context.Context, base, win *result) error {
 			return 0
 		}
 		for _, r := range res {
-			if r.eligible() && ConfigHash(r.spec.Config) == c.ConfigHash {
+			if r.eligible() && labspec.ConfigHash(r.spec.Config) == c.ConfigHash {
 				return r.score
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/sim/simargs"
@@ -22,7 +23,7 @@ import (
 // goodput, exactly like a live benchmark's records.
 type SimPredictor struct {
 	// SLO feeds goodput (tpot/ttft/e2el per request).
-	SLO SLO
+	SLO labspec.SLO
 	// Coefficients is the calibration (nil: the embedded one), e.g. one
 	// `perflab sim calibrate` fitted to the user's own measurements.
 	Coefficients *sim.Coefficients
@@ -31,7 +32,7 @@ type SimPredictor struct {
 var _ Predictor = SimPredictor{}
 
 // Predict implements Predictor.
-func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardware, reqs []dataset.Request, w Workload) (Prediction, error) {
+func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw labspec.Hardware, reqs []dataset.Request, w labspec.Workload) (Prediction, error) {
 	if err := ctx.Err(); err != nil {
 		return Prediction{}, err
 	}
@@ -46,8 +47,8 @@ func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardwa
 		return out, nil
 	}
 	p.GPU = simGPU(hw.GPU)
-	_, load := w.resolve()
-	pred, err := sim.PredictWith(p, sp.Coefficients, reqs, sim.Load{RequestRate: load.rate, MaxConcurrency: load.maxConc, Seed: load.seed})
+	_, load := w.Resolve()
+	pred, err := sim.PredictWith(p, sp.Coefficients, reqs, sim.Load{RequestRate: load.Rate, MaxConcurrency: load.MaxConcurrency, Seed: load.Seed})
 	if err != nil {
 		switch {
 		case errors.Is(err, sim.ErrOOM):
@@ -59,11 +60,11 @@ func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw Hardwa
 		return out, nil
 	}
 	opt := metrics.DefaultOptions()
-	opt.RequestRate, opt.MaxConcurrency = load.rate, load.maxConc
-	if g := sp.SLO.goodput(); len(g) > 0 {
+	opt.RequestRate, opt.MaxConcurrency = load.Rate, load.MaxConcurrency
+	if g := sp.SLO.Goodput(); len(g) > 0 {
 		opt.Goodput = g
 	}
-	recs, dur := w.Point.window(pred.Records, pred.Duration, &opt)
+	recs, dur := pointWindow(w.Point, pred.Records, pred.Duration, &opt)
 	res := metrics.Compute(recs, dur, opt)
 	b, err := res.MarshalJSON()
 	if err != nil {
@@ -105,74 +106,11 @@ func simGPU(name string) string {
 	return name
 }
 
-// goodput turns the per-request SLO bounds into vLLM's --goodput map.
-func (s SLO) goodput() map[string]float64 {
-	g := map[string]float64{}
-	if s.TPOTMs > 0 {
-		g["tpot"] = s.TPOTMs
-	}
-	if s.TTFTMs > 0 {
-		g["ttft"] = s.TTFTMs
-	}
-	if s.E2ELMs > 0 {
-		g["e2el"] = s.E2ELMs
-	}
-	return g
-}
-
-// loadShape is the client side of a workload.
-type loadShape struct {
-	rate    float64
-	maxConc int
-	seed    int64
-}
-
-// resolve turns a workload into dataset options and a load, starting from
-// its named profile when it has one; explicit fields win.
-func (w Workload) resolve() (dataset.Options, loadShape) {
-	var opt dataset.Options
-	ld := loadShape{rate: math.Inf(1)}
-	if w.Profile != "" {
-		if p, ok := dataset.LookupProfile(w.Profile); ok {
-			opt, ld.rate, ld.maxConc = p.Dataset, p.RequestRate, p.MaxConcurrency
-		}
-	}
-	if w.Dataset != "" {
-		opt.Name = w.Dataset
-	}
-	if w.Path != "" {
-		opt.Path = ResolvePath(w.Path)
-	}
-	if w.NumPrompts > 0 {
-		opt.NumPrompts = w.NumPrompts
-	}
-	if w.InputLen > 0 {
-		opt.RandomInputLen = w.InputLen
-	}
-	if w.OutputLen > 0 {
-		opt.RandomOutputLen = w.OutputLen
-	}
-	if w.RangeRatio > 0 {
-		opt.RandomRangeRatio = w.RangeRatio
-	}
-	if w.Seed != 0 {
-		opt.Seed = w.Seed
-	}
-	if w.RequestRate != 0 {
-		ld.rate = w.RequestRate.Value()
-	}
-	if w.MaxConcurrency > 0 {
-		ld.maxConc = w.MaxConcurrency
-	}
-	ld.seed = opt.Seed
-	return opt, ld
-}
-
 // DatasetRequests samples a workload's requests with dataset.Sample and the
 // tokenizer, exactly as vllm bench serve would.
 func DatasetRequests(tok dataset.Tokenizer) Requests {
-	return func(w Workload) ([]dataset.Request, error) {
-		opt, _ := w.resolve()
+	return func(w labspec.Workload) ([]dataset.Request, error) {
+		opt, _ := w.Resolve()
 		reqs, err := dataset.Sample(opt, tok)
 		if err != nil {
 			return nil, fmt.Errorf("lab: workload %s: %w", w.Name, err)
@@ -182,8 +120,8 @@ func DatasetRequests(tok dataset.Tokenizer) Requests {
 }
 
 // info describes a workload and the bench commands that reproduce it.
-func (w Workload) info(model string) WorkloadInfo {
-	opt, ld := w.resolve()
+func workloadInfo(w labspec.Workload, model string) WorkloadInfo {
+	opt, ld := w.Resolve()
 	var desc string
 	args := []string{"--model", model, "--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--dataset-name", opt.Name}
 	switch opt.Name {
@@ -198,17 +136,17 @@ func (w Workload) info(model string) WorkloadInfo {
 	if n == 0 {
 		n = 1000
 	}
-	desc += fmt.Sprintf(", %d prompts, seed %d, rate %s", n, opt.Seed, Rate(ld.rate))
+	desc += fmt.Sprintf(", %d prompts, seed %d, rate %s", n, opt.Seed, labspec.Rate(ld.Rate))
 	args = append(args, "--num-prompts", strconv.Itoa(n))
 	if opt.Seed != 0 {
 		args = append(args, "--seed", strconv.FormatInt(opt.Seed, 10))
 	}
-	if !math.IsInf(ld.rate, 1) {
-		args = append(args, "--request-rate", strconv.FormatFloat(ld.rate, 'g', -1, 64))
+	if !math.IsInf(ld.Rate, 1) {
+		args = append(args, "--request-rate", strconv.FormatFloat(ld.Rate, 'g', -1, 64))
 	}
-	if ld.maxConc > 0 {
-		desc += fmt.Sprintf(", max concurrency %d", ld.maxConc)
-		args = append(args, "--max-concurrency", strconv.Itoa(ld.maxConc))
+	if ld.MaxConcurrency > 0 {
+		desc += fmt.Sprintf(", max concurrency %d", ld.MaxConcurrency)
+		args = append(args, "--max-concurrency", strconv.Itoa(ld.MaxConcurrency))
 	}
 	a := strings.Join(args, " ")
 	return WorkloadInfo{Name: w.Name, Description: desc, Perflab: "perflab bench " + a, VLLM: "vllm bench serve " + a}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/sim"
 )
 
@@ -18,8 +19,8 @@ func TestSimPredictorCoefficients(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := engine.Config{Engine: engine.VLLM, Model: "Qwen/Qwen3-14B"}
-	hw := Hardware{GPU: "H100", Count: 1}
-	w := Workload{Name: "random", Dataset: "random", InputLen: 1000, OutputLen: 200, NumPrompts: 200, MaxConcurrency: 64}
+	hw := labspec.Hardware{GPU: "H100", Count: 1}
+	w := labspec.Workload{Name: "random", Dataset: "random", InputLen: 1000, OutputLen: 200, NumPrompts: 200, MaxConcurrency: 64}
 	reqs, err := StandinRequests(w)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,9 @@
 package lab
 
-import "github.com/perflab/perflab/internal/report"
+import (
+	"github.com/perflab/perflab/internal/labspec"
+	"github.com/perflab/perflab/internal/report"
+)
 
 // SummaryVersion is bumped when a JSON tag of report.Summary changes
 // meaning: the tag names are a contract with every stored run, documented
@@ -29,7 +32,7 @@ type (
 )
 
 // engineVersions is the summary's record of the spec's engines.
-func engineVersions(es []EngineSpec) []report.EngineVersion {
+func engineVersions(es []labspec.EngineSpec) []report.EngineVersion {
 	if es == nil {
 		return nil
 	}
@@ -42,7 +45,7 @@ func engineVersions(es []EngineSpec) []report.EngineVersion {
 
 // summaryLoad is the summary's record of max_load_under_slo's question and
 // of each config's search (the same fields: converted, not copied by hand).
-func summaryLoad(o *LoadObjective, searches []*LoadSearch) (*report.SummaryLoad, []*report.LoadSearch) {
+func summaryLoad(o *labspec.LoadObjective, searches []*LoadSearch) (*report.SummaryLoad, []*report.LoadSearch) {
 	var out []*report.LoadSearch
 	for _, s := range searches {
 		out = append(out, (*report.LoadSearch)(s))

@@ -11,6 +11,7 @@ import (
 	"github.com/perflab/perflab/internal/bench/benchtest"
 	"github.com/perflab/perflab/internal/dataset"
 	"github.com/perflab/perflab/internal/engine"
+	"github.com/perflab/perflab/internal/labspec"
 )
 
 // urlRuntime is a fake engine.Runtime whose one server is an in-process
@@ -56,8 +57,8 @@ func TestTimeScaleStretchesRecords(t *testing.T) {
 		reqs[i] = dataset.Request{Prompt: "hello", PromptLen: 1, OutputLen: 4}
 	}
 	r := &LiveRunner{Runtime: urlRuntime{hs.URL}, TimeScale: k,
-		Requests: func(Workload) ([]dataset.Request, error) { return reqs, nil }}
-	tr := TrialSpec{Key: "t/x/w/r0", Name: "x", Workload: Workload{Name: "w", RequestRate: rate},
+		Requests: func(labspec.Workload) ([]dataset.Request, error) { return reqs, nil }}
+	tr := TrialSpec{Key: "t/x/w/r0", Name: "x", Workload: labspec.Workload{Name: "w", RequestRate: rate},
 		Config: engine.Config{Engine: "vllm", Version: "0.11.0", Model: "m"}}
 	start := time.Now()
 	rec, err := runTrial(context.Background(), r, tr)

@@ -106,7 +106,7 @@ type SummaryCandidate struct {
 	// "unsupported: <engine message>" (never launched), "not run: budget
 	// spent", "stopped by budget before its repeats (single run +1.71%)".
 	Reason string `json:"reason,omitempty"`
-	// Why is the kind of the reason, for code (the lab defines the kinds);
+	// Why is the kind of the reason, for code (the kinds are in why.go);
 	// Reason is for people.
 	Why          Why    `json:"why,omitempty"`
 	FailureClass string `json:"failure_class,omitempty"`
@@ -176,7 +176,7 @@ func (s *Summary) JSON() json.RawMessage {
 	return b
 }
 
-// Why is the kind of a candidate's reason (the lab's Why* constants).
+// Why is the kind of a candidate's reason (the Why* constants, why.go).
 type Why string
 
 // SummaryLoad is max_load_under_slo's question as the spec asked it (the

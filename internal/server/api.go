@@ -12,6 +12,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/store"
 )
@@ -146,7 +147,7 @@ func (s *Server) info(ri store.RunInfo) (runInfo, *summaryHead) {
 	if out.Resumable {
 		// Resuming parses the spec again; one refused now would be a 400
 		// there, so the list does not offer it.
-		if err := lab.ValidateSpec(fmt.Sprintf("run %d", ri.ID), []byte(ri.Spec)); err != nil {
+		if err := labspec.ValidateSpec(fmt.Sprintf("run %d", ri.ID), []byte(ri.Spec)); err != nil {
 			out.Resumable, out.NotResumable = false, err.Error()
 		}
 	}
@@ -381,7 +382,7 @@ func (s *Server) listTrials(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ti.TotalThroughput, ti.OutputThroughput, ti.MeanTPOTMs, ti.MeanTTFTMs = f.total, f.output, f.tpot, f.ttft
-		ti.Score, ti.Unit = f.score, obj.Unit()
+		ti.Score, ti.Unit = f.score, lab.ObjectiveUnit(obj)
 		out = append(out, ti)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"trials": out})
@@ -397,10 +398,10 @@ type figures struct {
 // objectiveOf is the objective the run's lab scores its trials by: the
 // stored spec's, normalized as the lab normalizes it; a run stored without
 // its spec falls back to its summary's objective name.
-func objectiveOf(run store.Run) lab.Objective {
+func objectiveOf(run store.Run) labspec.Objective {
 	if run.Spec != "" {
 		var sh struct {
-			Objective lab.Objective `yaml:"objective"`
+			Objective labspec.Objective `yaml:"objective"`
 		}
 		if yaml.Unmarshal([]byte(run.Spec), &sh) == nil {
 			return sh.Objective.Normalized()
@@ -408,12 +409,12 @@ func objectiveOf(run store.Run) lab.Objective {
 	}
 	var h summaryHead
 	_ = json.Unmarshal(run.Summary, &h)
-	return lab.Objective{Metric: h.Objective}.Normalized()
+	return labspec.Objective{Metric: h.Objective}.Normalized()
 }
 
 // scoreOf is the trial's score under obj, nil when it has none.
-func scoreOf(obj lab.Objective, t store.Trial) *float64 {
-	if sc, ok := obj.ScoreTrial(t); ok {
+func scoreOf(obj labspec.Objective, t store.Trial) *float64 {
+	if sc, ok := lab.ScoreTrial(obj, t); ok {
 		return &sc
 	}
 	return nil
@@ -430,7 +431,7 @@ type figureKey struct {
 // figuresOf returns the trial's list figures, reading and parsing its
 // result once: a stored result does not change, and parsing every
 // result's per-request arrays on each poll of the list made it slow.
-func (s *Server) figuresOf(r *http.Request, t store.Trial, obj lab.Objective) (figures, error) {
+func (s *Server) figuresOf(r *http.Request, t store.Trial, obj labspec.Objective) (figures, error) {
 	k := figureKey{t.RunID, t.Key, t.Ended.UnixMilli()}
 	if f, ok := s.figures.get(k); ok {
 		return f, nil
@@ -464,7 +465,7 @@ func (s *Server) getTrial(w http.ResponseWriter, r *http.Request) {
 	}
 	ti, res := trialOf(t)
 	obj := objectiveOf(run)
-	ti.Score, ti.Unit = scoreOf(obj, t), obj.Unit()
+	ti.Score, ti.Unit = scoreOf(obj, t), lab.ObjectiveUnit(obj)
 	d := trialDetail{trialInfo: ti, Command: t.Command, Result: t.Result, LogTail: t.LogTail, EngineMetrics: t.EngineMetrics}
 	if d.EngineMetrics == nil {
 		d.EngineMetrics = map[string]float64{}

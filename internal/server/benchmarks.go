@@ -10,7 +10,8 @@ import (
 
 	"github.com/perflab/perflab/internal/app"
 	"github.com/perflab/perflab/internal/dataset"
-	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labprogress"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -32,7 +33,7 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 	if b.Tokenizer != "" {
 		p, local, err := s.paths().Ref(b.Tokenizer)
 		if err == nil && local && !exists(p) {
-			err = &lab.PathError{Value: b.Tokenizer, Reason: "no such file or directory under the data root"}
+			err = &labspec.PathError{Value: b.Tokenizer, Reason: "no such file or directory under the data root"}
 		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, pathError("tokenizer", err))
@@ -43,7 +44,7 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 	if b.DatasetPath != "" {
 		p, err := s.paths().Path(b.DatasetPath)
 		if err == nil && !exists(p) {
-			err = &lab.PathError{Value: b.DatasetPath, Reason: "no such file under the data root"}
+			err = &labspec.PathError{Value: b.DatasetPath, Reason: "no such file under the data root"}
 		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, pathError("dataset_path", err))
@@ -71,8 +72,8 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 	}
 	s.wg.Add(1)
 	h, cancel := lr.hub, lr.cancel
-	te := &lab.TrialEvent{Key: "benchmark/" + b.Profile, Name: b.Model + " @ " + b.BaseURL, Stage: "benchmark", Workload: b.Profile}
-	h.Event(lab.Event{Type: lab.EventTrialStarted, Time: time.Now(), Stage: "benchmark", Trial: te, Planned: 1})
+	te := &labprogress.TrialEvent{Key: "benchmark/" + b.Profile, Name: b.Model + " @ " + b.BaseURL, Stage: "benchmark", Workload: b.Profile}
+	h.Event(labprogress.Event{Type: labprogress.EventTrialStarted, Time: time.Now(), Stage: "benchmark", Trial: te, Planned: 1})
 	go func(run store.Run) {
 		defer s.wg.Done()
 		defer cancel()
@@ -83,7 +84,7 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 			if ti, _ := trialOf(t); ti.TotalThroughput > 0 {
 				ended.Score = ti.TotalThroughput
 			}
-			h.Event(lab.Event{Type: lab.EventTrialEnded, Time: time.Now(), Stage: "benchmark", Trial: &ended, Done: 1, Ran: 1, Planned: 1})
+			h.Event(labprogress.Event{Type: labprogress.EventTrialEnded, Time: time.Now(), Stage: "benchmark", Trial: &ended, Done: 1, Ran: 1, Planned: 1})
 		}
 		s.jobs.finish(lr, stored.Status, err)
 	}(run)
@@ -94,7 +95,7 @@ func (s *Server) postBenchmark(w http.ResponseWriter, r *http.Request) {
 // pathError is the answer to a host path the resolver refused.
 func pathError(field string, err error) apiError {
 	e := apiError{Error: fmt.Sprintf("benchmark: %s: %v", field, err), Field: field}
-	var pe *lab.PathError
+	var pe *labspec.PathError
 	if errors.As(err, &pe) {
 		e.Path = pe.Value
 	}

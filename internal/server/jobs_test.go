@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/perflab/perflab/internal/bench/benchtest"
-	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labprogress"
 	"github.com/perflab/perflab/internal/shareddata"
 )
 
@@ -123,7 +123,7 @@ func TestEndedJobsMemory(t *testing.T) {
 		for id := range int64(2000) {
 			lr, _, _ := j.begin(id, t.Context(), nil)
 			for range 200 {
-				lr.hub.Event(lab.Event{Type: lab.EventTrialEnded, Time: time.Now(), Stage: "stage", Trial: &lab.TrialEvent{Key: "k", Name: "a configuration name"}})
+				lr.hub.Event(labprogress.Event{Type: labprogress.EventTrialEnded, Time: time.Now(), Stage: "stage", Trial: &labprogress.TrialEvent{Key: "k", Name: "a configuration name"}})
 			}
 			j.finish(lr, "done", nil)
 		}

@@ -16,17 +16,19 @@ import (
 
 	"github.com/perflab/perflab/internal/app"
 	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labprogress"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/store"
 )
 
 // eventEnd is the stream's last event: the lab has stopped.
-const eventEnd lab.EventType = "end"
+const eventEnd labprogress.EventType = "end"
 
 // wireEvent is one event as the stream sends it.
 type wireEvent struct {
 	ID    int64 `json:"id"`
 	RunID int64 `json:"run_id"`
-	lab.Event
+	labprogress.Event
 	Status string `json:"status,omitempty"`
 	Error  string `json:"error,omitempty"`
 }
@@ -44,7 +46,7 @@ type hub struct {
 	ended  bool
 }
 
-var _ lab.Sink = (*hub)(nil)
+var _ labprogress.Sink = (*hub)(nil)
 
 func newHub(runID int64) *hub { return &hub{runID: runID, wake: make(chan struct{})} }
 
@@ -59,7 +61,7 @@ func (h *hub) add(ev wireEvent) {
 }
 
 // Event implements lab.Sink.
-func (h *hub) Event(e lab.Event) { h.add(wireEvent{Event: e}) }
+func (h *hub) Event(e labprogress.Event) { h.add(wireEvent{Event: e}) }
 
 // end records the lab's end; streams close after it.
 func (h *hub) end(status string, err error) {
@@ -118,7 +120,7 @@ func (h *hub) compact() {
 	}
 	var keep []wireEvent
 	for i, e := range h.events {
-		if e.Type == eventEnd || e.Type == lab.EventBest || i == lastProgress {
+		if e.Type == eventEnd || e.Type == labprogress.EventBest || i == lastProgress {
 			keep = append(keep, e)
 		}
 	}
@@ -145,7 +147,7 @@ func (h *hub) incumbents() []decision {
 	defer h.mu.Unlock()
 	var out []decision
 	for _, e := range h.events {
-		if e.Type == lab.EventBest && e.Incumbent != nil {
+		if e.Type == labprogress.EventBest && e.Incumbent != nil {
 			out = append(out, decision{Stage: e.Stage, Name: e.Incumbent.Name, Decision: "kept", Score: e.Incumbent.Score})
 		}
 	}
@@ -198,14 +200,14 @@ const StatusQueued = "queued"
 
 // eventQueued is a queued lab's first event; its start follows when it
 // gets a slot.
-const eventQueued lab.EventType = "queued"
+const eventQueued labprogress.EventType = "queued"
 
 // errBusy says that a lab of this server already runs the run.
 var errBusy = errors.New("a lab of this server is already running this run")
 
 // start starts the spec's lab in the background as `perflab lab` would
 // (app.Setup.Run) and returns its run.
-func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh bool) (store.Run, error) {
+func (s *Server) start(ctx context.Context, spec *labspec.Spec, su *app.Setup, fresh bool) (store.Run, error) {
 	if s.base.Err() != nil {
 		return store.Run{}, errors.New("server: stopping")
 	}
@@ -246,12 +248,12 @@ func (s *Server) start(ctx context.Context, spec *lab.Spec, su *app.Setup, fresh
 	s.wg.Add(1)
 	h, cancel := lr.hub, lr.cancel
 	if lr.queued.Load() {
-		h.add(wireEvent{Event: lab.Event{Type: eventQueued, Time: time.Now()}, Status: StatusQueued})
+		h.add(wireEvent{Event: labprogress.Event{Type: eventQueued, Time: time.Now()}, Status: StatusQueued})
 	}
 
 	events := lab.NewEvents(h)
 	if s.cfg.Log != nil {
-		events.Add(&lab.LineProgress{W: s.cfg.Log})
+		events.Add(&labprogress.LineProgress{W: s.cfg.Log})
 	}
 	queuedStatus := run.Status
 	go func() {
@@ -365,7 +367,7 @@ func (s *Server) postLab(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// JSON is YAML: one parser, with lines, for both.
-	spec, err := lab.ParseSpecConfined("spec", body, s.cfg.DataRoot)
+	spec, err := labspec.ParseSpecConfined("spec", body, s.cfg.DataRoot)
 	if err != nil {
 		writeSpecError(w, err)
 		return
@@ -375,7 +377,7 @@ func (s *Server) postLab(w http.ResponseWriter, r *http.Request) {
 
 // launch checks a parsed spec's paths, prepares its lab as the CLI does,
 // and starts it.
-func (s *Server) launch(w http.ResponseWriter, r *http.Request, spec *lab.Spec, fresh bool, code int) {
+func (s *Server) launch(w http.ResponseWriter, r *http.Request, spec *labspec.Spec, fresh bool, code int) {
 	if e, bad := s.outsideRoot(spec); bad {
 		writeError(w, http.StatusBadRequest, e)
 		return
@@ -409,14 +411,14 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request, spec *lab.Spec, 
 
 // paths is the resolver every host path sent to this server goes
 // through: confined to the data root.
-func (s *Server) paths() lab.PathResolver {
-	return lab.PathResolver{Base: s.cfg.DataRoot, Confined: true}
+func (s *Server) paths() labspec.PathResolver {
+	return labspec.PathResolver{Base: s.cfg.DataRoot, Confined: true}
 }
 
 // outsideRoot finds the first host path of the parsed spec outside the
 // data root: the parse confined those the spec names, this checks the
 // ones filled in since (the default dataset).
-func (s *Server) outsideRoot(spec *lab.Spec) (apiError, bool) {
+func (s *Server) outsideRoot(spec *labspec.Spec) (apiError, bool) {
 	for _, hp := range spec.HostPaths() {
 		if err := s.paths().Check(hp.Path); err != nil {
 			return apiError{Error: fmt.Sprintf("spec: %s: %v", hp.Field, err), Field: hp.Field, Path: hp.Path}, true
@@ -428,7 +430,7 @@ func (s *Server) outsideRoot(spec *lab.Spec) (apiError, bool) {
 // writeSpecError answers 400 with the spec error's line and message.
 func writeSpecError(w http.ResponseWriter, err error) {
 	e := apiError{Error: err.Error()}
-	var se *lab.SpecError
+	var se *labspec.SpecError
 	if errors.As(err, &se) {
 		e.Line, e.Error = se.Line, se.Msg
 		if se.Line > 0 {
@@ -439,7 +441,7 @@ func writeSpecError(w http.ResponseWriter, err error) {
 			e.Field = fieldOf(se.Msg)
 		}
 	}
-	var pe *lab.PathError
+	var pe *labspec.PathError
 	if errors.As(err, &pe) {
 		e.Path = pe.Value
 	}
@@ -481,7 +483,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %d (%s) has no spec to resume from (an import)", id, run.Name)})
 		return
 	}
-	spec, err := lab.ParseSpecConfined(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
+	spec, err := labspec.ParseSpecConfined(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
 	if err != nil {
 		writeSpecError(w, err)
 		return
@@ -499,7 +501,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Parsed again for the lab: Apply above was to check the key.
-	spec, _ = lab.ParseSpecConfined(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
+	spec, _ = labspec.ParseSpecConfined(fmt.Sprintf("run %d", id), []byte(run.Spec), s.cfg.DataRoot)
 	s.launch(w, r, spec, false, http.StatusAccepted)
 }
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/perflab/perflab/internal/app"
-	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labprogress"
 )
 
 // TestLabQueue: with MaxLabs 2, six labs submitted while both slots are
@@ -145,4 +145,6 @@ func TestHubCompact(t *testing.T) {
 	}
 }
 
-func eventOf(typ string) lab.Event { return lab.Event{Type: lab.EventType(typ)} }
+func eventOf(typ string) labprogress.Event {
+	return labprogress.Event{Type: labprogress.EventType(typ)}
+}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/perflab/perflab/internal/app"
-	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/shareddata"
 	"github.com/perflab/perflab/internal/store"
 )
@@ -36,7 +36,7 @@ func TestTwoWritersOneSQLite(t *testing.T) {
 	ts := newTestServer(t, srvStore, Config{DataRoot: root})
 
 	cliLab := func(text string) (store.Run, error) {
-		spec, err := lab.ParseSpecIn("cli.yaml", []byte(text), root)
+		spec, err := labspec.ParseSpecIn("cli.yaml", []byte(text), root)
 		if err != nil {
 			return store.Run{}, err
 		}

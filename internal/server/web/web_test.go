@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/perflab/perflab/internal/lab"
+	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/server/web"
 	"github.com/perflab/perflab/internal/shareddata"
 )
@@ -94,12 +94,12 @@ func TestExampleIsTheRepositoryExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err := lab.ParseSpecIn("example-lab.yaml", b, data)
+	ours, err := labspec.ParseSpecIn("example-lab.yaml", b, data)
 	if err != nil {
 		t.Fatalf("the dashboard's example does not validate against the data root: %v", err)
 	}
 	path := filepath.Join(root, "examples", "qwen3-14b-h100.yaml")
-	theirs, err := lab.LoadSpec(path)
+	theirs, err := labspec.LoadSpec(path)
 	if err != nil {
 		t.Fatal(err)
 	}

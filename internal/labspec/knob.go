@@ -1,4 +1,4 @@
-package lab
+package labspec
 
 import (
 	"crypto/sha256"
@@ -31,8 +31,8 @@ const (
 	KnobGPUMemoryFraction   = "gpu_memory_fraction"
 )
 
-// knobOrder is the order knobs are applied and printed in.
-var knobOrder = []string{
+// KnobOrder is the order knobs are applied and printed in.
+var KnobOrder = []string{
 	KnobEngine, KnobQuantization, KnobKVCacheDtype, KnobAttentionBackend, KnobParallelism,
 	KnobMaxNumSeqs, KnobMaxNumBatchedTokens, KnobChunkedPrefill, KnobPrefixCaching,
 	KnobSpeculative, KnobPerformanceMode, KnobAsyncScheduling, KnobEnforceEager, KnobGPUMemoryFraction,
@@ -47,10 +47,11 @@ type knob struct {
 	apply func(cfg *engine.Config, s *Spec, v string) bool
 }
 
-func isDefault(v string) bool { return v == "" || v == "default" }
+// IsDefault says whether a knob value leaves the engine's default.
+func IsDefault(v string) bool { return v == "" || v == "default" }
 
 func checkInt(v string) error {
-	if isDefault(v) {
+	if IsDefault(v) {
 		return nil
 	}
 	n, err := strconv.Atoi(v)
@@ -61,7 +62,7 @@ func checkInt(v string) error {
 }
 
 func checkBool(v string) error {
-	if isDefault(v) {
+	if IsDefault(v) {
 		return nil
 	}
 	if _, err := strconv.ParseBool(v); err != nil {
@@ -126,7 +127,7 @@ var knobs = map[string]knob{
 	},
 	KnobAttentionBackend: {
 		check: func(v string) error {
-			if isDefault(v) {
+			if IsDefault(v) {
 				return nil
 			}
 			// A stage's plain Values are filtered to the current
@@ -141,7 +142,7 @@ var knobs = map[string]knob{
 			return fmt.Errorf("attention backend %q is not a %s backend name", v, orList(display))
 		},
 		apply: func(cfg *engine.Config, _ *Spec, v string) bool {
-			if isDefault(v) {
+			if IsDefault(v) {
 				cfg.AttentionBackend = ""
 				return true
 			}
@@ -154,14 +155,14 @@ var knobs = map[string]knob{
 	},
 	KnobParallelism: {
 		check: func(v string) error {
-			if isDefault(v) {
+			if IsDefault(v) {
 				return nil
 			}
 			_, _, _, err := parseParallelism(v)
 			return err
 		},
 		apply: func(cfg *engine.Config, s *Spec, v string) bool {
-			if isDefault(v) {
+			if IsDefault(v) {
 				cfg.TensorParallel, cfg.DataParallel, cfg.ExpertParallel = 0, 0, false
 				return true
 			}
@@ -218,7 +219,7 @@ var knobs = map[string]knob{
 	KnobAsyncScheduling: {
 		check: checkBool,
 		apply: func(cfg *engine.Config, _ *Spec, v string) bool {
-			if k, ok := engine.KindOf(cfg.Engine); (!ok || !k.AsyncScheduling) && !isDefault(v) {
+			if k, ok := engine.KindOf(cfg.Engine); (!ok || !k.AsyncScheduling) && !IsDefault(v) {
 				return false
 			}
 			cfg.AsyncScheduling = parseTri(v)
@@ -235,7 +236,7 @@ var knobs = map[string]knob{
 	},
 	KnobGPUMemoryFraction: {
 		check: func(v string) error {
-			if isDefault(v) {
+			if IsDefault(v) {
 				return nil
 			}
 			f, err := strconv.ParseFloat(v, 64)
@@ -274,7 +275,7 @@ var knobs = map[string]knob{
 			return fmt.Errorf("performance_mode %q: want balanced, interactivity or throughput (vLLM's --performance-mode)", v)
 		},
 		apply: func(cfg *engine.Config, _ *Spec, v string) bool {
-			if isDefault(v) {
+			if IsDefault(v) {
 				cfg.PerformanceMode = ""
 				return true
 			}
@@ -293,10 +294,10 @@ var knobs = map[string]knob{
 }
 
 // KnobNames lists the known knobs in stage order.
-func KnobNames() []string { return append([]string(nil), knobOrder...) }
+func KnobNames() []string { return append([]string(nil), KnobOrder...) }
 
 func parseTri(v string) *bool {
-	if isDefault(v) {
+	if IsDefault(v) {
 		return nil
 	}
 	b, _ := strconv.ParseBool(v)
@@ -326,7 +327,7 @@ func parseParallelism(v string) (tp, dp int, ep bool, err error) {
 
 // parseSpeculative reads "off", "mtp:4", "ngram:4", "eagle3:4:org/draft".
 func parseSpeculative(v string) (*engine.Speculative, error) {
-	if isDefault(v) || v == "off" || v == "none" {
+	if IsDefault(v) || v == "off" || v == "none" {
 		return nil, nil
 	}
 	parts := strings.SplitN(v, ":", 3)
@@ -356,8 +357,8 @@ func parseSpeculative(v string) (*engine.Speculative, error) {
 // engine's default). It always names the engine.
 type Point map[string]string
 
-// clone copies p.
-func (p Point) clone() Point {
+// Clone copies p.
+func (p Point) Clone() Point {
 	q := make(Point, len(p))
 	for k, v := range p {
 		q[k] = v
@@ -365,10 +366,10 @@ func (p Point) clone() Point {
 	return q
 }
 
-// with returns a copy of p with the knob set.
-func (p Point) with(k, v string) Point {
-	q := p.clone()
-	if isDefault(v) {
+// With returns a copy of p with the knob set.
+func (p Point) With(k, v string) Point {
+	q := p.Clone()
+	if IsDefault(v) {
 		delete(q, k)
 	} else {
 		q[k] = v
@@ -380,8 +381,8 @@ func (p Point) with(k, v string) Point {
 func (p Point) String() string {
 	var parts []string
 	parts = append(parts, p[KnobEngine])
-	for _, k := range knobOrder[1:] {
-		if v, ok := p[k]; ok && !isDefault(v) {
+	for _, k := range KnobOrder[1:] {
+		if v, ok := p[k]; ok && !IsDefault(v) {
 			parts = append(parts, k+"="+v)
 		}
 	}
@@ -403,12 +404,12 @@ func (s *Spec) Config(p Point) (engine.Config, bool) {
 	}
 	eng := p[KnobEngine]
 	if eng == "" {
-		eng = s.baselineEngine()
+		eng = s.BaselineEngine()
 	}
 	knobs[KnobEngine].apply(&cfg, s, eng)
-	for _, k := range knobOrder[1:] {
+	for _, k := range KnobOrder[1:] {
 		v, ok := p[k]
-		if !ok || isDefault(v) {
+		if !ok || IsDefault(v) {
 			continue
 		}
 		if !knobs[k].apply(&cfg, s, v) {
@@ -418,11 +419,11 @@ func (s *Spec) Config(p Point) (engine.Config, bool) {
 	return cfg, true
 }
 
-// unsupported is the engine package's reason a config cannot run on its
+// Unsupported is the engine package's reason a config cannot run on its
 // engine/version ("" when it can): every engine.UnsupportedError that
 // engine.Config.Validate finds, which is what Render would refuse. Other
 // validation errors are left to the trial, which records them.
-func unsupported(cfg engine.Config) string {
+func Unsupported(cfg engine.Config) string {
 	err := cfg.Validate()
 	if err == nil {
 		return ""
@@ -505,8 +506,8 @@ func defaultValues(k string) []string {
 	return nil
 }
 
-// stageValues are the candidates of a stage for one engine.
-func (s *Spec) stageValues(st Stage, eng string) []string {
+// StageValues are the candidates of a stage for one engine.
+func (s *Spec) StageValues(st Stage, eng string) []string {
 	switch st.Knob {
 	case KnobEngine:
 		var out []string
@@ -549,7 +550,7 @@ func (s *Spec) spaceValues(only []string) map[string][]string {
 			set[""] = true
 		}
 		for _, e := range s.Engines {
-			for _, v := range s.stageValues(st, e.Name) {
+			for _, v := range s.StageValues(st, e.Name) {
 				set[v] = true
 			}
 		}

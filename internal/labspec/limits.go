@@ -1,4 +1,4 @@
-package lab
+package labspec
 
 import (
 	"errors"
@@ -121,7 +121,7 @@ func (s *Spec) checkRanges(line func(string) int) error {
 	}
 	if l := s.Objective.Load; l != nil {
 		maxLoad := float64(MaxRequestRate)
-		if l.axis() == loadsearch.AxisConcurrency {
+		if l.LoadAxis() == loadsearch.AxisConcurrency {
 			maxLoad = MaxConcurrency
 		}
 		floats = append(floats,
@@ -178,7 +178,7 @@ func (s *Spec) checkRanges(line func(string) int) error {
 // when unset) × input_len, a profile's where the workload names one; a
 // ShareGPT workload's lengths come from its file, bounded by num_prompts.
 func (w *Workload) tokens() int {
-	opt, _ := w.resolve()
+	opt, _ := w.Resolve()
 	n := opt.NumPrompts
 	if n == 0 {
 		n = dataset.DefaultNumPrompts
@@ -207,7 +207,7 @@ func (w *Workload) checkRanges(s *Spec, line func(string) int, p string) error {
 	}
 	// The sample as it will be drawn: a profile supplies what the
 	// workload does not say (very-long: 32,000-token prompts).
-	opt, _ := w.resolve()
+	opt, _ := w.Resolve()
 	if err := CheckSample(opt); err != nil {
 		var se *SampleError
 		errors.As(err, &se)

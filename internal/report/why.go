@@ -1,13 +1,8 @@
-package lab
+package report
 
-import "github.com/perflab/perflab/internal/report"
-
-// Why is the kind of reason behind a candidate's decision. Decisions and
-// the report test it; Candidate.Reason is the same reason as a sentence
-// for people, and nothing branches on its text.
-type Why = report.Why
-
-// The kinds of reasons.
+// The kinds of reasons behind a candidate's decision (Why), which the
+// lab's decisions set and test; SummaryCandidate.Reason is the same reason
+// as a sentence for people, and nothing branches on its text.
 const (
 	// WhyFailed: the trial failed (Candidate.FailureClass says how).
 	WhyFailed Why = "failed"

@@ -1,4 +1,4 @@
-package lab
+package labprogress
 
 import (
 	"fmt"
@@ -107,12 +107,12 @@ func (b *BarProgress) start(e Event) {
 			b.text(func(e Event) string { return fmt.Sprintf("%-14.14s", e.Stage) }),
 			decor.CountersNoUnit(" %d/%d ")),
 		mpb.AppendDecorators(
-			b.text(func(e Event) string { return " ETA " + e.etaText() }),
+			b.text(func(e Event) string { return " ETA " + e.ETAText() }),
 			b.text(func(e Event) string {
 				if e.Incumbent == nil {
 					return " | no incumbent yet"
 				}
-				return " | incumbent " + e.Incumbent.text()
+				return " | incumbent " + e.Incumbent.Text()
 			})))
 	bar.SetTotal(int64(max(e.Planned, 1)), false)
 	b.mu.Lock()

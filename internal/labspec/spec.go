@@ -1,4 +1,4 @@
-package lab
+package labspec
 
 import (
 	"crypto/sha256"
@@ -201,8 +201,8 @@ type Objective struct {
 	Load *LoadObjective `yaml:"load,omitempty" json:"load,omitempty"`
 }
 
-// perRequest says whether the SLO has per-request bounds (goodput's).
-func (s SLO) perRequest() bool { return s.TPOTMs > 0 || s.TTFTMs > 0 || s.E2ELMs > 0 }
+// PerRequest says whether the SLO has per-request bounds (goodput's).
+func (s SLO) PerRequest() bool { return s.TPOTMs > 0 || s.TTFTMs > 0 || s.E2ELMs > 0 }
 
 // SLO is a set of latency bounds in milliseconds (0 = none).
 type SLO struct {
@@ -349,8 +349,8 @@ type Search struct {
 	Batch int `yaml:"batch,omitempty" json:"batch,omitempty"`
 }
 
-// searchBatch is Search.Batch or its default.
-func (s *Spec) searchBatch() int {
+// SearchBatch is Search.Batch or its default.
+func (s *Spec) SearchBatch() int {
 	switch {
 	case s.Search.Batch > 0:
 		return s.Search.Batch
@@ -617,7 +617,7 @@ func (s *Spec) validate(line func(string) int) error {
 	if _, ok := s.Base.Env["HF_TOKEN"]; ok {
 		return bad("$.base.env.HF_TOKEN", "HF_TOKEN does not belong in a spec, which is stored with its run: perflab passes its own environment's HF_TOKEN to the engines")
 	}
-	if path, err := s.Objective.check(); err != nil {
+	if path, err := s.Objective.Check(); err != nil {
 		return bad(path, "%v", err)
 	}
 	for name, v := range map[string]float64{"tpot_ms": s.Objective.SLO.TPOTMs, "ttft_ms": s.Objective.SLO.TTFTMs,
@@ -868,9 +868,9 @@ func (s *Spec) version(eng string) string {
 	return defaultVersions[eng]
 }
 
-// engineVersions lists the spec's engines at their versions ("vllm
+// EngineVersionsText lists the spec's engines at their versions ("vllm
 // 0.11.0, sglang 0.5.5.post1"), for the lines that say what runs.
-func (s *Spec) engineVersions() string {
+func (s *Spec) EngineVersionsText() string {
 	parts := make([]string, len(s.Engines))
 	for i, e := range s.Engines {
 		parts[i] = e.Name + " " + e.Version
@@ -878,9 +878,9 @@ func (s *Spec) engineVersions() string {
 	return strings.Join(parts, ", ")
 }
 
-// baselineEngine is the reports' baseline engine (vLLM, Kind.Baseline)
+// BaselineEngine is the reports' baseline engine (vLLM, Kind.Baseline)
 // when listed, else the first.
-func (s *Spec) baselineEngine() string {
+func (s *Spec) BaselineEngine() string {
 	for _, e := range s.Engines {
 		if k, ok := engine.KindOf(e.Name); ok && k.Baseline {
 			return e.Name

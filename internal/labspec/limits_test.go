@@ -1,11 +1,9 @@
-package lab
+package labspec
 
 import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/perflab/perflab/internal/dataset"
 )
 
 // TestSpecRanges is issue 23's item 1: a number past its range is refused
@@ -84,35 +82,5 @@ func TestUnknownFieldsDeterministic(t *testing.T) {
 		if !errors.As(err, &se) || se.Msg != want || se.Line != 4 {
 			t.Fatalf("err = %v\nwant line 4: %s", err, want)
 		}
-	}
-}
-
-// TestCachedRequestsSharesLoadPoints: a load search's points are one
-// workload at several loads; they share its sample, so the memory a lab
-// keeps does not grow with the points it measures.
-func TestCachedRequestsSharesLoadPoints(t *testing.T) {
-	calls := 0
-	reqs := CachedRequests(func(w Workload) ([]dataset.Request, error) {
-		calls++
-		return StandinRequests(w)
-	})
-	w := Workload{Name: "t", Dataset: "random", InputLen: 10, OutputLen: 10, NumPrompts: 5}
-	o := &LoadObjective{SLO: "ttft_p99<=2s"}
-	for _, load := range []float64{1, 2, 4, 8} {
-		if _, err := reqs(o.pointWorkload(w, load)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := reqs(w); err != nil {
-		t.Fatal(err)
-	}
-	if calls != 1 {
-		t.Errorf("sampled %d times for one workload at five loads, want once", calls)
-	}
-	other := w
-	other.Seed = 7
-	reqs(other)
-	if calls != 2 {
-		t.Errorf("another seed did not sample again")
 	}
 }

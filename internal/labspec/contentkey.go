@@ -1,4 +1,4 @@
-package lab
+package labspec
 
 import (
 	"crypto/sha256"
@@ -137,15 +137,15 @@ func (w Workload) keyed() Workload {
 	return w
 }
 
-// keyName is the workload's name plus a short hash of its definition, so two
+// KeyName is the workload's name plus a short hash of its definition, so two
 // workloads that share a name but differ never share a measurement. The
 // dataset counts by content (see contentID).
-func (w Workload) keyName() string { return w.keyed().pathKeyName() }
+func (w Workload) KeyName() string { return w.keyed().PathKeyName() }
 
-// pathKeyName is keyName as it was before datasets counted by content: the
+// PathKeyName is KeyName as it was before datasets counted by content: the
 // absolute path hashed. Trials stored under it are renamed when their run is
 // adopted (see Lab.adoptLegacy).
-func (w Workload) pathKeyName() string {
+func (w Workload) PathKeyName() string {
 	b, _ := json.Marshal(w)
 	h := fnv.New32a()
 	h.Write(b)
