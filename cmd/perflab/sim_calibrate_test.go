@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/perflab/perflab/internal/metrics"
+	"github.com/perflab/perflab/internal/racetest"
 	"github.com/perflab/perflab/internal/sim"
 )
 
@@ -20,6 +21,7 @@ import (
 // (no run leaves the CUDA graphs, so eager_ms), and predicts the runs
 // better than the embedded calibration does.
 func TestSimCalibrateCLI(t *testing.T) {
+	racetest.SkipCPUBound(t) // three predictions and a fit; the fit's goroutines are raced in internal/sim
 	tok := sharedTokenizer(t)
 	dir := t.TempDir()
 	const key = "H100/vllm/0.11.0"

@@ -12,6 +12,7 @@ import (
 	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/lab"
 	"github.com/perflab/perflab/internal/labspec"
+	"github.com/perflab/perflab/internal/racetest"
 	"github.com/perflab/perflab/internal/shareddata"
 	"github.com/perflab/perflab/internal/sim"
 	"github.com/perflab/perflab/internal/store"
@@ -158,6 +159,7 @@ func TestParseImages(t *testing.T) {
 // path is the lab's; only the starts are counted differently), so the
 // winner is the one a start per measurement finds.
 func TestExample14BStartsAndGPUHours(t *testing.T) {
+	racetest.SkipCPUBound(t) // the whole example's dry run: 80% of this package's race time
 	shareddata.Path(t, "data", "sharegpt")
 	ctx := context.Background()
 	spec, coef, err := Spec(filepath.Join(shareddata.RepoRoot(t), "examples", "qwen3-14b-h100.yaml"), Options{Runtime: "process"})
