@@ -56,7 +56,11 @@ type addedToken struct {
 // Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json
 // (special tokens, chat template) and dir/chat_template.jinja.
 func Load(dir string) (*Tokenizer, error) {
-	t, err := LoadFile(filepath.Join(dir, "tokenizer.json"))
+	return cached("dir", dir, []string{"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}, load)
+}
+
+func load(dir string) (*Tokenizer, error) {
+	t, err := loadFile(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +87,10 @@ func Load(dir string) (*Tokenizer, error) {
 // SpecialIDs falls back to the added tokens flagged special, and there is no
 // chat template.
 func LoadFile(path string) (*Tokenizer, error) {
+	return cached("file", path, []string{""}, loadFile)
+}
+
+func loadFile(path string) (*Tokenizer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: read %s: %w", path, err)
