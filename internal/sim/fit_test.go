@@ -25,16 +25,36 @@ func TestFitReference(t *testing.T) {
 	t0 := time.Now()
 	// From the generic prior, not from the embedded file, so the file is
 	// reproducible by this command.
-	prior := &Coefficients{Entries: map[string]Coef{"*": defaultCoef}}
+	model := envStepModel(t)
+	prior := &Coefficients{StepModel: model, Entries: map[string]Coef{"*": defaultCoef}}
 	c, err := Fit(ref.Cases, prior, FitOptions{Rounds: fitRounds(), Orderings: ref.Orderings, Log: t.Logf, PoolPrior: envFloat("SIM_POOL_PRIOR")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("fit took %v", time.Since(t0))
 	c.Source = "fitted to every result block of ../shared/reference (go test ./internal/sim -run TestFitReference -fit)"
-	if err := os.WriteFile("coefficients.json", c.JSON(), 0o644); err != nil {
+	out := "coefficients.json"
+	if model == StepKernels {
+		c.Source = "fitted under the kernel-table step model to every result block of ../shared/reference (SIM_STEP_MODEL=kernels go test ./internal/sim -run TestFitReference -fit)"
+		out = kernelCoefficientsFile
+	}
+	if err := os.WriteFile(out, c.JSON(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// kernelCoefficientsFile is the calibration fitted under the kernel-table
+// step model while it is not the default (docs/sim-fidelity.md, issue 26).
+const kernelCoefficientsFile = "coefficients_kernels.json"
+
+// envStepModel reads SIM_STEP_MODEL: the step model a fit or a fidelity
+// run uses (empty: the roofline).
+func envStepModel(t *testing.T) StepModel {
+	m := StepModel(os.Getenv("SIM_STEP_MODEL"))
+	if err := m.check(); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // envFloat reads a float from the environment (0 when unset): knobs for
