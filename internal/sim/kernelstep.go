@@ -102,9 +102,10 @@ func kernelDense(tab *kernels.Table, a Arch, tp, tokens, logits int) (sec float6
 //   - the engines all-reduce a step's hidden states twice per layer (after
 //     the attention output and the MLP down projections), in BF16;
 //   - below 8 MB they use a one-shot or two-shot custom all-reduce over
-//     NVLink peer memory (vLLM custom_all_reduce.py, max_size 8 MiB;
-//     TensorRT-LLM's customAllReduceKernels, SGLang's copy of vLLM's), above
-//     it NCCL's ring; both move 2(TP−1)/TP of the data per GPU;
+//     NVLink peer memory (vllm-project/vllm 00d618aa,
+//     vllm/distributed/device_communicators/custom_all_reduce.py,
+//     CustomAllreduce max_size 8192 * 1024), above it NCCL's ring; both
+//     move 2(TP−1)/TP of the data per GPU;
 //   - the bandwidth is one direction of the GPU's NVLink (half the
 //     datasheet's bidirectional figure: 450 GB/s on H100 and H200) at
 //     allReduceBusEff, the share NCCL's ring reaches in practice, and a
