@@ -23,21 +23,10 @@ func TestFitReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	// From the generic prior, not from the embedded file, so the file is
-	// reproducible by this command.
+	// From fitStart (for the roofline the generic prior, not the embedded
+	// file), so the file is reproducible by this command.
 	model := envStepModel(t)
-	prior := &Coefficients{StepModel: model, Entries: map[string]Coef{"*": defaultCoef}}
-	if model == StepKernels {
-		// The kernel model's overheads start from the roofline's fitted
-		// ones (coefficients.json, itself reproducible from the prior):
-		// from the generic prior the fit put TensorRT-LLM's served cost
-		// into a 58 ms step instead of its API server.
-		prior = &Coefficients{StepModel: model, Entries: map[string]Coef{}}
-		for k, v := range DefaultCoefficients().Entries {
-			v.PrefillUs = 1
-			prior.Entries[k] = cloneCoef(v)
-		}
-	}
+	prior := fitStart(model)
 	c, err := Fit(ref.Cases, prior, FitOptions{Rounds: fitRounds(), Orderings: ref.Orderings, Log: t.Logf, PoolPrior: envFloat("SIM_POOL_PRIOR")})
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +41,23 @@ func TestFitReference(t *testing.T) {
 	if err := os.WriteFile(out, c.JSON(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// fitStart is where a fit under model starts: the generic prior for the
+// roofline; for the kernel model the roofline's fitted overheads
+// (coefficients.json, itself reproducible from the prior), because from the
+// generic prior the fit put TensorRT-LLM's served cost into a 58 ms step
+// instead of its API server.
+func fitStart(model StepModel) *Coefficients {
+	if model != StepKernels {
+		return &Coefficients{StepModel: model, Entries: map[string]Coef{"*": defaultCoef}}
+	}
+	prior := &Coefficients{StepModel: model, Entries: map[string]Coef{}}
+	for k, v := range DefaultCoefficients().Entries {
+		v.PrefillUs = 1
+		prior.Entries[k] = cloneCoef(v)
+	}
+	return prior
 }
 
 // kernelCoefficientsFile is the calibration fitted under the kernel-table
@@ -98,10 +104,14 @@ func TestLeaveOneModelOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	res, folds := LeaveOneModelOutFits(ref, &Coefficients{Entries: map[string]Coef{"*": defaultCoef}}, FitOptions{Orderings: ref.Orderings, Log: t.Logf, PoolPrior: envFloat("SIM_POOL_PRIOR")})
+	model := envStepModel(t)
+	res, folds := LeaveOneModelOutFits(ref, fitStart(model), FitOptions{Rounds: fitRounds(), Orderings: ref.Orderings, Log: t.Logf, PoolPrior: envFloat("SIM_POOL_PRIOR")})
 	t.Logf("leave-one-model-out took %v", time.Since(t0))
 	if len(res) != 3 || len(folds.Folds) != 3 {
 		t.Fatalf("held out %d models (%d folds), want 3", len(res), len(folds.Folds))
+	}
+	if *update && model != StepRoofline {
+		t.Fatal("-update writes the embedded folds, which are the roofline's; run the kernel model's without it")
 	}
 	if *update {
 		// The folds PredictSpan spreads predictions over.
