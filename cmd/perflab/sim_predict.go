@@ -173,6 +173,9 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 		fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: no calibration was fitted to %s %s on %s; this prediction borrows %s's, and its range also holds the run under each other fitted version of %s\n",
 			p.Engine, pr.Params.Version, pr.Params.GPU, span.Borrowed, p.Engine)
 	}
+	for _, u := range span.Unseen {
+		fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: unseen by the calibration: "+u)
+	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: range over %d calibrations (this one and the leave-one-model-out fits, widened to hold 9 in 10 of %s's errors on held-out models): Total TPS %.0f..%.0f tok/s, mean TTFT %.0f..%.0f ms, mean TPOT %.1f..%.1f ms\n",
 		span.Fits, p.Engine, span.Lo.TotalTPS, span.Hi.TotalTPS, span.Lo.MeanTTFTMs, span.Hi.MeanTTFTMs, span.Lo.MeanTPOTMs, span.Hi.MeanTPOTMs)
 	res := pr.Result
@@ -193,6 +196,9 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 		"range_mean_tpot_ms": fmt.Sprintf("%.2f..%.2f", span.Lo.MeanTPOTMs, span.Hi.MeanTPOTMs)}
 	if span.Borrowed != "" {
 		res.Metadata["calibration_borrowed_from"] = span.Borrowed
+	}
+	if len(span.Unseen) > 0 {
+		res.Metadata["range_widened_for"] = strings.Join(span.Unseen, "; ")
 	}
 	out := cmd.OutOrStdout()
 	if f.output == "json" {
@@ -233,6 +239,9 @@ func runSimPredictOffline(cmd *cobra.Command, f *simPredictFlags, p sim.Params, 
 	if span.Borrowed != "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: no calibration was fitted to %s %s on %s; this prediction borrows %s's\n",
 			p.Engine, pr.Params.Version, pr.Params.GPU, span.Borrowed)
+	}
+	for _, u := range span.Unseen {
+		fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: unseen by the calibration: "+u)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: range over %d calibrations and the served run (the calibration saw only served runs): Total TPS %.0f..%.0f tok/s\n",
 		span.Fits, span.Lo.TotalTPS, span.Hi.TotalTPS)

@@ -79,3 +79,23 @@ func BenchmarkPredictSpanShareGPT14B(b *testing.B) {
 	}
 	b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
 }
+
+// BenchmarkPredictShareGPT14BKernels is BenchmarkPredictShareGPT14B on the
+// kernel-table step model (the embedded calibration's overheads with
+// step_model kernels): what reading each step from the table costs.
+func BenchmarkPredictShareGPT14BKernels(b *testing.B) {
+	reqs, err := Workload{Kind: "sharegpt", NumPrompts: 1000, TotalInput: 217393, TotalOutput: 201648}.Requests()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := DefaultCoefficients()
+	c.StepModel = StepKernels
+	p := Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen3-14B", GPU: "H100"}
+	c0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		if _, err := PredictWith(p, c, reqs, Load{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
+}

@@ -48,6 +48,10 @@ type Coef struct {
 	// the linear-attention (Gated DeltaNet) layers reaches, per 64-token
 	// chunk. Zero means the prior (defaultScanEff).
 	ScanEff float64 `json:"scan_eff,omitempty"`
+	// PrefillUs is the per-prompt-token cost of a step beyond its kernels
+	// (input preparation, and what the measured kernels miss of the
+	// engine's own). Fitted under the kernel-table step model only.
+	PrefillUs float64 `json:"prefill_us,omitempty"`
 	// EagerMs is the extra cost of a step that runs without a CUDA graph
 	// (batch above the captured sizes, or enforce-eager).
 	EagerMs float64 `json:"eager_ms"`
@@ -64,6 +68,9 @@ type Coef struct {
 type Coefficients struct {
 	// Source says where the figures came from.
 	Source string `json:"source,omitempty"`
+	// StepModel is the step model the coefficients were fitted under
+	// (empty: the roofline).
+	StepModel StepModel `json:"step_model,omitempty"`
 	// Entries maps a key to its coefficients.
 	Entries map[string]Coef `json:"entries"`
 	// Held names, per key, the coefficients the fit kept at their prior
@@ -116,6 +123,9 @@ func ParseCoefficients(b []byte) (*Coefficients, error) {
 	if c.Entries == nil {
 		c.Entries = map[string]Coef{}
 	}
+	if err := c.StepModel.check(); err != nil {
+		return nil, fmt.Errorf("sim: coefficients: step_model: %w", err)
+	}
 	for k, e := range c.Entries {
 		if err := e.check(); err != nil {
 			return nil, fmt.Errorf("sim: coefficients: entry %q: %w", k, err)
@@ -142,7 +152,7 @@ func (e Coef) check() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"step_ms", e.StepMs}, {"seq_us", e.SeqUs}, {"frontend_ms", e.FrontendMs}, {"output_us", e.OutputUs}, {"core_add_ms", e.CoreAddMs}, {"eager_ms", e.EagerMs}} {
+	}{{"step_ms", e.StepMs}, {"seq_us", e.SeqUs}, {"frontend_ms", e.FrontendMs}, {"output_us", e.OutputUs}, {"core_add_ms", e.CoreAddMs}, {"eager_ms", e.EagerMs}, {"prefill_us", e.PrefillUs}} {
 		if !(f.v >= 0 && f.v <= 1e5) {
 			return fmt.Errorf("%s %g: overheads must be in [0, 100000]", f.name, f.v)
 		}
@@ -257,7 +267,7 @@ func (c *Coefficients) siblings(gpu, engine, version string) []*Coefficients {
 	sort.Strings(keys)
 	out := make([]*Coefficients, 0, len(keys))
 	for _, k := range keys {
-		alt := &Coefficients{Source: c.Source, Entries: map[string]Coef{}, Held: c.Held}
+		alt := &Coefficients{Source: c.Source, StepModel: c.StepModel, Entries: map[string]Coef{}, Held: c.Held}
 		for kk, v := range c.Entries {
 			alt.Entries[kk] = v
 		}

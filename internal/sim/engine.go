@@ -127,6 +127,8 @@ type Engine struct {
 	seen     map[int]int // prefix group -> cached tokens
 	newRatio float64     // SGLang new_token_ratio
 
+	ks *kernelStep // the kernel-table step model (nil: the roofline)
+
 	fault     *knownFault
 	faultTime float64 // engine time spent exposed to the fault
 	crashed   error
@@ -159,6 +161,11 @@ func New(p Params, c *Coefficients) (*Engine, error) {
 	e.emit = e.queueEvent
 	if err := e.sizeMemory(); err != nil {
 		return nil, err
+	}
+	if c.StepModel == StepKernels {
+		if err := e.setupKernels(); err != nil {
+			return nil, err
+		}
 	}
 	e.setupRoofline()
 	return e, nil
@@ -348,7 +355,7 @@ func (e *Engine) blocksFor(n int) int { return (n + e.blockSize - 1) / e.blockSi
 // stepTime is the roofline time of one step (per replica).
 func (e *Engine) stepTime(items []work) float64 {
 	var tokens, decodeSeqs, seqs, prefills, logits float64
-	var ctxSum, attnWork, chunks float64
+	var ctxSum, attnWork, chunks, prefillTok float64
 	spec := e.p.SpecMethod != "" && e.p.SpecTokens > 0
 	for _, w := range items {
 		seqs++
@@ -360,6 +367,7 @@ func (e *Engine) stepTime(items []work) float64 {
 			ctxSum += float64(w.s.computed) + n
 		} else {
 			prefills++
+			prefillTok += n
 			if w.s.computed+w.n >= w.s.target {
 				logits++
 			}
@@ -383,13 +391,6 @@ func (e *Engine) stepTime(items []work) float64 {
 		wb += e.expertBytes * touched
 	}
 	bw := e.hw.HBMGBps * 1e9 * e.c.MemEff
-	// A kernel near the ridge point is slower than both roofline bounds
-	// (the weight stream and the MMA pipes do not overlap perfectly), so
-	// the two bounds are blended with a p-norm instead of a hard max: a
-	// bigger decode batch still costs a little more time, rather than
-	// nothing until the batch reaches the ridge.
-	tGemm := smoothMax(flops/(e.peak*e.gemmEff), wb/bw)
-	tAttn := attnWork * e.attnFlopsCoef / (e.hw.BF16TFLOPS * 1e12 * e.c.AttnEff * e.bePrefill)
 	// The recurrent kernel reads and writes each decode's state in place.
 	stateIO := decodeSeqs * 2
 	if prefills > 0 && e.scanChunk > 0 {
@@ -404,14 +405,28 @@ func (e *Engine) stepTime(items []work) float64 {
 		}
 		stateIO += scanSeqs * 6
 	}
-	tAttn += (ctxSum*e.kvBytesTok + stateIO*e.stateBytesSeq) / (bw * e.beDecode)
-	tAttn += chunks * e.scanChunk
-	tComm := 0.0
-	if e.commPerTok > 0 {
-		tComm = e.commFixed + e.commPerTok*tokens
+	var gpu float64
+	if e.ks != nil && e.ks.timed {
+		gpu = e.ks.gpuTime(e, items, gemmTok, logits, decodeSeqs, ctxSum, tokens) +
+			stateIO*e.stateBytesSeq/(bw*e.beDecode) + chunks*e.scanChunk
+	} else {
+		// A kernel near the ridge point is slower than both roofline
+		// bounds (the weight stream and the MMA pipes do not overlap
+		// perfectly), so the two bounds are blended with a p-norm
+		// instead of a hard max: a bigger decode batch still costs a
+		// little more time, rather than nothing until the batch
+		// reaches the ridge.
+		tGemm := smoothMax(flops/(e.peak*e.gemmEff), wb/bw)
+		tAttn := attnWork * e.attnFlopsCoef / (e.hw.BF16TFLOPS * 1e12 * e.c.AttnEff * e.bePrefill)
+		tAttn += (ctxSum*e.kvBytesTok + stateIO*e.stateBytesSeq) / (bw * e.beDecode)
+		tAttn += chunks * e.scanChunk
+		tComm := 0.0
+		if e.commPerTok > 0 {
+			tComm = e.commFixed + e.commPerTok*tokens
+		}
+		gpu = tGemm + tAttn + tComm
 	}
-	gpu := tGemm + tAttn + tComm
-	cpu := (e.c.StepMs + e.c.SeqUs*seqs/1000) / 1000
+	cpu := (e.c.StepMs+e.c.SeqUs*seqs/1000)/1000 + e.c.PrefillUs*prefillTok/1e6
 	if int(seqs)*e.graphDQL > e.graphMax || (prefills > 0 && !e.kind.graphsPrefill) {
 		// No CUDA graph for this batch: kernel launches are exposed.
 		cpu += e.c.EagerMs / 1000

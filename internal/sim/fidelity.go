@@ -274,7 +274,7 @@ func LeaveOneModelOutFits(ref *Reference, start *Coefficients, opt FitOptions) (
 				train = append(train, c)
 			}
 		}
-		st := &Coefficients{Entries: map[string]Coef{}}
+		st := &Coefficients{StepModel: start.StepModel, Entries: map[string]Coef{}}
 		for k, v := range start.Entries {
 			if !held[k] {
 				st.Entries[k] = cloneCoef(v)

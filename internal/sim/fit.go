@@ -35,6 +35,8 @@ type FitOptions struct {
 	// scale); 0 = 0.5.
 	PoolPrior float64
 
+	// stepModel is the step model the fit runs under (the start's).
+	stepModel StepModel
 	// fixedTPS holds, for orderings across groups, the predicted and
 	// measured throughput of cases outside the group being fitted.
 	fixedTPS map[string][2]float64
@@ -106,6 +108,7 @@ var fitParams = []coefParam{
 	scalarParam("core_add_ms", func(c *Coef) *float64 { return &c.CoreAddMs }, 0.01, 100),
 	scalarParam("eager_ms", func(c *Coef) *float64 { return &c.EagerMs }, 0.1, 100),
 	kernelParam("scan_eff", func(c *Coef) *float64 { return &c.ScanEff }, 0.005, 1.0),
+	scalarParam("prefill_us", func(c *Coef) *float64 { return &c.PrefillUs }, 0.001, 500),
 }
 
 // caseKey is the coefficient key a case is fitted under.
@@ -132,6 +135,7 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 	if opt.Prior == 0 {
 		opt.Prior = 0.02
 	}
+	opt.stepModel = start.StepModel
 	groups := map[string][]Case{}
 	for _, c := range cases {
 		if c.Exclude != "" {
@@ -146,7 +150,7 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 	if len(groups) == 0 {
 		return nil, fmt.Errorf("sim: fit: no usable cases")
 	}
-	out := &Coefficients{Source: "fitted", Entries: map[string]Coef{}}
+	out := &Coefficients{Source: "fitted", StepModel: start.StepModel, Entries: map[string]Coef{}}
 	for k, v := range start.Entries {
 		out.Entries[k] = cloneCoef(v)
 	}
@@ -382,7 +386,7 @@ func fitGroup(cases []Case, init Coef, opt FitOptions) groupFit {
 	// the start that won, as in the first fit (the frontend-bound start
 	// is a regime the data may choose, not a prior to pay against).
 	next := cloneCoef(best.c)
-	for _, p := range groupParams(cases) {
+	for _, p := range groupParamsFor(cases, opt.stepModel) {
 		if held[p.name] {
 			p.set(&next, startValue(p, &init))
 		}
@@ -420,6 +424,8 @@ func startValue(p coefParam, c *Coef) float64 {
 		return 20
 	case "scan_eff":
 		return defaultScanEff
+	case "prefill_us":
+		return 0.1
 	}
 	return 1
 }
@@ -455,7 +461,7 @@ func formatInfluence(inf map[string]float64, held map[string]bool) string {
 
 func fitGroupFrom(cases []Case, init Coef, opt FitOptions) groupFit {
 	var params []coefParam
-	for _, p := range groupParams(cases) {
+	for _, p := range groupParamsFor(cases, opt.stepModel) {
 		if !opt.held[p.name] {
 			params = append(params, p)
 		}
@@ -525,7 +531,7 @@ func fitGroupFrom(cases []Case, init Coef, opt FitOptions) groupFit {
 	prior := math.Sqrt(opt.Prior)
 	resid := func(x []float64) []float64 {
 		c := coefAt(x)
-		coefs := &Coefficients{Entries: map[string]Coef{"*": c}}
+		coefs := &Coefficients{StepModel: opt.stepModel, Entries: map[string]Coef{"*": c}}
 		r := make([]float64, 0, 3*len(cases)+len(x)+len(ords))
 		tps := make([]float64, len(cases))
 		n := math.Sqrt(float64(len(cases)))
@@ -716,7 +722,7 @@ func poolByGPU(groups map[string][]Case, keys []string, fitted map[string]Coef, 
 			sums[gpu] = map[string]*acc{}
 		}
 		c := fitted[k]
-		for _, p := range groupParams(groups[k]) {
+		for _, p := range groupParamsFor(groups[k], start.StepModel) {
 			if strings.Contains(p.name, ":") {
 				continue // a backend's speed is its own, not a pool's
 			}
@@ -791,7 +797,13 @@ func informed(cases []Case, held []string) []coefParam {
 // efficiency only with FP8 cases, the linear-attention scan only with
 // hybrid models, and a prefill and a decode speed for each
 // attention backend other than the engine's default.
-func groupParams(cases []Case) []coefParam {
+func groupParams(cases []Case) []coefParam { return groupParamsFor(cases, StepRoofline) }
+
+// groupParamsFor is groupParams under a step model. Under StepKernels the
+// kernel table prices every kernel it measured, so the GEMM, memory and
+// attention efficiencies are not fitted; the overheads are, with a
+// per-prompt-token cost, and the scan, which no table times.
+func groupParamsFor(cases []Case, model StepModel) []coefParam {
 	fp8, hybrid := false, false
 	backends := map[string]bool{}
 	for _, c := range cases {
@@ -814,6 +826,9 @@ func groupParams(cases []Case) []coefParam {
 	var ps []coefParam
 	for _, p := range fitParams {
 		if p.name == "fp8_eff" && !fp8 || p.name == "scan_eff" && !hybrid {
+			continue
+		}
+		if model == StepKernels && p.kernel && p.name != "scan_eff" || model != StepKernels && p.name == "prefill_us" {
 			continue
 		}
 		ps = append(ps, p)

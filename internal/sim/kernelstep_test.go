@@ -61,8 +61,8 @@ func TestKernelDenseAgainstRoofline(t *testing.T) {
 				c.model, c.tp, c.engine, c.version, n, sec*1e3, roof*1e3, roof/sec)
 		}
 	}
-	if _, _, err := kernelDense(tab, mustArch(t, "Qwen3-30B-A3B"), 1, 1, 1); !errors.Is(err, errKernelArch) {
-		t.Errorf("a MoE model's dense step: err = %v, want errKernelArch", err)
+	if _, _, err := kernelDense(tab, mustArch(t, "Qwen3-14B-AWQ"), 1, 1, 1); !errors.Is(err, errKernelArch) {
+		t.Errorf("a weight-only INT4 model's dense step: err = %v, want errKernelArch", err)
 	}
 	if v, _, _ := kernelDense(tab, mustArch(t, "Qwen3-14B"), 1, 0, 0); v != 0 || math.IsNaN(v) {
 		t.Errorf("an empty step takes %g s", v)

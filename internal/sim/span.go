@@ -168,6 +168,10 @@ type Span struct {
 	// it has its own. The span of such a prediction also holds the same
 	// run under each other fitted version of the engine.
 	Borrowed string
+	// Unseen says what else the calibration has not seen of the
+	// deployment (another GPU, a model family), each of which widened
+	// the span.
+	Unseen []string
 }
 
 // Contains reports whether measured figures fall inside the span; a zero
@@ -238,6 +242,9 @@ func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Re
 		}
 	}
 	s.widen(folds, p.Engine)
+	notes, factor := unseenWidening(pr0.Params, main, folds)
+	s.Unseen = notes
+	s.widenBy(factor)
 	return s, nil
 }
 

@@ -111,10 +111,14 @@ type Table struct {
 	MoEs       []MoERow     `json:"moe"`
 	Truncated  []string     `json:"truncated"`
 
-	gemm    map[gemmKey][]point
-	decode  map[headKey][]DecodeRow
-	prefill map[headKey][]point
-	moe     map[moeKey][]point
+	gemm   map[gemmKey][]point
+	decode map[headKey][]DecodeRow
+	// decodeGrid is decode per head set as context curves at each
+	// measured batch, batches ascending: built once, since a step model
+	// reads it every simulated step.
+	decodeGrid map[headKey][]batchCurve
+	prefill    map[headKey][]point
+	moe        map[moeKey][]point
 	// fp8TFLOPS is the best FP8 rate in the table: the collector measures
 	// no FP8 ceiling of its own.
 	fp8TFLOPS float64
@@ -126,6 +130,12 @@ type gemmKey struct {
 }
 
 type headKey struct{ heads, kv, dim int }
+
+// batchCurve is decode time along context at one measured batch.
+type batchCurve struct {
+	batch float64
+	ctx   []point
+}
 
 type moeKey struct{ experts, topk, n, k int }
 
@@ -199,6 +209,23 @@ func (t *Table) index() error {
 		key := headKey{r.Heads, r.KVHeads, r.HeadDim}
 		t.decode[key] = append(t.decode[key], r)
 	}
+	t.decodeGrid = map[headKey][]batchCurve{}
+	for key, rows := range t.decode {
+		batches := map[int][]point{}
+		for _, r := range rows {
+			batches[r.Batch] = append(batches[r.Batch], point{float64(r.Context), r.US})
+		}
+		keys := make([]int, 0, len(batches))
+		for b := range batches {
+			keys = append(keys, b)
+		}
+		slices.Sort(keys)
+		for _, b := range keys {
+			p := batches[b]
+			sortPoints(p)
+			t.decodeGrid[key] = append(t.decodeGrid[key], batchCurve{float64(b), p})
+		}
+	}
 	t.prefill = map[headKey][]point{}
 	for i, r := range t.Prefills {
 		if bad(r.US, r.Heads, r.KVHeads, r.HeadDim, r.Seq) {
@@ -252,6 +279,10 @@ func interp(p []point, x, grow float64) float64 {
 	f := (math.Log(x) - math.Log(a.x)) / (math.Log(b.x) - math.Log(a.x))
 	return math.Exp(math.Log(a.us) + f*(math.Log(b.us)-math.Log(a.us)))
 }
+
+// Peak is the best rate (TFLOP/s) the table measured for dt: the 8192³
+// GEMM for BF16, the fastest FP8 row for FP8.
+func (t *Table) Peak(dt DType) float64 { return t.peakTFLOPS(dt) }
 
 func (t *Table) peakTFLOPS(dt DType) float64 {
 	if dt == FP8 {
@@ -314,22 +345,12 @@ func (t *Table) DecodeAttention(heads, kv, dim, batch, ctx int) (sec float64, ex
 		return 0, true
 	}
 	bytes := kvBytes(kv, dim, batch, ctx)
-	if rows, ok := t.decode[headKey{heads, kv, dim}]; ok {
+	if grid, ok := t.decodeGrid[headKey{heads, kv, dim}]; ok {
 		// Along context at each measured batch, then along batch.
-		var byBatch []point
-		batches := map[int][]point{}
-		for _, r := range rows {
-			batches[r.Batch] = append(batches[r.Batch], point{float64(r.Context), r.US})
-		}
-		keys := make([]int, 0, len(batches))
-		for b := range batches {
-			keys = append(keys, b)
-		}
-		slices.Sort(keys)
-		for _, b := range keys {
-			p := batches[b]
-			sortPoints(p)
-			byBatch = append(byBatch, point{float64(b), interp(p, float64(ctx), 1)})
+		var buf [16]point
+		byBatch := buf[:0]
+		for _, c := range grid {
+			byBatch = append(byBatch, point{c.batch, interp(c.ctx, float64(ctx), 1)})
 		}
 		return interp(byBatch, float64(batch), 1) / 1e6, true
 	}

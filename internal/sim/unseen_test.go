@@ -1,0 +1,78 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/perflab/perflab/internal/dataset"
+)
+
+func TestModelFamily(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"Qwen3-14B", "Qwen3"}, {"Qwen3-235B-A22B", "Qwen3"}, {"Qwen3.5-9B", "Qwen3.5"},
+		{"meta-llama/Llama-3.1-70B-Instruct-FP8", "Llama-3.1"}, {"Llama-3.1-8B", "Llama-3.1"},
+		{"Qwen3-14B-AWQ", "Qwen3"}, {"gpt2", "gpt2"},
+	} {
+		if got := modelFamily(c.name); got != c.want {
+			t.Errorf("modelFamily(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestUnseenWidening: the range widens, and says why, for what the
+// calibration has not seen: a GPU with no fitted calibration (roofline) or
+// no kernel table of its own (kernel model), and a model family no
+// measured model belongs to; a measured family on the H100 is not widened.
+func TestUnseenWidening(t *testing.T) {
+	folds := &FoldSet{Folds: map[string]*Coefficients{"Qwen3-14B": nil, "Qwen3.5-9B": nil}}
+	roof := &Coefficients{Entries: map[string]Coef{"H100/vllm/0.11.0": defaultCoef}}
+	kern := &Coefficients{StepModel: StepKernels, Entries: roof.Entries}
+	for _, c := range []struct {
+		coef       *Coefficients
+		gpu, model string
+		want       float64
+		notes      int
+	}{
+		{roof, "H100", "Qwen3-32B", 1, 0},
+		{roof, "H200", "Qwen3-32B", 1 + unseenGPURoofline, 1},
+		{roof, "H100", "Llama-3.1-8B", 1 + unseenFamily, 1},
+		{roof, "A100", "Llama-3.1-8B", (1 + unseenGPURoofline) * (1 + unseenFamily), 2},
+		{kern, "H200", "Qwen3-32B", 1, 0}, // a measured table
+		{kern, "A100", "Qwen3-32B", 1 + unseenGPUTransfer, 1},
+	} {
+		notes, f := unseenWidening(Params{GPU: c.gpu, Model: c.model}, c.coef, folds)
+		if math.Abs(f-c.want) > 1e-12 || len(notes) != c.notes {
+			t.Errorf("%s %s step model %q: factor %.3f notes %q; want %.3f and %d notes", c.gpu, c.model, c.coef.StepModel, f, notes, c.want, c.notes)
+		}
+	}
+}
+
+// TestPredictSpanWidensUnseen: PredictSpan's range for a model family the
+// embedded calibration never measured is the same run's range for a
+// measured family's architecture, stretched by unseenFamily, and says so.
+func TestPredictSpanWidensUnseen(t *testing.T) {
+	reqs := make([]dataset.Request, 16)
+	for i := range reqs {
+		reqs[i] = dataset.Request{PromptLen: 200, OutputLen: 50}
+	}
+	p := Params{Engine: EngineVLLM, Version: "0.11.0", Model: "Llama-3.1-8B", GPU: "H100"}
+	s, err := PredictSpan(p, nil, nil, reqs, Load{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Unseen) != 1 {
+		t.Fatalf("Llama on H100: unseen %q, want the family", s.Unseen)
+	}
+	// Undo the widening: what is left is the envelope the folds gave.
+	if r := s.Hi.TotalTPS / s.Lo.TotalTPS; r < (1+unseenFamily)*(1+unseenFamily) {
+		t.Errorf("range %.0f..%.0f narrower than the family widening alone", s.Lo.TotalTPS, s.Hi.TotalTPS)
+	}
+	q := Params{Engine: EngineVLLM, Version: "0.11.0", Model: "Qwen3-8B", GPU: "H100"}
+	s2, err := PredictSpan(q, nil, nil, reqs, Load{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s2.Unseen) != 0 {
+		t.Errorf("Qwen3-8B on H100 (Qwen3 measured): unseen %q", s2.Unseen)
+	}
+}
