@@ -241,8 +241,34 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 	// (42-44 starts for 29 configs on the 14B example); one after another
 	// each config starts once and keeps its server for all its points.
 	var slots chan struct{}
+	// turns[r] is closed once the search ranked r has taken its slot (or
+	// has none to take): searches take the slots in the order
+	// likelyWinnerLast gives, lowest predicted load first, so the step's
+	// likely best is the last server up and serves its repeats. In the
+	// order the goroutines happened to queue, the 14B example's
+	// TensorRT-LLM search ran before SGLang's and its server started again
+	// for its repeats (21 starts for 20 configs).
+	var turns []chan struct{}
+	rank := make([]int, len(specs))
 	if l.Spec.RuntimeKind().Servers() {
 		slots = make(chan struct{}, max(l.sem.cap, 1))
+		todo := make([]int, len(specs))
+		for i := range todo {
+			todo[i] = i
+		}
+		for r, i := range l.likelyWinnerLast(ctx, specs, todo) {
+			rank[i] = r
+		}
+		turns = make([]chan struct{}, len(specs)+1)
+		for r := range turns {
+			turns[r] = make(chan struct{})
+		}
+		close(turns[0])
+	}
+	passTurn := func(i int) {
+		if turns != nil {
+			close(turns[rank[i]+1])
+		}
 	}
 	for i, t := range specs {
 		done[i] = make(chan struct{})
@@ -250,6 +276,13 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 		if j, ok := first[mk]; ok {
 			go func() {
 				defer close(done[i])
+				if turns != nil {
+					select {
+					case <-turns[rank[i]]:
+					case <-ctx.Done():
+					}
+					passTurn(i)
+				}
 				<-done[j]
 				if out[j] != nil {
 					r := *out[j]
@@ -263,6 +296,18 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 		go func() {
 			defer close(done[i])
 			if slots != nil {
+				passed := false
+				defer func() {
+					if !passed {
+						passTurn(i)
+					}
+				}()
+				select {
+				case <-turns[rank[i]]:
+				case <-ctx.Done():
+					errs[i] = ctx.Err()
+					return
+				}
 				select {
 				case slots <- struct{}{}:
 					defer func() { <-slots }()
@@ -270,6 +315,8 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 					errs[i] = ctx.Err()
 					return
 				}
+				passed = true
+				passTurn(i)
 			}
 			out[i], errs[i] = l.searchLoad(ctx, t, budget)
 		}()
