@@ -472,7 +472,7 @@ func (l *Lab) guessAll(ctx context.Context, pts []Point) (map[string]float64, er
 	var mu sync.Mutex
 	work := make(chan Point)
 	var wg sync.WaitGroup
-	workers := max(1, l.sem.slots)
+	workers := max(1, l.sem.conc)
 	var firstErr error
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
