@@ -644,6 +644,10 @@ func (l *Lab) stage(ctx context.Context, st Stage, inc *result, incScore float64
 			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, WhyUnsupported, "unsupported: "+why))
 			continue
 		}
+		if why, hopeless := l.hopeless(ctx, cfg, inc, incScore); hopeless {
+			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, WhyHopeless, why))
+			continue
+		}
 		pts = append(pts, p)
 	}
 	if len(pts) == 0 {

@@ -244,3 +244,51 @@ func TestLoadDryRunOneStartPerConfig(t *testing.T) {
 		t.Errorf("%d engine starts for %d configs", p.Starts, p.Configs)
 	}
 }
+
+// TestLoadHopelessNotSearched (issue 27): under max_load_under_slo a
+// candidate costs a whole load search, so one whose guide range tops out
+// below the incumbent's measured sustainable load is not searched: it is
+// recorded as skipped with the reason (kind hopeless), no point of it is
+// measured, and the winner is the one a lab without a guide (which
+// searches every candidate) picks.
+func TestLoadHopelessNotSearched(t *testing.T) {
+	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
+	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["4", "512"]`, 1)
+	s := mustSpec(t, spec)
+	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	run := func(guide Guide) (*Summary, []store.Trial) {
+		st := newMemStore()
+		l := &Lab{Spec: s, Store: st, Runner: r, Guide: guide}
+		sum, err := l.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		trials, err := st.Trials(context.Background(), l.StoredRun().ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum, trials
+	}
+	blind, _ := run(nil)
+	sum, trials := run(r)
+	var hopeless *Candidate
+	for _, st := range sum.Stages {
+		for i, c := range st.Candidates {
+			if c.Point[KnobMaxNumSeqs] == "4" {
+				hopeless = &st.Candidates[i]
+			}
+		}
+	}
+	if hopeless == nil || hopeless.Why != WhyHopeless || hopeless.Decision != "skipped" {
+		t.Fatalf("max_num_seqs=4: %+v, want skipped as hopeless", hopeless)
+	}
+	t.Logf("max_num_seqs=4: %s", hopeless.Reason)
+	for _, tr := range trials {
+		if trialConfig(tr).MaxNumSeqs == 4 {
+			t.Errorf("trial %s measured max_num_seqs=4", tr.Key)
+		}
+	}
+	if sum.Winner == nil || blind.Winner == nil || sum.Winner.ConfigHash != blind.Winner.ConfigHash {
+		t.Errorf("winner %v, searching every candidate %v", sum.Winner, blind.Winner)
+	}
+}

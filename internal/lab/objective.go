@@ -46,6 +46,10 @@ type ObjectiveKind interface {
 	loadSLO(obj Objective) *loadsearch.SLO
 	// noScoreHint says why a score may be 0 ("" when nothing to add).
 	noScoreHint() string
+	// prunes says whether a candidate the guide's range cannot lift above
+	// the incumbent is left unmeasured (Lab.hopeless): worth it where a
+	// candidate costs a load search, not one benchmark.
+	prunes() bool
 }
 
 // objectives is the registry, by name; the spec parser looks names up here.
@@ -152,6 +156,7 @@ func (benchmarked) check(Objective) (string, error)   { return "", nil }
 func (benchmarked) guide(g Guide, _ Objective) Guide  { return g }
 func (benchmarked) loadSLO(Objective) *loadsearch.SLO { return nil }
 func (benchmarked) noScoreHint() string               { return "" }
+func (benchmarked) prunes() bool                      { return false }
 func (benchmarked) normalized(obj Objective) string   { return obj.Kind().Name() }
 func (benchmarked) run(ctx context.Context, l *Lab, specs []TrialSpec, budget bool) ([]*result, error) {
 	return l.run2(ctx, specs, budget)
@@ -218,6 +223,7 @@ func (maxLoadUnderSLO) Score(m Measurement, _ int) float64 { return m.Sustainabl
 func (maxLoadUnderSLO) Unit(obj Objective) string          { return obj.Load.unit() }
 func (maxLoadUnderSLO) Lacks(Measurement) []string         { return nil }
 func (maxLoadUnderSLO) noScoreHint() string                { return "" }
+func (maxLoadUnderSLO) prunes() bool                       { return true }
 func (maxLoadUnderSLO) normalized(Objective) string        { return ObjectiveMaxLoadUnderSLO }
 func (maxLoadUnderSLO) guide(g Guide, obj Objective) Guide { return loadGuide(g, obj.Load) }
 
