@@ -141,7 +141,7 @@ func (c shyClient) Run(ctx context.Context, t TrialSpec) (Measurement, error) {
 // client reached at its sustainable load, not the one it asked for.
 func TestLoadConcurrencyReached(t *testing.T) {
 	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
-	spec = strings.Replace(spec, `axis: rate, start: 1, max: 64`, `axis: concurrency, start: 16, max: 512`, 1)
+	spec = strings.Replace(spec, `axis: rate, max: 64`, `axis: concurrency, start: 16, max: 512`, 1)
 	spec = strings.Replace(spec, `num_prompts: 600`, `num_prompts: 100`, 1)
 	spec = strings.Replace(spec, `ttft_p99<=1s,tpot_p99<=40ms,success>=99%`, `ttft_p50<=20s,success>=99%`, 1)
 	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["512"]`, 1)
@@ -290,5 +290,35 @@ func TestLoadHopelessNotSearched(t *testing.T) {
 	}
 	if sum.Winner == nil || blind.Winner == nil || sum.Winner.ConfigHash != blind.Winner.ConfigHash {
 		t.Errorf("winner %v, searching every candidate %v", sum.Winner, blind.Winner)
+	}
+}
+
+// TestLoadSpecStartWins (issue 27): a start the spec sets is where every
+// config's search starts, guide or not (the guided start used to override
+// it); without one the search starts at the guide's prediction.
+func TestLoadSpecStartWins(t *testing.T) {
+	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
+	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["512"]`, 1)
+	for _, tc := range []struct {
+		start  string
+		guided bool
+	}{{start: ", start: 2"}, {start: "", guided: true}} {
+		s := mustSpec(t, strings.Replace(spec, "axis: rate, max: 64", "axis: rate"+tc.start+", max: 64", 1))
+		r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+		st := newMemStore()
+		l := &Lab{Spec: s, Store: st, Runner: r, Guide: r}
+		if _, err := l.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		trials, err := st.Trials(context.Background(), l.StoredRun().ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The trials are stored in the order measured; a point's name
+		// says its load.
+		first := trials[0].Name
+		if strings.HasSuffix(first, " @ 2 req/s") == tc.guided {
+			t.Errorf("start %q: the first point is %q (guided start %v)", tc.start, first, tc.guided)
+		}
 	}
 }

@@ -24,8 +24,10 @@ type LoadObjective struct {
 	Axis string `yaml:"axis,omitempty" json:"axis,omitempty"`
 	// Tolerance is the relative precision of the answer (default 0.05).
 	Tolerance float64 `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
-	// Start is the first load measured (default 1); Max the highest the
-	// search may try (default 4096).
+	// Start is the first load measured: set, it is every config's start;
+	// unset, each config's search starts at the guide's predicted
+	// sustainable load, or at 1 without a prediction. Max is the highest
+	// load the search may try (default 4096).
 	Start float64 `yaml:"start,omitempty" json:"start,omitempty"`
 	Max   float64 `yaml:"max,omitempty" json:"max,omitempty"`
 	// WarmupPrompts is how many leading requests of each point are not
@@ -461,10 +463,11 @@ const guideStep = 0.1
 // guidedStart starts a config's search at the guide's predicted
 // sustainable load with a small first step, where there is a guide and it
 // predicts one: on the 14B SLO example a blind start at 1 req/s took
-// about 12 points a config. The spec's start stays the start without a
-// prediction, and the lowest load the search may try is the one it implies.
+// about 12 points a config. A start the spec sets wins: the user asked for
+// it (the guided start used to override it). Without either the start is
+// 1, and the lowest load the search may try is start/1024.
 func (l *Lab) guidedStart(ctx context.Context, t TrialSpec, opt loadsearch.Options) loadsearch.Options {
-	if l.guide == nil {
+	if l.guide == nil || l.Spec.Objective.Load.Start > 0 {
 		return opt
 	}
 	m, err := l.guide.Guess(ctx, t.Config, t.Workload, l.Spec.Search.GuidePrompts)
