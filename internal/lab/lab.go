@@ -1119,6 +1119,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
+// hasStored says whether the store holds measurements an earlier
+// invocation made that this one has not used yet (a resumed lab).
+func (l *Lab) hasStored() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.stored) > 0
+}
+
 // used returns a tuning measurement only if this invocation has already
 // asked for it (run or taken from the store). A resumed lab must decide
 // with what the interrupted one knew at the same point, not with trials the

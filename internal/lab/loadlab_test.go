@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/store"
@@ -320,5 +321,60 @@ func TestLoadSpecStartWins(t *testing.T) {
 		if strings.HasSuffix(first, " @ 2 req/s") == tc.guided {
 			t.Errorf("start %q: the first point is %q (guided start %v)", tc.start, first, tc.guided)
 		}
+	}
+}
+
+// clone copies a memStore, so each resume starts from the same store.
+func (m *memStore) clone() *memStore {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := newMemStore()
+	c.nextID = m.nextID
+	for k, r := range m.runs {
+		c.runs[k] = r
+	}
+	for id, ts := range m.trials {
+		c.trials[id] = append([]store.Trial(nil), ts...)
+	}
+	return c
+}
+
+// TestLoadResumeTakesNoPlaceForStoredSearch (issue 27): a resumed lab
+// replays the searches the store holds whole before any search takes a
+// budget place, and a stored point costs no time. Each search took its
+// place before its first point, stored or not: resumed after its stored
+// trials had spent budget.max_hours, a lab could not even read its own
+// baseline back (and side by side, a search the budget had left out could
+// win a place from one all of whose points were stored). Resumed, the lab
+// measures nothing and reads back every search the first run made.
+func TestLoadResumeTakesNoPlaceForStoredSearch(t *testing.T) {
+	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}\nbudget: {max_trials: 3}", 1)
+	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["8", "32", "128", "512"]`, 1)
+	s := mustSpec(t, spec)
+	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	st := newMemStore()
+	first, err := (&Lab{Spec: s, Store: st, Runner: r, Guide: r}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first run: %d trials, %d searches, stopped %q", first.TrialsRun, len(first.LoadSearches), first.Stopped)
+	// The same spec (the budget is not part of its key) with an hour's
+	// budget, which the stored trials, an hour each, have spent.
+	again := *s
+	again.Budget.MaxHours = 1
+	resumed := st.clone()
+	for id, ts := range resumed.trials {
+		for i := range ts {
+			ts[i].Ended = ts[i].Started.Add(time.Hour)
+		}
+		resumed.trials[id] = ts
+	}
+	sum, err := (&Lab{Spec: &again, Store: resumed, Runner: r, Guide: r}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.TrialsRun != 0 || len(sum.LoadSearches) != len(first.LoadSearches) || sum.Baseline == nil || sum.Baseline.Score != first.Baseline.Score {
+		t.Errorf("resumed: %d points measured, %d searches (first run: %d), baseline %+v (first run %+v)",
+			sum.TrialsRun, len(sum.LoadSearches), len(first.LoadSearches), sum.Baseline, first.Baseline)
 	}
 }

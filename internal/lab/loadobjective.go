@@ -272,9 +272,45 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 			close(turns[rank[i]+1])
 		}
 	}
+	// A resumed lab first replays the searches the store holds whole:
+	// they measure nothing and take no budget place (searches side by side
+	// used to race for the places, and a search all of whose points were
+	// stored could lose its place to one that then measured new points,
+	// taking another path than the interrupted lab). They count in
+	// max_trials as they did then, before any search measures.
+	replayed := make([]bool, len(specs))
+	if l.hasStored() {
+		seen := map[string]bool{}
+		for i, t := range specs {
+			mk := measurementKey(t.Key)
+			if seen[mk] {
+				continue
+			}
+			seen[mk] = true
+			r, err := l.searchLoad(ctx, t, budget, true)
+			switch {
+			case errors.Is(err, errNotStored):
+				continue
+			case err != nil:
+				return nil, err
+			}
+			out[i], replayed[i] = r, true
+		}
+	}
 	for i, t := range specs {
 		done[i] = make(chan struct{})
 		mk := measurementKey(t.Key)
+		if replayed[i] {
+			first[mk] = i
+			go func() {
+				defer close(done[i])
+				if turns != nil {
+					<-turns[rank[i]]
+					passTurn(i)
+				}
+			}()
+			continue
+		}
 		if j, ok := first[mk]; ok {
 			go func() {
 				defer close(done[i])
@@ -320,7 +356,7 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 				passed = true
 				passTurn(i)
 			}
-			out[i], errs[i] = l.searchLoad(ctx, t, budget)
+			out[i], errs[i] = l.searchLoad(ctx, t, budget, false)
 		}()
 	}
 	for _, d := range done {
@@ -339,9 +375,16 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 	return out, budgetErr
 }
 
+// errNotStored stops a replayed search (searchLoad's stored) at its
+// first point the store lacks.
+var errNotStored = errors.New("lab: load point not stored")
+
 // searchLoad runs one config's search and returns the result that scores
-// it: the trial at its sustainable load, scored by that load.
-func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result, error) {
+// it: the trial at its sustainable load, scored by that load. With stored
+// it only replays the search from the store, taking no budget place, and
+// returns errNotStored, having recorded nothing, at the first point the
+// store lacks.
+func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget, stored bool) (*result, error) {
 	lo := l.Spec.Objective.Load
 	opt, err := lo.options()
 	if err != nil {
@@ -352,7 +395,7 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	// so searches running side by side cannot all take the last one.
 	// Its points are held by max_hours alone.
 	held := false
-	if budget {
+	if budget && !stored {
 		if _, err := l.budgetAllows(1); err != nil {
 			return nil, err
 		}
@@ -366,8 +409,9 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	at := map[float64]*result{}
 	var failed *result
 	ran := false // a point was measured now, not read from the store
+	ended := false
 	defer func() {
-		if se, ok := l.Progress.(searchEnder); ok {
+		if se, ok := l.Progress.(searchEnder); ok && ended {
 			se.SearchEnded(t, !ran)
 		}
 	}()
@@ -378,15 +422,21 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 			// The name (not part of the key) says which load the trial
 			// was, in the progress lines and the store.
 			ps.Name = fmt.Sprintf("%s @ %g %s", t.Name, load, lo.axis().Unit())
-			if budget {
+			l.mu.Lock()
+			_, have := l.done[measurementKey(ps.Key)]
+			l.mu.Unlock()
+			if stored && !have {
+				return loadsearch.Point{}, errNotStored
+			}
+			// A stored point costs no time: max_hours stops only the
+			// points to measure (a resumed lab whose stored trials had
+			// spent the hours could not read its own baseline back).
+			if budget && !have {
 				if err := l.hoursLeft(); err != nil {
 					return loadsearch.Point{}, err
 				}
 			}
-			l.mu.Lock()
-			_, stored := l.done[measurementKey(ps.Key)]
-			l.mu.Unlock()
-			ran = ran || !stored
+			ran = ran || !have
 			rs, err := l.run2(ctx, []TrialSpec{ps}, false)
 			if err != nil {
 				return loadsearch.Point{}, err
@@ -409,6 +459,10 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	}
 	opt = l.guidedStart(ctx, t, opt)
 	sr, err := loadsearch.Search(ctx, opt, measure)
+	if errors.Is(err, errNotStored) {
+		return nil, err
+	}
+	ended = true
 	switch {
 	case errors.Is(err, errConfigFailed):
 		r := *failed
