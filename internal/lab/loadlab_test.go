@@ -378,3 +378,48 @@ func TestLoadResumeTakesNoPlaceForStoredSearch(t *testing.T) {
 			sum.TrialsRun, len(sum.LoadSearches), len(first.LoadSearches), sum.Baseline, first.Baseline)
 	}
 }
+
+// TestLoadGeneralization (issue 27): under max_load_under_slo the
+// generalization step asks the same question of the baseline and the
+// winner on each generalization workload: a load search there (its rate
+// replaced by each point's), scored by its sustainable load, and the gain
+// is the ratio of the two loads.
+func TestLoadGeneralization(t *testing.T) {
+	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
+	spec = strings.Replace(spec, "no_generalization: true", "generalization: [{name: short, dataset: random, input_len: 256, output_len: 128, num_prompts: 600, seed: 7}]", 1)
+	s := mustSpec(t, spec)
+	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	sum, err := (&Lab{Spec: s, Store: newMemStore(), Runner: r, Guide: r}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Generalization) != 1 {
+		t.Fatalf("%d generalization pairs, want 1", len(sum.Generalization))
+	}
+	g := sum.Generalization[0]
+	found := map[string]float64{}
+	for _, ls := range sum.LoadSearches {
+		found[ls.Key] = ls.Result.Sustainable
+	}
+	for _, c := range []*Candidate{g.Baseline, g.Winner} {
+		if c == nil || !(c.Score > 0) || c.Why != "" {
+			t.Fatalf("%s: %+v, want a sustainable load", g.Workload, c)
+		}
+		// The config's search on that workload.
+		var keys []string
+		for k := range found {
+			if strings.HasPrefix(k, "generalization/"+c.ConfigHash+"/") {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) != 1 || found[keys[0]] != c.Score {
+			t.Errorf("%s: %s scored %v; its searches there %v of %v", g.Workload, c.Name, c.Score, keys, found)
+		}
+		// The short workload sustains more than the tuning one (256
+		// tokens in, not 1,024).
+		t.Logf("%s: %s %.4g req/s", g.Workload, c.Name, c.Score)
+	}
+	if want := g.Winner.Score/g.Baseline.Score - 1; sum.Winner.ConfigHash != sum.Baseline.ConfigHash && math.Abs(g.Gain-want) > 1e-9 {
+		t.Errorf("gain %v, want %v", g.Gain, want)
+	}
+}
