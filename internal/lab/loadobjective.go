@@ -382,8 +382,8 @@ var errNotStored = errors.New("lab: load point not stored")
 // searchLoad runs one config's search and returns the result that scores
 // it: the trial at its sustainable load, scored by that load. With stored
 // it only replays the search from the store, taking no budget place, and
-// returns errNotStored, having recorded nothing, at the first point the
-// store lacks.
+// returns errNotStored at the first point the store lacks, having read
+// only stored points (as the search run next reads them again).
 func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget, stored bool) (*result, error) {
 	lo := l.Spec.Objective.Load
 	opt, err := lo.options()
