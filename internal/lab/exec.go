@@ -357,11 +357,15 @@ type gpuSem struct {
 	cap   int
 	free  int
 	slots int
+	// conc is how many trials may run at once: slots when none runs. It
+	// never changes, so it is read without the lock (slots is not: the
+	// joint search's guide read it while trials took and gave back slots).
+	conc int
 }
 
 func newGPUSem(units, maxConc int) *gpuSem {
 	units, maxConc = max(units, 1), max(maxConc, 1)
-	s := &gpuSem{cap: units, free: units, slots: maxConc}
+	s := &gpuSem{cap: units, free: units, slots: maxConc, conc: maxConc}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }

@@ -147,3 +147,36 @@ func TestLikelyWinnerLast(t *testing.T) {
 		t.Errorf("a generalization batch was reordered: %v", got)
 	}
 }
+
+// TestGuessAllWhileTrialsRun (issue 27): the joint search's guide sizes
+// its workers by the lab's concurrency while trials of the same lab take
+// and give back their slots; it read the slot count without the lock,
+// which go test -race reports.
+func TestGuessAllWhileTrialsRun(t *testing.T) {
+	s := mustSpec(t, smallSpec)
+	l := analyticLab(s, newMemStore())
+	l.sem, l.guide = newGPUSem(2, 2), l.Guide
+	pts := s.Enumerate(labspec.Point{labspec.KnobEngine: s.BaselineEngine()}, s.Axes(s.SearchKnobs()), 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	busy := make(chan struct{})
+	go func() {
+		defer close(busy)
+		for ctx.Err() == nil {
+			if l.sem.acquire(ctx, 1) == nil {
+				l.sem.release(1)
+			}
+		}
+	}()
+	for range 20 {
+		guess, err := l.guessAll(ctx, pts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(guess) == 0 {
+			t.Fatalf("no prediction for %d configs", len(pts))
+		}
+	}
+	cancel()
+	<-busy
+}

@@ -646,6 +646,10 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, report.WhyUnsupported, "unsupported: "+why))
 			continue
 		}
+		if why, hopeless := l.hopeless(ctx, cfg, inc, incScore); hopeless {
+			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, report.WhyHopeless, why))
+			continue
+		}
 		pts = append(pts, p)
 	}
 	if len(pts) == 0 {
@@ -1115,6 +1119,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// hasStored says whether the store holds measurements an earlier
+// invocation made that this one has not used yet (a resumed lab).
+func (l *Lab) hasStored() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.stored) > 0
 }
 
 // used returns a tuning measurement only if this invocation has already

@@ -159,15 +159,84 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 	// (42-44 starts for 29 configs on the 14B example); one after another
 	// each config starts once and keeps its server for all its points.
 	var slots chan struct{}
+	// turns[r] is closed once the search ranked r has taken its slot (or
+	// has none to take): searches take the slots in the order
+	// likelyWinnerLast gives, lowest predicted load first, so the step's
+	// likely best is the last server up and serves its repeats. In the
+	// order the goroutines happened to queue, the 14B example's
+	// TensorRT-LLM search ran before SGLang's and its server started again
+	// for its repeats (21 starts for 20 configs).
+	var turns []chan struct{}
+	rank := make([]int, len(specs))
 	if l.Spec.RuntimeKind().Servers() {
 		slots = make(chan struct{}, max(l.sem.cap, 1))
+		todo := make([]int, len(specs))
+		for i := range todo {
+			todo[i] = i
+		}
+		for r, i := range l.likelyWinnerLast(ctx, specs, todo) {
+			rank[i] = r
+		}
+		turns = make([]chan struct{}, len(specs)+1)
+		for r := range turns {
+			turns[r] = make(chan struct{})
+		}
+		close(turns[0])
+	}
+	passTurn := func(i int) {
+		if turns != nil {
+			close(turns[rank[i]+1])
+		}
+	}
+	// A resumed lab first replays the searches the store holds whole:
+	// they measure nothing and take no budget place (searches side by side
+	// used to race for the places, and a search all of whose points were
+	// stored could lose its place to one that then measured new points,
+	// taking another path than the interrupted lab). They count in
+	// max_trials as they did then, before any search measures.
+	replayed := make([]bool, len(specs))
+	if l.hasStored() {
+		seen := map[string]bool{}
+		for i, t := range specs {
+			mk := measurementKey(t.Key)
+			if seen[mk] {
+				continue
+			}
+			seen[mk] = true
+			r, err := l.searchLoad(ctx, t, budget, true)
+			switch {
+			case errors.Is(err, errNotStored):
+				continue
+			case err != nil:
+				return nil, err
+			}
+			out[i], replayed[i] = r, true
+		}
 	}
 	for i, t := range specs {
 		done[i] = make(chan struct{})
 		mk := measurementKey(t.Key)
+		if replayed[i] {
+			first[mk] = i
+			go func() {
+				defer close(done[i])
+				if turns != nil {
+					<-turns[rank[i]]
+					passTurn(i)
+				}
+			}()
+			continue
+		}
 		if j, ok := first[mk]; ok {
 			go func() {
 				defer close(done[i])
+				if turns != nil {
+					select {
+					case <-turns[rank[i]]:
+					case <-ctx.Done():
+					}
+					passTurn(i)
+				}
 				<-done[j]
 				if out[j] != nil {
 					r := *out[j]
@@ -181,6 +250,18 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 		go func() {
 			defer close(done[i])
 			if slots != nil {
+				passed := false
+				defer func() {
+					if !passed {
+						passTurn(i)
+					}
+				}()
+				select {
+				case <-turns[rank[i]]:
+				case <-ctx.Done():
+					errs[i] = ctx.Err()
+					return
+				}
 				select {
 				case slots <- struct{}{}:
 					defer func() { <-slots }()
@@ -188,8 +269,10 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 					errs[i] = ctx.Err()
 					return
 				}
+				passed = true
+				passTurn(i)
 			}
-			out[i], errs[i] = l.searchLoad(ctx, t, budget)
+			out[i], errs[i] = l.searchLoad(ctx, t, budget, false)
 		}()
 	}
 	for _, d := range done {
@@ -208,9 +291,16 @@ func (l *Lab) searchLoads(ctx context.Context, specs []TrialSpec, budget bool) (
 	return out, budgetErr
 }
 
+// errNotStored stops a replayed search (searchLoad's stored) at its
+// first point the store lacks.
+var errNotStored = errors.New("lab: load point not stored")
+
 // searchLoad runs one config's search and returns the result that scores
-// it: the trial at its sustainable load, scored by that load.
-func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result, error) {
+// it: the trial at its sustainable load, scored by that load. With stored
+// it only replays the search from the store, taking no budget place, and
+// returns errNotStored at the first point the store lacks, having read
+// only stored points (as the search run next reads them again).
+func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget, stored bool) (*result, error) {
 	lo := l.Spec.Objective.Load
 	opt, err := lo.Options()
 	if err != nil {
@@ -221,7 +311,7 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	// so searches running side by side cannot all take the last one.
 	// Its points are held by max_hours alone.
 	held := false
-	if budget {
+	if budget && !stored {
 		if _, err := l.budgetAllows(1); err != nil {
 			return nil, err
 		}
@@ -235,8 +325,9 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	at := map[float64]*result{}
 	var failed *result
 	ran := false // a point was measured now, not read from the store
+	ended := false
 	defer func() {
-		if se, ok := l.Progress.(searchEnder); ok {
+		if se, ok := l.Progress.(searchEnder); ok && ended {
 			se.SearchEnded(t, !ran)
 		}
 	}()
@@ -247,15 +338,21 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 			// The name (not part of the key) says which load the trial
 			// was, in the progress lines and the store.
 			ps.Name = fmt.Sprintf("%s @ %.4g %s", t.Name, load, lo.LoadAxis().Unit())
-			if budget {
+			l.mu.Lock()
+			_, have := l.done[measurementKey(ps.Key)]
+			l.mu.Unlock()
+			if stored && !have {
+				return loadsearch.Point{}, errNotStored
+			}
+			// A stored point costs no time: max_hours stops only the
+			// points to measure (a resumed lab whose stored trials had
+			// spent the hours could not read its own baseline back).
+			if budget && !have {
 				if err := l.hoursLeft(); err != nil {
 					return loadsearch.Point{}, err
 				}
 			}
-			l.mu.Lock()
-			_, stored := l.done[measurementKey(ps.Key)]
-			l.mu.Unlock()
-			ran = ran || !stored
+			ran = ran || !have
 			rs, err := l.run2(ctx, []TrialSpec{ps}, false)
 			if err != nil {
 				return loadsearch.Point{}, err
@@ -278,6 +375,10 @@ func (l *Lab) searchLoad(ctx context.Context, t TrialSpec, budget bool) (*result
 	}
 	opt = l.guidedStart(ctx, t, opt)
 	sr, err := loadsearch.Search(ctx, opt, measure)
+	if errors.Is(err, errNotStored) {
+		return nil, err
+	}
+	ended = true
 	switch {
 	case errors.Is(err, errConfigFailed):
 		r := *failed
@@ -332,10 +433,11 @@ const guideStep = 0.1
 // guidedStart starts a config's search at the guide's predicted
 // sustainable load with a small first step, where there is a guide and it
 // predicts one: on the 14B SLO example a blind start at 1 req/s took
-// about 12 points a config. The spec's start stays the start without a
-// prediction, and the lowest load the search may try is the one it implies.
+// about 12 points a config. A start the spec sets wins: the user asked for
+// it (the guided start used to override it). Without either the start is
+// 1, and the lowest load the search may try is start/1024.
 func (l *Lab) guidedStart(ctx context.Context, t TrialSpec, opt loadsearch.Options) loadsearch.Options {
-	if l.guide == nil {
+	if l.guide == nil || l.Spec.Objective.Load.Start > 0 {
 		return opt
 	}
 	m, err := l.guide.Guess(ctx, t.Config, t.Workload, l.Spec.Search.GuidePrompts)

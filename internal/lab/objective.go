@@ -41,6 +41,10 @@ type ObjectiveKind interface {
 	loadSLO(obj labspec.Objective) *loadsearch.SLO
 	// noScoreHint says why a score may be 0 ("" when nothing to add).
 	noScoreHint() string
+	// prunes says whether a candidate the guide's range cannot lift above
+	// the incumbent is left unmeasured (Lab.hopeless): worth it where a
+	// candidate costs a load search, not one benchmark.
+	prunes() bool
 }
 
 // objectives is the registry, by name; the spec parser looks names up here.
@@ -143,6 +147,7 @@ func (benchmarked) Lacks(Measurement) []string                { return nil }
 func (benchmarked) guide(g Guide, _ labspec.Objective) Guide  { return g }
 func (benchmarked) loadSLO(labspec.Objective) *loadsearch.SLO { return nil }
 func (benchmarked) noScoreHint() string                       { return "" }
+func (benchmarked) prunes() bool                              { return false }
 func (benchmarked) run(ctx context.Context, l *Lab, specs []TrialSpec, budget bool) ([]*result, error) {
 	return l.run2(ctx, specs, budget)
 }
@@ -189,6 +194,7 @@ func (maxLoadUnderSLO) Unit(obj labspec.Objective) string          { return obj.
 func (maxLoadUnderSLO) Lacks(Measurement) []string                 { return nil }
 func (maxLoadUnderSLO) noScoreHint() string                        { return "" }
 func (maxLoadUnderSLO) guide(g Guide, obj labspec.Objective) Guide { return loadGuide(g, obj.Load) }
+func (maxLoadUnderSLO) prunes() bool                               { return true }
 
 func (maxLoadUnderSLO) run(ctx context.Context, l *Lab, specs []TrialSpec, budget bool) ([]*result, error) {
 	return l.searchLoads(ctx, specs, budget)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/labspec"
 )
 
@@ -157,6 +158,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		}
 	}
 	tried := 0
+	prunes := kindOf(s.Objective).prunes()
 	for {
 		// Fit the calibration on every tuning measurement that has a guess.
 		var obs []calObs
@@ -204,6 +206,11 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		}
 		var cands []rankedPoint
 		ranged := map[string]float64{}
+		hopeless := 0
+		incPred := 0.0
+		if prunes {
+			incPred = l.predict(ctx, inc.spec.Config)
+		}
 		for _, p := range pts {
 			cfg, _ := s.Config(p)
 			g, ok := guess[labspec.ConfigHash(cfg)]
@@ -211,6 +218,12 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 				continue
 			}
 			if _, measured := l.used(measurementKey(TrialKey("", cfg, *s.Tuning, 0))); measured {
+				continue
+			}
+			// Where a candidate costs a load search, one whose range
+			// cannot reach the incumbent is not ranked at all.
+			if _, below := l.rangeBelow(cfg, g, incPred, incScore); prunes && below {
+				hopeless++
 				continue
 			}
 			fs := features(p, ks)
@@ -230,11 +243,16 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 			}
 			cands = append(cands, rankedPoint{p, pred, pred * math.Pow(per, float64(len(unseen))), unseen})
 		}
+		js.Hopeless = hopeless
 		sort.SliceStable(cands, func(i, j int) bool { return cands[i].opt > cands[j].opt })
 		thr := math.Max(l.sum.NoiseFloor, s.MinGain)
 		bar := incScore * (1 + thr)
 		if len(cands) == 0 {
 			js.StopReason = "every config of the joint space is measured"
+			if hopeless > 0 {
+				js.StopReason = fmt.Sprintf("every config of the joint space is measured or hopeless (%d: the top of the guide's range below the incumbent's %.4g %s)",
+					hopeless, incScore, ObjectiveUnit(s.Objective))
+			}
 			break
 		}
 		if cands[0].opt <= bar {
@@ -350,7 +368,7 @@ func (l *Lab) guessAll(ctx context.Context, pts []labspec.Point) (map[string]flo
 	var mu sync.Mutex
 	work := make(chan labspec.Point)
 	var wg sync.WaitGroup
-	workers := max(1, l.sem.slots)
+	workers := max(1, l.sem.conc)
 	var firstErr error
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -442,4 +460,60 @@ func (l *Lab) grid(ctx context.Context, base, win *result) error {
 	g.WinnerGap = 1 - score0(l.sum.Winner)/best.score
 	g.StagedGap = 1 - score0(l.sum.Staged)/best.score
 	return nil
+}
+
+// hopeless says whether the guide's range for cfg lies wholly below the
+// incumbent's measured score, with the reason: such a candidate cannot
+// win, and under an objective that prunes (a candidate costs a load
+// search, 4-12 benchmarks) it is not measured. A config the guide cannot
+// predict, or predicts no score for, is never hopeless.
+func (l *Lab) hopeless(ctx context.Context, cfg engine.Config, inc *result, incScore float64) (string, bool) {
+	if l.guide == nil || inc == nil || !(incScore > 0) || !kindOf(l.Spec.Objective).prunes() {
+		return "", false
+	}
+	return l.rangeBelow(cfg, l.predict(ctx, cfg), l.predict(ctx, inc.spec.Config), incScore)
+}
+
+// predict is the guide's score for cfg on the tuning workload (0 when it
+// has none).
+func (l *Lab) predict(ctx context.Context, cfg engine.Config) float64 {
+	s := l.Spec
+	o, err := l.guide.Guess(ctx, cfg, *s.Tuning, s.Search.GuidePrompts)
+	if err != nil {
+		return 0
+	}
+	if sc := scoreUnder(s.Objective, o, labspec.GPUs(cfg)); sc > 0 && !math.IsInf(sc, 0) {
+		return sc
+	}
+	return 0
+}
+
+// rangeBelow is hopeless's rule on the guide's predictions for cfg (pred)
+// and for the incumbent (incPred): the top of cfg's range is pred times 1
+// + the guide's upside for it (explorationBonus without a measured
+// range), scaled up by how far the guide underpredicted the incumbent
+// (never down: a guide that overpredicts the incumbent prunes no more for
+// it).
+func (l *Lab) rangeBelow(cfg engine.Config, pred, incPred, incScore float64) (string, bool) {
+	if !(pred > 0) || !(incScore > 0) {
+		return "", false
+	}
+	u, ranged := upside(l.guide, cfg)
+	if !ranged {
+		u = explorationBonus - 1
+	}
+	scale := 1.0
+	if incPred > 0 {
+		scale = math.Max(1, incScore/incPred)
+	}
+	top := pred * (1 + u) * scale
+	if top >= incScore {
+		return "", false
+	}
+	note := ""
+	if scale > 1 {
+		note = fmt.Sprintf(", ×%.2f as the guide underpredicted the incumbent", scale)
+	}
+	return fmt.Sprintf("not searched: the guide's range for it tops at %.3g %s (predicted %.3g, +%.0f%%%s), below the incumbent's measured %.3g",
+		top, ObjectiveUnit(l.Spec.Objective), pred, 100*u, note, incScore), true
 }

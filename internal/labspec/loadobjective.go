@@ -20,8 +20,10 @@ type LoadObjective struct {
 	Axis string `yaml:"axis,omitempty" json:"axis,omitempty"`
 	// Tolerance is the relative precision of the answer (default 0.05).
 	Tolerance float64 `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
-	// Start is the first load measured (default 1); Max the highest the
-	// search may try (default 4096).
+	// Start is the first load measured: set, it is every config's start;
+	// unset, each config's search starts at the guide's predicted
+	// sustainable load, or at 1 without a prediction. Max is the highest
+	// load the search may try (default 4096).
 	Start float64 `yaml:"start,omitempty" json:"start,omitempty"`
 	Max   float64 `yaml:"max,omitempty" json:"max,omitempty"`
 	// WarmupPrompts is how many leading requests of each point are not

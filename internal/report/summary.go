@@ -140,6 +140,11 @@ type JointSummary struct {
 	// "knob=value", plus "*" for the global factor.
 	Calibration map[string]float64 `json:"calibration,omitempty"`
 	StopReason  string             `json:"stop_reason"`
+	// Hopeless counts the untested configs left out of the last ranking
+	// because the top of the guide's range for each lay below the
+	// incumbent's measured score (objectives that prune: a candidate costs
+	// a load search).
+	Hopeless int `json:"hopeless,omitempty"`
 	// Improved says whether the search beat the staged winner.
 	Improved bool `json:"improved"`
 }

@@ -19,6 +19,10 @@ const (
 	WhyUnmeasured Why = "unmeasured"
 	// WhyUnsupported: the engine version cannot run the config (not run).
 	WhyUnsupported Why = "unsupported"
+	// WhyHopeless: not searched, as the top of the guide's range for it
+	// lies below the incumbent's measured score (max_load_under_slo, where
+	// a candidate costs a whole load search).
+	WhyHopeless Why = "hopeless"
 	// WhyBudget: the budget stopped it before a decision.
 	WhyBudget Why = "budget"
 	// WhyNotBest: another candidate of the step scored higher.
