@@ -162,3 +162,23 @@ func TestSearchStopsAtUndecidedLimit(t *testing.T) {
 		t.Errorf("%d points, found %v, limit %q", calls, res.Found, res.Limit)
 	}
 }
+
+// TestSearchGuidedDescentPassesTheKnee: a guided search (10% first step)
+// that starts above the threshold of a gently rising latency (TPOT grows
+// 1.1 ms a req/s, bound 50 ms at 20 req/s, far below the 64 servers'
+// capacity) must find the threshold. The floor rule used to compare the
+// first 10% step with the start: TPOT p50 54 ms at 23.6 req/s against
+// 56.7 ms at 26 is within a tenth, and the search ended with "no lower load
+// can meet the SLO" (seen on docker: two configs unscored after 2 points).
+func TestSearchGuidedDescentPassesTheKnee(t *testing.T) {
+	slo, _ := ParseSLO("tpot_p50<=50ms")
+	res, err := Search(context.Background(), Options{SLO: slo, Start: 26, Step: 0.1}, func(_ context.Context, load float64) (Point, error) {
+		return pointOfRecs(fifo(600, load, 64, 0.3+0.01*load, 0.05, 5), load, 60), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Found || res.Sustainable < 20*(1-2*DefaultTolerance) || res.Sustainable > 20*(1+DefaultTolerance) {
+		t.Errorf("found %v, sustainable %v req/s, want about 20; limit %q; points %d", res.Found, res.Sustainable, res.Limit, len(res.Points))
+	}
+}

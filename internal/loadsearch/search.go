@@ -143,9 +143,10 @@ const floorShare = 0.9
 
 // Search finds the highest load within the SLO: from Start it doubles while
 // the SLO holds (halves while it does not) until a bracket [lo, hi) holds
-// the threshold, then bisects until hi-lo is at most Tolerance·lo. Halving
-// stops early when it does not bring the broken latency bound down by a
-// tenth (floorShare): the SLO is below what the server does unloaded. A
+// the threshold, then bisects until hi-lo is at most Tolerance·lo. The
+// descent stops early when a load at most half a failed one does not bring
+// the broken latency bound down by a tenth (floorShare): the SLO is below
+// what the server does unloaded. A
 // point judged overloaded misses the SLO (see SLO.Judge). A point
 // the client could not deliver, or with too few requests for the SLO's
 // percentile, is not scored: it bounds the search from above as the load
@@ -180,8 +181,22 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 	}
 	// floor says whether a point failed for a latency that halving the
 	// load did not bring down: the SLO asks for less than the server's
-	// unloaded latency, and lower loads cannot meet it either.
-	floor := func(lower, higher float64) (string, bool) {
+	// unloaded latency, and lower loads cannot meet it either. It compares
+	// lower with the lowest failed point at twice its load or more, never
+	// with the step just taken: a guided search descends by 10% first, and
+	// a latency bound near the knee (TPOT, say) drops by less than a tenth
+	// over 10% of load, so "no lower load can meet the SLO" fired one small
+	// step below the start, with the threshold a few steps further down.
+	floor := func(lower float64) (string, bool) {
+		higher := 0.0
+		for _, p := range res.Points {
+			if p.Load >= 2*lower && !p.Meets && p.Scored() && (higher == 0 || p.Load < higher) {
+				higher = p.Load
+			}
+		}
+		if higher == 0 {
+			return "", false
+		}
 		pl, pok := res.At(lower)
 		ph, hok := res.At(higher)
 		// Only a lower point known to be light counts: measured long
@@ -253,9 +268,8 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 				lo = next
 				continue
 			}
-			prev := hi
 			hi, hiFlagged = next, fl
-			if why, stuck := floor(next, prev); stuck {
+			if why, stuck := floor(next); stuck {
 				res.Limit = "no lower load can meet the SLO: " + why
 				break
 			}
