@@ -437,12 +437,34 @@ const guideStep = 0.1
 // it (the guided start used to override it). Without either the start is
 // 1, and the lowest load the search may try is start/1024.
 func (l *Lab) guidedStart(ctx context.Context, t TrialSpec, opt loadsearch.Options) loadsearch.Options {
-	if l.guide == nil || l.Spec.Objective.Load.Start > 0 {
+	if l.Spec.Objective.Load.Start > 0 {
 		return opt
 	}
-	m, err := l.guide.Guess(ctx, t.Config, t.Workload, l.Spec.Search.GuidePrompts)
-	if err != nil || !(m.SustainableLoad > 0) {
-		return opt
+	var g, step float64
+	if a := l.firstRepeatAnswer(t); a > 0 {
+		// A repeat re-measures an answer already found: starting there,
+		// a step of the tolerance brackets it in two points when it holds
+		// (four a repeat from the guide's prediction), and the step
+		// gallops as from a guess when the repeat's draw moved it.
+		g, step = a, opt.Tolerance
+		if step == 0 {
+			step = loadsearch.DefaultTolerance
+		}
+	} else {
+		if l.guide == nil {
+			return opt
+		}
+		m, err := l.guide.Guess(ctx, t.Config, t.Workload, l.Spec.Search.GuidePrompts)
+		if err != nil || !(m.SustainableLoad > 0) {
+			return opt
+		}
+		// Three significant digits: a point's load is in its name and
+		// key, and 19.99 reads better than 19.991128939107984, with no
+		// loss that a 10% step would see.
+		g, step = m.SustainableLoad, guideStep
+		if e := math.Pow(10, math.Floor(math.Log10(g))-2); opt.Axis == loadsearch.AxisRate {
+			g = math.Round(g/e) * e
+		}
 	}
 	start := opt.Start
 	if start == 0 {
@@ -458,15 +480,28 @@ func (l *Lab) guidedStart(ctx context.Context, t TrialSpec, opt loadsearch.Optio
 	if hi == 0 {
 		hi = 4096
 	}
-	// Three significant digits: a point's load is in its name and key,
-	// and 19.99 reads better than 19.991128939107984, with no loss that a
-	// 10% step would see.
-	g := m.SustainableLoad
-	if e := math.Pow(10, math.Floor(math.Log10(g))-2); opt.Axis == loadsearch.AxisRate {
-		g = math.Round(g/e) * e
-	}
-	opt.Start, opt.Step = math.Min(math.Max(g, opt.Min), hi), guideStep
+	opt.Start, opt.Step = math.Min(math.Max(g, opt.Min), hi), step
 	return opt
+}
+
+// firstRepeatAnswer is the sustainable load the first run of t's config
+// found on t's workload, when t is a later repeat and that run found one
+// (0 otherwise).
+func (l *Lab) firstRepeatAnswer(t TrialSpec) float64 {
+	if t.Repeat == 0 {
+		return 0
+	}
+	l.mu.Lock()
+	tr, ok := l.done[measurementKey(TrialKey("", t.Config, t.Workload, 0))]
+	l.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	m, err := decodeMeasurement(tr.Result)
+	if err != nil {
+		return 0
+	}
+	return m.SustainableLoad
 }
 
 // searched records a config's finished search: its measurement (the
