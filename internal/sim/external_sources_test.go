@@ -25,7 +25,7 @@ type externalSource struct {
 }
 
 // externalSourceFiles lists the held-out sources under testdata/external.
-var externalSourceFiles = []string{"gpustack-a100.json"}
+var externalSourceFiles = []string{"gpustack-a100.json", "gpustack-qwen3-8b-h100-latency.json"}
 
 func loadExternalSource(t *testing.T, name string) *externalSource {
 	t.Helper()
@@ -99,9 +99,18 @@ func TestExternalSources(t *testing.T) {
 	}
 	ShareGPTLengthsPath = filepath.Join(sharedDir(t), "data", "sharegpt", "sharegpt_v3_sample_1000.json")
 	coef := DefaultCoefficients()
+	// The kernel-table step model (issue 26, behind a switch) is scored
+	// too, MAPEs only: its range is not what `sim predict` prints.
+	kern, err := LoadCoefficients(kernelCoefficientsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	type acc struct {
 		tps, ttft, tpot []float64
 		in, n           [3]int
+		// width is each TPS range's hi/lo: a range that holds everything
+		// by being wide says little.
+		width []float64
 	}
 	add := func(a *acc, e [3]float64, ok [3]bool, inside [3]bool) {
 		a.tps = append(a.tps, math.Abs(e[0]))
@@ -118,7 +127,7 @@ func TestExternalSources(t *testing.T) {
 			}
 		}
 	}
-	groups := map[string]*acc{}
+	groups, kgroups := map[string]*acc{}, map[string]*acc{}
 	group := func(k string) *acc {
 		if groups[k] == nil {
 			groups[k] = &acc{}
@@ -131,13 +140,34 @@ func TestExternalSources(t *testing.T) {
 		fmt.Fprintf(&b, "\nsource %s: %s@%s %s\n", name, s.Provenance.Repository, s.Provenance.Commit[:12], strings.Join(s.Provenance.Paths, ", "))
 		b.WriteString("| case | TPS meas | TPS pred (err) | TPS range | TTFT meas | TTFT pred (err) | TTFT range | TPOT meas | TPOT pred (err) | TPOT range |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		f := Evaluate(&s.Reference, coef)
+		for _, r := range Evaluate(&s.Reference, kern).Results {
+			c := r.Case
+			if c.Exclude != "" {
+				continue
+			}
+			e, ok := [3]float64{1, 1, 1}, [3]bool{true, true, c.NoTPOT == ""}
+			if r.Err == nil {
+				e[0], e[1], e[2] = r.Errors()
+			}
+			for _, k := range []string{"all", "report " + c.Report, "engine " + c.Params.Engine, "GPU " + c.Params.GPU, "model " + modelOf(c)} {
+				if kgroups[k] == nil {
+					kgroups[k] = &acc{}
+				}
+				add(kgroups[k], e, ok, [3]bool{})
+			}
+		}
 		for _, r := range f.Results {
 			c := r.Case
+			if c.Exclude != "" {
+				fmt.Fprintf(&b, "| %s | excluded: %s |||||||||\n", c.ID, c.Exclude)
+				continue
+			}
+			keys := []string{"all", "report " + c.Report, "engine " + c.Params.Engine, "GPU " + c.Params.GPU, "model " + modelOf(c)}
 			if r.Err != nil {
 				fmt.Fprintf(&b, "| %s | %.0f | refused: %v |||||||\n", c.ID, c.Measured.TotalTPS, r.Err)
 				// A refused case counts as 100% off and outside the range,
 				// as in the in-sample scoring.
-				for _, k := range []string{"all", name, name + " " + c.Params.Engine} {
+				for _, k := range keys {
 					add(group(k), [3]float64{1, 1, 1}, [3]bool{true, true, true}, [3]bool{})
 				}
 				continue
@@ -170,8 +200,9 @@ func TestExternalSources(t *testing.T) {
 			e := [3]float64{e1, e2, e3}
 			ok := [3]bool{true, true, c.NoTPOT == ""}
 			in := [3]bool{inT, inF, inP}
-			for _, k := range []string{"all", name, name + " " + c.Params.Engine, name + " " + modelOf(c)} {
+			for _, k := range keys {
 				add(group(k), e, ok, in)
+				group(k).width = append(group(k).width, sp.Hi.TotalTPS/sp.Lo.TotalTPS)
 			}
 		}
 		b.WriteString("\npublished orderings (total tok/s; required when the published gap > 3%):\n")
@@ -187,11 +218,21 @@ func TestExternalSources(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	b.WriteString("\n| group (all held out) | cases | TPS MAPE | TTFT MAPE | TPOT MAPE | TPS in range | TTFT in range | TPOT in range |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n| group (all held out) | cases | TPS MAPE | TTFT MAPE | TPOT MAPE | TPS in range | TTFT in range | TPOT in range | median TPS range hi/lo |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range keys {
 		a := groups[k]
-		fmt.Fprintf(&b, "| %s | %d | %.1f%% | %.1f%% | %.1f%% | %d/%d | %d/%d | %d/%d |\n", k, len(a.tps),
-			100*meanOf(a.tps), 100*meanOf(a.ttft), 100*meanOf(a.tpot), a.in[0], a.n[0], a.in[1], a.n[1], a.in[2], a.n[2])
+		w := "–"
+		if len(a.width) > 0 {
+			sort.Float64s(a.width)
+			w = fmt.Sprintf("%.1f×", a.width[len(a.width)/2])
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.1f%% | %.1f%% | %.1f%% | %d/%d | %d/%d | %d/%d | %s |\n", k, len(a.tps),
+			100*meanOf(a.tps), 100*meanOf(a.ttft), 100*meanOf(a.tpot), a.in[0], a.n[0], a.in[1], a.n[1], a.in[2], a.n[2], w)
+	}
+	b.WriteString("\nkernel-table step model (coefficients_kernels.json), same cases:\n| group (all held out) | cases | TPS MAPE | TTFT MAPE | TPOT MAPE |\n|---|---|---|---|---|\n")
+	for _, k := range keys {
+		a := kgroups[k]
+		fmt.Fprintf(&b, "| %s | %d | %.1f%% | %.1f%% | %.1f%% |\n", k, len(a.tps), 100*meanOf(a.tps), 100*meanOf(a.ttft), 100*meanOf(a.tpot))
 	}
 	t.Log("\n" + b.String())
 }
