@@ -138,10 +138,12 @@ func TestExternalSources(t *testing.T) {
 	for _, name := range externalSourceFiles {
 		s := loadExternalSource(t, name)
 		fmt.Fprintf(&b, "\nsource %s: %s@%s %s\n", name, s.Provenance.Repository, s.Provenance.Commit[:12], strings.Join(s.Provenance.Paths, ", "))
-		b.WriteString("| case | TPS meas | TPS pred (err) | TPS range | TTFT meas | TTFT pred (err) | TTFT range | TPOT meas | TPOT pred (err) | TPOT range |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| case | TPS meas | TPS pred (err) | TPS range | TTFT meas | TTFT pred (err) | TTFT range | TPOT meas | TPOT pred (err) | TPOT range | kernel model TPS / TTFT / TPOT err |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		f := Evaluate(&s.Reference, coef)
+		kres := map[string]CaseResult{}
 		for _, r := range Evaluate(&s.Reference, kern).Results {
 			c := r.Case
+			kres[c.ID] = r
 			if c.Exclude != "" {
 				continue
 			}
@@ -190,10 +192,15 @@ func TestExternalSources(t *testing.T) {
 				}
 				return fmt.Sprintf("%.1f | %.1f (%+.0f%%) | %.1f..%.1f%s", meas, pred, 100*e, lo, hi, mark)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.ID,
+			kc := "refused"
+			if kr := kres[c.ID]; kr.Err == nil {
+				a, b, c := kr.Errors()
+				kc = fmt.Sprintf("%+.0f%% / %+.0f%% / %+.0f%%", 100*a, 100*b, 100*c)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", c.ID,
 				cell(m.TotalTPS, r.TotalTPS, e1, sp.Lo.TotalTPS, sp.Hi.TotalTPS, inT),
 				cell(m.MeanTTFTMs, r.MeanTTFTMs, e2, sp.Lo.MeanTTFTMs, sp.Hi.MeanTTFTMs, inF),
-				cell(m.MeanTPOTMs, r.MeanTPOTMs, e3, sp.Lo.MeanTPOTMs, sp.Hi.MeanTPOTMs, inP))
+				cell(m.MeanTPOTMs, r.MeanTPOTMs, e3, sp.Lo.MeanTPOTMs, sp.Hi.MeanTPOTMs, inP), kc)
 			if sp.Borrowed != "" || len(sp.Unseen) > 0 {
 				t.Logf("%s: range borrowed %q, unseen %v", c.ID, sp.Borrowed, sp.Unseen)
 			}
