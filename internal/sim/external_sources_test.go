@@ -25,7 +25,7 @@ type externalSource struct {
 }
 
 // externalSourceFiles lists the held-out sources under testdata/external.
-var externalSourceFiles = []string{"gpustack-a100.json", "gpustack-qwen3-8b-h100-latency.json"}
+var externalSourceFiles = []string{"gpustack-a100.json", "gpustack-qwen3-235b-a100.json", "gpustack-qwen3-8b-h100-latency.json"}
 
 func loadExternalSource(t *testing.T, name string) *externalSource {
 	t.Helper()
