@@ -74,6 +74,13 @@ func printDone(w io.Writer, e Event) {
 			gain = "no score, no gain: " + sum.Winner.Reason
 		case b != nil && b.Why == report.WhyUnmeasured:
 			gain = "no gain: the baseline has no score: " + b.Reason
+		case b != nil && !(b.Score > 0):
+			// A baseline with no load within the SLO (or that failed)
+			// scores 0, and a gain over it would read "+0.0%".
+			gain = "no gain: the baseline has no score"
+			if b.Reason != "" {
+				gain += ": " + b.Reason
+			}
 		}
 		fmt.Fprintf(w, "winner: %s, %.1f %s (%s); %d tuning trials, %d run now, %d from the store, %s\n",
 			sum.Winner.Name, sum.Winner.Score, sum.Unit, gain, sum.TuningTrials, sum.TrialsRun, sum.TrialsReused,

@@ -31,6 +31,9 @@ func TestLineProgress(t *testing.T) {
 		{"done, unmeasured winner", Event{Type: EventDone, Summary: &report.Summary{Unit: "req/s within SLO", Stopped: "budget: max_trials",
 			Winner: &report.SummaryCandidate{Name: "vllm", Score: 4, Why: report.WhyUnmeasured, Reason: "the client fell behind at 8 req/s"}}},
 			"winner: vllm, 4.0 req/s within SLO (no score, no gain: the client fell behind at 8 req/s); 0 tuning trials, 0 run now, 0 from the store, 0s\nstopped early: budget: max_trials\n"},
+		{"done, baseline without a score", Event{Type: EventDone, Summary: &report.Summary{Unit: "req/s within SLO",
+			Baseline: &report.SummaryCandidate{Name: "vllm", Reason: "SLO: no load meets it"}, Winner: &report.SummaryCandidate{Name: "trtllm", Score: 4}}},
+			"winner: trtllm, 4.0 req/s within SLO (no gain: the baseline has no score: SLO: no load meets it); 0 tuning trials, 0 run now, 0 from the store, 0s\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
