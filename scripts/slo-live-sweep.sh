@@ -72,6 +72,24 @@ version() {
 	esac
 }
 
+# up starts the config's server and waits until it answers. Every long
+# benchmark gets a server of its own: the lab measures each point on a cold
+# prefix cache (reset, or a new server for an engine with no reset endpoint,
+# such as trtllm-serve), and ShareGPT's prompts repeat from run to run.
+up() {
+	stop
+	setsid "${perflab[@]}" sim serve --engine "$engine" --engine-version "$(version "$engine")" --gpu H100 \
+		--time-scale "$K" --startup-delay 0s --tokenizer "$DATA/tokenizers/qwen3" -- $argv --port "$PORT" >"$work/serve.log" 2>&1 &
+	srv=$!
+	for _ in $(seq 600); do
+		curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && return
+		kill -0 "$srv" 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
+		sleep 0.1
+	done
+	echo "slo-live-sweep: $argv: not ready after 60 s" >&2
+	exit 1
+}
+
 calc() { awk "BEGIN { printf \"%.4f\", $* }"; }
 slo="ttft_p99<=$(calc "$TTFT_MS / $K")ms,tpot_p99<=$(calc "$TPOT_MS / $K")ms,success>=99%"
 common=(--port "$PORT" --backend openai-chat --endpoint /v1/chat/completions
@@ -83,6 +101,7 @@ common=(--port "$PORT" --backend openai-chat --endpoint /v1/chat/completions
 # first), behind, meets (scaled back to simulated time).
 long() {
 	local r=$1 out=$work/long.json
+	up
 	"${perflab[@]}" bench "${common[@]}" --model "$model" --request-rate "$(calc "$r * $K")" --output json >"$out" 2>"$work/long.err" || {
 		echo "slo-live-sweep: bench at $r req/s failed:" >&2
 		tail -5 "$work/long.err" >&2
@@ -100,14 +119,7 @@ long() {
 summary=()
 for name in $CONFIGS; do
 	read -r guided engine model argv < <(config "$name")
-	setsid "${perflab[@]}" sim serve --engine "$engine" --engine-version "$(version "$engine")" --gpu H100 \
-		--time-scale "$K" --startup-delay 0s --tokenizer "$DATA/tokenizers/qwen3" -- $argv --port "$PORT" >"$work/serve.log" 2>&1 &
-	srv=$!
-	for _ in $(seq 600); do
-		curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break
-		kill -0 "$srv" 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
-		sleep 0.1
-	done
+	up
 	echo "== $name: $argv (sim serve, time scale $K; SLO sent as $slo)"
 	t0=$(date +%s)
 	# The lab starts each config's search at the simulator guide's predicted
