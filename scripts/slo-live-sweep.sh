@@ -6,9 +6,12 @@
 # workload (ShareGPT sample, 1,000 prompts, 100 of them warm-up, seed 0),
 # then a dense sweep of long plain benchmarks (`--request-rate R`, STEP apart,
 # NUM prompts each) to find the true threshold: the highest swept rate whose
-# long benchmark meets the SLO. It checks that the search's answer is within
-# the example's 5% tolerance of that threshold and that a long benchmark at
-# 1.2x the answer misses. One server at a time; a trap stops it.
+# long benchmark meets the SLO below the first rate that misses (as
+# TestSLOExampleSweep takes it in process). It checks that the search's
+# answer is within the example's 5% tolerance of that threshold and that a
+# long benchmark at 1.2x the answer misses; a sweep whose first rate (0.9x
+# the answer) misses already fails. One server at a time; a trap stops it.
+# It exits 1 when a config fails.
 #
 # At TIME_SCALE K the simulated engine runs K times faster, so rates are sent
 # K times higher and the SLO's latency bounds are divided by K; every figure
