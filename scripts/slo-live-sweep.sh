@@ -81,6 +81,10 @@ version() {
 # such as trtllm-serve), and ShareGPT's prompts repeat from run to run.
 up() {
 	stop
+	if curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; then
+		echo "slo-live-sweep: something already answers on port $PORT; set PORT" >&2
+		exit 1
+	fi
 	setsid "${perflab[@]}" sim serve --engine "$engine" --engine-version "$(version "$engine")" --gpu H100 \
 		--time-scale "$K" --startup-delay 0s --tokenizer "$DATA/tokenizers/qwen3" -- $argv --port "$PORT" >"$work/serve.log" 2>&1 &
 	srv=$!
@@ -99,9 +103,10 @@ common=(--port "$PORT" --backend openai-chat --endpoint /v1/chat/completions
 	--dataset-name sharegpt --dataset-path "$DATA/sharegpt/sharegpt_v3_sample_1000.json"
 	--tokenizer "$DATA/tokenizers/qwen3" --seed 0 --num-prompts "$NUM")
 
-# long RATE (simulated req/s) -> one row: rate, achieved, ttft p99, tpot p99,
+# long RATE (simulated req/s) sets row: rate, achieved, ttft p99, tpot p99,
 # success, the client's dispatch lag p99 (live ms: a busy host shows here
-# first), behind, meets (scaled back to simulated time).
+# first), behind, meets (scaled back to simulated time). It runs in this
+# shell, not in $(...): the server it starts must be the one stop kills.
 long() {
 	local r=$1 out=$work/long.json
 	up
@@ -110,13 +115,13 @@ long() {
 		tail -5 "$work/long.err" >&2
 		exit 1
 	}
-	jq -r --argjson k "$K" --argjson r "$r" --argjson ttft "$TTFT_MS" --argjson tpot "$TPOT_MS" --argjson succ "$SUCCESS" '
+	row=$(jq -r --argjson k "$K" --argjson r "$r" --argjson ttft "$TTFT_MS" --argjson tpot "$TPOT_MS" --argjson succ "$SUCCESS" '
 		(.completed / .num_prompts) as $s
 		| (.perflab.achieved_rate < 0.99 * .perflab.offered_rate) as $behind
 		| ([.perflab.dispatch_lag_ms.percentiles[] | select(.p == 99) | .value][0] // 0) as $lag
 		| [$r, (.perflab.achieved_rate / $k), (.p99_ttft_ms * $k), (.p99_tpot_ms * $k), $s, $lag, $behind,
 		   (.p99_ttft_ms * $k <= $ttft and .p99_tpot_ms * $k <= $tpot and $s >= $succ and ($behind | not))]
-		| @tsv' "$out"
+		| @tsv' "$out")
 }
 
 summary=()
@@ -147,7 +152,7 @@ for name in $CONFIGS; do
 	thr=0 misses=0 first_miss=
 	r=$(calc "0.9 * $ans")
 	while :; do
-		row=$(long "$r")
+		long "$r"
 		printf '  %-8.3f %-9.3f %-10.1f %-10.2f %-8.3f %-8.1f %-6s %s\n' $row
 		if [ "${row##*$'\t'}" = true ]; then
 			[ -z "$first_miss" ] && thr=$r
@@ -160,7 +165,8 @@ for name in $CONFIGS; do
 		awk "BEGIN { exit !($r > 1.15 * $ans) }" && break
 		r=$(calc "$r * (1 + $STEP)")
 	done
-	over=$(long "$(calc "1.2 * $ans")")
+	long "$(calc "1.2 * $ans")"
+	over=$row
 	printf '  %-8.3f %-9.3f %-10.1f %-10.2f %-8.3f %-8.1f %-6s %s   <- 1.2x the answer\n' $over
 	stop
 	rel=$(calc "($ans - $thr) / ($thr > 0 ? $thr : 1)")
