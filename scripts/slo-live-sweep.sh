@@ -171,7 +171,9 @@ for name in $CONFIGS; do
 	stop
 	rel=$(calc "($ans - $thr) / ($thr > 0 ? $thr : 1)")
 	ok=PASS
-	awk "BEGIN { exit !($thr > 0 && ($rel < 0 ? -$rel : $rel) <= $TOL) }" || ok=FAIL
+	# rel goes into awk as a variable: spliced into the program, a negative
+	# one read "--0.0179", a syntax error, and failed a passing config.
+	awk -v r="$rel" -v thr="$thr" -v tol="$TOL" 'BEGIN { exit !(thr > 0 && (r < 0 ? -r : r) <= tol) }' || ok=FAIL
 	[ "${over##*$'\t'}" = false ] || ok=FAIL
 	summary+=("$(printf '%-11s %-9s %-10s %-8s %-10s %s' "$name" "$ans" "$thr" "$(calc "100 * $rel")%" "${over##*$'\t'}" "$ok ($(($(date +%s) - t0)) s)")")
 done
