@@ -69,10 +69,10 @@ func (f *Fleet) Bench(ctx context.Context, w Want, b bench.Config, salt string) 
 		out.note(fmt.Sprintf("on the server already up for this config (measurement %d)", srv.Used()+1))
 	}
 	if gpus := srv.GPUs(); gpus != nil {
-		out.Notes = joinNotes("GPUs "+joinInts(gpus), out.Notes)
+		out.Notes = JoinNotes("GPUs "+joinInts(gpus), out.Notes)
 	}
 	if where := WhereOf(srv.Handle); where != "" {
-		out.Notes = joinNotes(where, out.Notes)
+		out.Notes = JoinNotes(where, out.Notes)
 	}
 	h := srv.Handle
 	clean := false
@@ -127,7 +127,9 @@ func lostConnections(out *bench.Outcome) bool {
 	return false
 }
 
-func joinNotes(a, b string) string {
+// JoinNotes joins two notes of a trial with "; ", either of which may be
+// empty.
+func JoinNotes(a, b string) string {
 	switch {
 	case a == "":
 		return b

@@ -115,7 +115,7 @@ func (r *LiveRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) 
 		}
 		recs, dur, stretched := r.TimeScale.Stretch(out.Records, out.Duration)
 		if stretched {
-			tr.Notes = joinReason(tr.Notes, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", float64(r.TimeScale)))
+			tr.Notes = engine.JoinNotes(tr.Notes, fmt.Sprintf("sim runtime at time scale %g; figures scaled back to simulated time", float64(r.TimeScale)))
 		}
 		recs, dur = pointWindow(t.Workload.Point, recs, dur, &opt)
 		m.Result = metrics.Compute(recs, dur, opt)
@@ -145,14 +145,4 @@ func (r *LiveRunner) logLines() int {
 		return r.LogLines
 	}
 	return 60
-}
-
-func joinReason(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "; " + b
 }

@@ -70,7 +70,7 @@ func trialRecord(t TrialSpec, m Measurement, started time.Time) (store.Trial, er
 	}
 	rec.Status = "ok"
 	if f := m.Failure; f != nil {
-		rec.Status, rec.FailureClass, rec.Reason = "failed", string(f.Class), joinReason(rec.Reason, f.Reason)
+		rec.Status, rec.FailureClass, rec.Reason = "failed", string(f.Class), engine.JoinNotes(rec.Reason, f.Reason)
 	}
 	return rec, nil
 }
