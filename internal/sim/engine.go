@@ -154,7 +154,10 @@ func New(p Params, c *Coefficients) (*Engine, error) {
 		return nil, err
 	}
 	hw, _ := LookupGPU(p.GPU)
-	coef, _ := c.Lookup(hw.Name, p.Engine, p.Version)
+	coef, from := c.Lookup(hw.Name, p.Engine, p.Version)
+	if c.StepModel != StepKernels && arch.NumExperts == 0 {
+		coef, _ = carryCoef(coef, from, hw)
+	}
 	k, _ := KindOf(p.Engine) // WithDefaults refused an engine without one
 	e := &Engine{p: p, kind: k, arch: arch, hw: hw, c: coef, seen: map[int]int{}, newRatio: 0.7, graphDQL: 1,
 		fault: faultFor(p, arch)}

@@ -1,0 +1,97 @@
+package sim
+
+import (
+	"math"
+	"strings"
+
+	"github.com/perflab/perflab/internal/sim/kernels"
+)
+
+// The roofline's efficiencies are fitted as shares of one GPU's datasheet
+// peaks, and a share does not carry to another GPU: an H100's tensor cores
+// reach a smaller share of their peak than an A100's, and what an engine
+// loses beyond its kernels (elementwise work, gaps between kernels) does
+// not speed up with the tensor cores. So for a GPU the calibration was not
+// fitted on, each fitted share is split, on the GPU it was fitted on, into
+// the rate that GPU's kernels reach (its kernel table) and the engine's
+// loss on top, as time per unit of work. On the target GPU the kernels run
+// at the rate its own table (measured, or transferred) gives, and the loss
+// is carried as time scaled by the two GPUs' memory bandwidths: it is
+// memory-bound work and launch gaps, not tensor-core work. On the GPU the
+// calibration was fitted on the split gives back the fitted share exactly.
+
+// kernelShares are the shares of a GPU's datasheet peaks its kernel table
+// reaches: a large BF16 and FP8 GEMM, a weight stream (a 16-token GEMM
+// over an 8192×8192 weight), and an 8,192-token causal prefill attention.
+type kernelShares struct{ gemm, fp8, mem, attn float64 }
+
+func sharesOf(tab *kernels.Table, hw GPU) (kernelShares, bool) {
+	const m, n, k = 8192, 8192, 8192
+	var s kernelShares
+	if t, _ := tab.GEMM(kernels.BF16, m, n, k); t > 0 {
+		s.gemm = 2 * m * n * k / t / (hw.BF16TFLOPS * 1e12)
+	}
+	s.fp8 = s.gemm
+	if hw.FP8TFLOPS > hw.BF16TFLOPS {
+		if t, _ := tab.GEMM(kernels.FP8, m, n, k); t > 0 {
+			s.fp8 = 2 * m * n * k / t / (hw.FP8TFLOPS * 1e12)
+		}
+	}
+	if t, _ := tab.GEMM(kernels.BF16, 16, n, k); t > 0 {
+		s.mem = float64(n*k*2) / t / (hw.HBMGBps * 1e9)
+	}
+	if t, _ := tab.PrefillAttention(32, 8, 128, 8192, 0); t > 0 {
+		s.attn = 4 * 32 * 128 * 8192 * 4096 / t / (hw.BF16TFLOPS * 1e12)
+	}
+	ok := s.gemm > 0 && s.fp8 > 0 && s.mem > 0 && s.attn > 0
+	return s, ok
+}
+
+// carryShare is a fitted share eff of peak pSrc (kernels there reaching
+// kSrc of it) carried to a GPU with peak pDst whose kernels reach kDst:
+// the kernels' time per unit of work at the target's rate plus the loss,
+// scaled by bw (the source's memory bandwidth over the target's).
+func carryShare(eff, pSrc, kSrc, pDst, kDst, bw float64) float64 {
+	if !(eff > 0) || !(kSrc > 0) || !(kDst > 0) {
+		return eff
+	}
+	if eff >= kSrc {
+		// Fitted at or above what the collector's kernels reach (the
+		// engine's own kernels beat them): no loss to carry, and the
+		// margin over the table carries as a ratio.
+		return math.Min(1, eff*kDst/kSrc)
+	}
+	loss := math.Max(0, 1/(pSrc*eff)-1/(pSrc*kSrc))
+	t := 1/(pDst*kDst) + loss*bw
+	return math.Min(1, 1/(pDst*t))
+}
+
+// carryCoef carries c, fitted on the GPU key names (a coefficient key:
+// "GPU/engine/version" or a GPU pool), to hw. It returns c unchanged when
+// the key names no catalog GPU, names hw itself, or either GPU has no
+// kernel table to split the shares with.
+func carryCoef(c Coef, key string, hw GPU) (Coef, bool) {
+	src, err := LookupGPU(strings.SplitN(key, "/", 2)[0])
+	if err != nil || src.Name == hw.Name {
+		return c, false
+	}
+	st, _, err := tableFor(src)
+	if err != nil {
+		return c, false
+	}
+	dt, _, err := tableFor(hw)
+	if err != nil {
+		return c, false
+	}
+	ks, ok1 := sharesOf(st, src)
+	kd, ok2 := sharesOf(dt, hw)
+	if !ok1 || !ok2 {
+		return c, false
+	}
+	bw := src.HBMGBps / hw.HBMGBps
+	c.GEMMEff = carryShare(c.GEMMEff, src.BF16TFLOPS, ks.gemm, hw.BF16TFLOPS, kd.gemm, bw)
+	c.FP8Eff = carryShare(c.FP8Eff, src.FP8TFLOPS, ks.fp8, hw.FP8TFLOPS, kd.fp8, bw)
+	c.MemEff = carryShare(c.MemEff, src.HBMGBps, ks.mem, hw.HBMGBps, kd.mem, bw)
+	c.AttnEff = carryShare(c.AttnEff, src.BF16TFLOPS, ks.attn, hw.BF16TFLOPS, kd.attn, bw)
+	return c, true
+}

@@ -1,0 +1,97 @@
+package sim
+
+import (
+	"math"
+	"testing"
+)
+
+func TestCarryShare(t *testing.T) {
+	for _, tc := range []struct {
+		name                            string
+		eff, pSrc, kSrc, pDst, kDst, bw float64
+		want                            float64
+	}{
+		// On the GPU it was fitted on, a share comes back unchanged,
+		// below the kernels' share and above it.
+		{"same GPU, below the kernels", 0.36, 989, 0.68, 989, 0.68, 1, 0.36},
+		{"same GPU, above the kernels", 0.99, 989, 0.68, 989, 0.68, 1, 0.99},
+		// Kernels at the fitted share: nothing lost, the target's
+		// kernels' share is the answer.
+		{"no loss", 0.68, 989, 0.68, 312, 0.88, 1.64, 0.88},
+		// 1/(989·0.36) − 1/(989·0.68) of loss per unit, ×1.64, on top of
+		// 1/(312·0.88).
+		{"loss carried as time", 0.36, 989, 0.68, 312, 0.88, 1.64,
+			1 / (312 * (1/(312*0.88) + 1.64*(1/(989*0.36)-1/(989*0.68))))},
+		{"above the kernels, as a ratio, capped at 1", 0.99, 989, 0.68, 312, 0.88, 1.64, 1},
+		{"nothing to split with", 0.36, 989, 0, 312, 0.88, 1.64, 0.36},
+	} {
+		if got := carryShare(tc.eff, tc.pSrc, tc.kSrc, tc.pDst, tc.kDst, tc.bw); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: carryShare = %.6f, want %.6f", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestCarryCoef(t *testing.T) {
+	c, from := DefaultCoefficients().Lookup("A100", "vllm", "0.11.0")
+	if from != "H100/vllm/0.11.0" {
+		t.Fatalf("A100 vLLM 0.11.0 borrows %q, want the H100's fit (the test assumes one)", from)
+	}
+	h100, _ := LookupGPU("H100")
+	if got, carried := carryCoef(c, from, h100); carried || got.GEMMEff != c.GEMMEff || got.MemEff != c.MemEff {
+		t.Errorf("carried to the GPU it was fitted on: %v, %+v", carried, got)
+	}
+	a100, _ := LookupGPU("A100")
+	got, carried := carryCoef(c, from, a100)
+	if !carried {
+		t.Fatal("not carried to the A100")
+	}
+	// The A100's tensor cores reach a larger share of a smaller peak, and
+	// the loss does not grow with the peak: every share rises, but no
+	// carried rate beats the H100's.
+	for _, p := range []struct {
+		name          string
+		before, after float64
+		peakH, peakA  float64
+	}{
+		{"gemm_eff", c.GEMMEff, got.GEMMEff, h100.BF16TFLOPS, a100.BF16TFLOPS},
+		{"mem_eff", c.MemEff, got.MemEff, h100.HBMGBps, a100.HBMGBps},
+		{"attn_eff", c.AttnEff, got.AttnEff, h100.BF16TFLOPS, a100.BF16TFLOPS},
+	} {
+		if !(p.after > p.before) || p.after > 1 {
+			t.Errorf("%s: %.3f on the H100, %.3f carried to the A100: want it higher and at most 1", p.name, p.before, p.after)
+		}
+		if p.after*p.peakA >= p.before*p.peakH {
+			t.Errorf("%s: the A100 carried (%.0f) outruns the H100 fitted (%.0f)", p.name, p.after*p.peakA, p.before*p.peakH)
+		}
+	}
+	if got.StepMs != c.StepMs || got.SeqUs != c.SeqUs || got.FrontendMs != c.FrontendMs {
+		t.Errorf("software costs changed in the carry: %+v -> %+v", c, got)
+	}
+	if _, carried := carryCoef(c, "*", a100); carried {
+		t.Error("the generic prior names no GPU, and was carried")
+	}
+}
+
+// TestEngineCarriesDenseOnly: New carries a borrowed calibration's shares
+// to the GPU it runs on for a dense model, and not for a MoE model, whose
+// grouped expert GEMMs the dense shares do not describe.
+func TestEngineCarriesDenseOnly(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		tp    int
+		carry bool
+	}{
+		{"Qwen3-14B", 1, true},
+		{"Qwen3-235B-A22B", 8, false},
+	} {
+		p := Params{Engine: "vllm", Version: "0.11.0", Model: tc.model, GPU: "A100", TP: tc.tp}
+		e, err := New(p, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.model, err)
+		}
+		c, _ := DefaultCoefficients().Lookup("A100", "vllm", "0.11.0")
+		if carried := e.c.GEMMEff != c.GEMMEff; carried != tc.carry {
+			t.Errorf("%s on the A100: gemm_eff %.3f (borrowed %.3f): carried %v, want %v", tc.model, e.c.GEMMEff, c.GEMMEff, carried, tc.carry)
+		}
+	}
+}
