@@ -31,11 +31,8 @@ func sharesOf(tab *kernels.Table, hw GPU) (kernelShares, bool) {
 	if t, _ := tab.GEMM(kernels.BF16, m, n, k); t > 0 {
 		s.gemm = 2 * m * n * k / t / (hw.BF16TFLOPS * 1e12)
 	}
-	s.fp8 = s.gemm
-	if hw.FP8TFLOPS > hw.BF16TFLOPS {
-		if t, _ := tab.GEMM(kernels.FP8, m, n, k); t > 0 {
-			s.fp8 = 2 * m * n * k / t / (hw.FP8TFLOPS * 1e12)
-		}
+	if t, _ := tab.GEMM(kernels.FP8, m, n, k); t > 0 {
+		s.fp8 = 2 * m * n * k / t / (hw.FP8TFLOPS * 1e12)
 	}
 	if t, _ := tab.GEMM(kernels.BF16, 16, n, k); t > 0 {
 		s.mem = float64(n*k*2) / t / (hw.HBMGBps * 1e9)
@@ -90,7 +87,12 @@ func carryCoef(c Coef, key string, hw GPU) (Coef, bool) {
 	}
 	bw := src.HBMGBps / hw.HBMGBps
 	c.GEMMEff = carryShare(c.GEMMEff, src.BF16TFLOPS, ks.gemm, hw.BF16TFLOPS, kd.gemm, bw)
-	c.FP8Eff = carryShare(c.FP8Eff, src.FP8TFLOPS, ks.fp8, hw.FP8TFLOPS, kd.fp8, bw)
+	if hw.FP8TFLOPS > hw.BF16TFLOPS {
+		// Without FP8 tensor cores an FP8 checkpoint runs weight-only,
+		// through a dequantizing kernel no table times (Marlin on the
+		// A100): its share stays as borrowed.
+		c.FP8Eff = carryShare(c.FP8Eff, src.FP8TFLOPS, ks.fp8, hw.FP8TFLOPS, kd.fp8, bw)
+	}
 	c.MemEff = carryShare(c.MemEff, src.HBMGBps, ks.mem, hw.HBMGBps, kd.mem, bw)
 	c.AttnEff = carryShare(c.AttnEff, src.BF16TFLOPS, ks.attn, hw.BF16TFLOPS, kd.attn, bw)
 	return c, true

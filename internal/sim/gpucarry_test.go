@@ -64,6 +64,13 @@ func TestCarryCoef(t *testing.T) {
 			t.Errorf("%s: the A100 carried (%.0f) outruns the H100 fitted (%.0f)", p.name, p.after*p.peakA, p.before*p.peakH)
 		}
 	}
+	if got.FP8Eff != c.FP8Eff {
+		t.Errorf("fp8_eff carried to a GPU without FP8 tensor cores: %.3f -> %.3f", c.FP8Eff, got.FP8Eff)
+	}
+	h200, _ := LookupGPU("H200")
+	if g, _ := carryCoef(c, from, h200); g.FP8Eff == c.FP8Eff {
+		t.Error("fp8_eff not carried to the H200, which has FP8 tensor cores")
+	}
 	if got.StepMs != c.StepMs || got.SeqUs != c.SeqUs || got.FrontendMs != c.FrontendMs {
 		t.Errorf("software costs changed in the carry: %+v -> %+v", c, got)
 	}
