@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,6 +22,17 @@ func TestFitReference(t *testing.T) {
 	ref, err := ReferenceCases()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// SIM_FIT_EXTRA names external sources (testdata/external, comma
+	// separated) fitted on beside the reference: what a source pins that
+	// the reference does not (small-batch decode) is fitted, and the
+	// source is no longer held out.
+	for _, name := range strings.Split(os.Getenv("SIM_FIT_EXTRA"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			src := loadExternalSource(t, name)
+			ref.Cases = append(ref.Cases, src.Cases...)
+			ref.Orderings = append(ref.Orderings, src.Orderings...)
+		}
 	}
 	t0 := time.Now()
 	// From fitStart (for the roofline the generic prior, not the embedded
