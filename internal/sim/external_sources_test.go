@@ -82,22 +82,22 @@ var externalFigures = map[string]externalFigure{
 		}},
 	"mean_latency_s": {"mean latency s", func(_ Case, x externalExtra) float64 { return x.MeanLatencyS },
 		func(recs []metrics.Record, _ float64) float64 {
-			return meanOf(recordValues(recs, func(r metrics.Record) (float64, bool) { return r.Latency, true }))
+			return meanOf(externalRecordValues(recs, func(r metrics.Record) (float64, bool) { return r.Latency, true }))
 		}},
 	"median_e2e_ms": {"median E2E ms", func(_ Case, x externalExtra) float64 { return x.MedianE2EMs },
 		func(recs []metrics.Record, _ float64) float64 {
-			return 1000 * medianOf(recordValues(recs, func(r metrics.Record) (float64, bool) { return r.Latency, true }))
+			return 1000 * externalMedian(externalRecordValues(recs, func(r metrics.Record) (float64, bool) { return r.Latency, true }))
 		}},
 	"median_ttft_ms": {"median TTFT ms", func(c Case, _ externalExtra) float64 { return c.Measured.MedianTTFT },
 		func(recs []metrics.Record, _ float64) float64 {
-			return 1000 * medianOf(recordValues(recs, func(r metrics.Record) (float64, bool) { return r.TTFT, true }))
+			return 1000 * externalMedian(externalRecordValues(recs, func(r metrics.Record) (float64, bool) { return r.TTFT, true }))
 		}},
 	// TPOT per request as vllm bench and sglang.bench_serving define it:
 	// (latency - TTFT) / (output tokens - 1), over requests with more
 	// than one token.
 	"median_tpot_ms": {"median TPOT ms", func(c Case, _ externalExtra) float64 { return c.Measured.MedianTPOT },
 		func(recs []metrics.Record, _ float64) float64 {
-			return 1000 * medianOf(recordValues(recs, func(r metrics.Record) (float64, bool) {
+			return 1000 * externalMedian(externalRecordValues(recs, func(r metrics.Record) (float64, bool) {
 				return (r.Latency - r.TTFT) / float64(r.OutputLen-1), r.OutputLen > 1
 			}))
 		}},
@@ -107,11 +107,12 @@ var externalFigures = map[string]externalFigure{
 			for _, r := range recs {
 				gaps = append(gaps, r.ITL...)
 			}
-			return 1000 * medianOf(gaps)
+			return 1000 * externalMedian(gaps)
 		}},
 }
 
-func recordValues(recs []metrics.Record, f func(metrics.Record) (float64, bool)) []float64 {
+// externalRecordValues is f over the records it accepts.
+func externalRecordValues(recs []metrics.Record, f func(metrics.Record) (float64, bool)) []float64 {
 	var v []float64
 	for _, r := range recs {
 		if x, ok := f(r); ok {
@@ -121,7 +122,9 @@ func recordValues(recs []metrics.Record, f func(metrics.Record) (float64, bool))
 	return v
 }
 
-func medianOf(v []float64) float64 {
+// externalMedian is the median (the mean of the middle two for an even
+// count), as numpy's median the benchmark clients use.
+func externalMedian(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}
@@ -131,6 +134,35 @@ func medianOf(v []float64) float64 {
 		return v[len(v)/2]
 	}
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// TestExternalFiguresFromRecords checks each further figure's reading of a
+// predicted run against values worked by hand, so a source's medians are
+// compared like for like.
+func TestExternalFiguresFromRecords(t *testing.T) {
+	recs := []metrics.Record{
+		// TTFT, latency in seconds; TPOT = (latency - TTFT) / (out - 1).
+		{Success: true, OutputLen: 11, TTFT: 0.1, Latency: 1.1, ITL: []float64{0.1, 0.1}}, // TPOT 100 ms
+		{Success: true, OutputLen: 5, TTFT: 0.3, Latency: 0.7, ITL: []float64{0.2}},       // TPOT 100 ms
+		{Success: true, OutputLen: 21, TTFT: 0.2, Latency: 4.2, ITL: []float64{0.4, 0.3}}, // TPOT 200 ms
+		{Success: true, OutputLen: 1, TTFT: 0.5, Latency: 0.9, ITL: nil},                  // no TPOT (one token: latency - TTFT is no per-token gap)
+	}
+	for _, tc := range []struct {
+		fig  string
+		want float64
+	}{
+		{"output_tps", 38.0 / 2},    // 38 tokens over a 2 s run
+		{"mean_latency_s", 6.9 / 4}, // (1.1 + 0.7 + 4.2 + 0.9) / 4
+		{"median_e2e_ms", 1000},     // middle two of 0.7, 0.9, 1.1, 4.2 s
+		{"median_ttft_ms", 250},     // middle two of 0.1, 0.2, 0.3, 0.5 s
+		{"median_tpot_ms", 100},     // 100, 100, 200 ms; the one-token request has none
+		{"median_itl_ms", 200},      // 0.1, 0.1, 0.2, 0.3, 0.4 s
+	} {
+		got := externalFigures[tc.fig].predicted(recs, 2)
+		if math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: %v, want %v", tc.fig, got, tc.want)
+		}
+	}
 }
 
 // externalSourceFiles lists the held-out sources: every JSON file under
@@ -381,7 +413,7 @@ func TestExternalSources(t *testing.T) {
 					}
 				}
 				fmt.Fprintf(&xb, "| %s | output tok/s (offline; kernel model %+.0f%%) | %.2f | %.2f (%+.0f%%) | %s |\n", c.ID, 100*(kpred/meas-1), meas, pred, 100*e, rng)
-				for _, k := range append([]string{"all"}, groupKeys(c)[1:]...) {
+				for _, k := range append([]string{"all"}, externalGroupKeys(c)[1:]...) {
 					for _, fig := range []string{"output tok/s (offline)", "output tok/s (offline), kernel model"} {
 						xa := xgroups[fig+"\x00"+k]
 						if xa == nil {
@@ -416,11 +448,11 @@ func TestExternalSources(t *testing.T) {
 			if c.Exclude != "" {
 				continue
 			}
-			e, ok := [3]float64{1, 1, 1}, published(c)
+			e, ok := [3]float64{1, 1, 1}, externalPublished(c)
 			if r.Err == nil {
 				e[0], e[1], e[2] = r.Errors()
 			}
-			for _, k := range groupKeys(c) {
+			for _, k := range externalGroupKeys(c) {
 				add(group(kgroups, k), e, ok, [3]bool{}, [3]bool{})
 			}
 		}
@@ -430,8 +462,8 @@ func TestExternalSources(t *testing.T) {
 				fmt.Fprintf(&b, "| %s | excluded: %s |||||||||\n", c.ID, c.Exclude)
 				continue
 			}
-			keys := groupKeys(c)
-			ok := published(c)
+			keys := externalGroupKeys(c)
+			ok := externalPublished(c)
 			if r.Err != nil {
 				fmt.Fprintf(&b, "| %s | %.0f | refused: %v |||||||\n", c.ID, c.Measured.TotalTPS, r.Err)
 				// A refused case counts as 100% off and outside the range,
@@ -613,14 +645,14 @@ func TestExternalSources(t *testing.T) {
 	t.Log("\n" + b.String())
 }
 
-// published says which of total tok/s, mean TTFT and mean TPOT a case
+// externalPublished says which of total tok/s, mean TTFT and mean TPOT a case
 // prints (and, for TPOT, whether it is comparable).
-func published(c Case) [3]bool {
+func externalPublished(c Case) [3]bool {
 	m := c.Measured
 	return [3]bool{m.TotalTPS > 0, m.MeanTTFTMs > 0, m.MeanTPOTMs > 0 && c.NoTPOT == ""}
 }
 
-// groupKeys are the groups a case is scored in.
-func groupKeys(c Case) []string {
+// externalGroupKeys are the groups a case is scored in.
+func externalGroupKeys(c Case) []string {
 	return []string{"all", "report " + c.Report, "engine " + c.Params.Engine, "GPU " + c.Params.GPU, "model " + modelOf(c)}
 }
