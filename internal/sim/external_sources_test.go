@@ -307,8 +307,8 @@ func TestExternalSourcesWellFormed(t *testing.T) {
 // provenance (mean latency, medians, output tok/s) are read from a
 // predicted run's records and scored in a second table. Nothing here was
 // fitted on: the whole set is held out. Long (every case runs once per
-// calibration of the range; about 5 minutes on the shared 2-core VM, most
-// of it the two offline trtllm-bench files): SIM_EXTERNAL_SOURCES=1 runs it,
+// calibration of the range; about 6.5 minutes on the shared 2-core VM, most
+// of it the three offline trtllm-bench files): SIM_EXTERNAL_SOURCES=1 runs it,
 // SIM_EXTERNAL_SOURCES=gpustack,sglang the files whose names contain one
 // of the comma-separated parts.
 func TestExternalSources(t *testing.T) {
