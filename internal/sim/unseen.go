@@ -68,7 +68,11 @@ func unseenWidening(p Params, main *Coefficients, folds *FoldSet) (notes []strin
 			factor *= 1 + unseenGPUTransfer
 		}
 	} else if !main.hasGPU(hw.Name) {
-		notes = append(notes, fmt.Sprintf("no calibration was fitted on %s (range ±%.0f%%)", hw.Name, 100*unseenGPURoofline))
+		how := ""
+		if a, err := p.arch(); err == nil && a.NumExperts == 0 {
+			how = ": its shares carried through the kernel tables"
+		}
+		notes = append(notes, fmt.Sprintf("no calibration was fitted on %s%s (range ±%.0f%%)", hw.Name, how, 100*unseenGPURoofline))
 		factor *= 1 + unseenGPURoofline
 	}
 	if folds != nil && len(folds.Folds) > 0 {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/perflab/perflab/internal/dataset"
@@ -74,5 +75,21 @@ func TestPredictSpanWidensUnseen(t *testing.T) {
 	}
 	if len(s2.Unseen) != 0 {
 		t.Errorf("Qwen3-8B on H100 (Qwen3 measured): unseen %q", s2.Unseen)
+	}
+}
+
+// TestUnseenGPUSaysCarried: the note of a GPU with no fitted calibration
+// says when a dense model's shares were carried to it (sim.New carries
+// them; a MoE model's are not).
+func TestUnseenGPUSaysCarried(t *testing.T) {
+	roof := &Coefficients{Entries: map[string]Coef{"H100/vllm/0.11.0": defaultCoef}}
+	for _, c := range []struct {
+		model   string
+		carried bool
+	}{{"Qwen3-32B", true}, {"Qwen3-235B-A22B", false}} {
+		notes, _ := unseenWidening(Params{GPU: "A100", Model: c.model}, roof, nil)
+		if len(notes) != 1 || strings.Contains(notes[0], "carried") != c.carried {
+			t.Errorf("%s on the A100: notes %q, want one that says carried: %v", c.model, notes, c.carried)
+		}
 	}
 }
