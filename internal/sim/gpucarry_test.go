@@ -102,3 +102,42 @@ func TestEngineCarriesDenseOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepLoss: an offline engine core keeps offlineLossShare of the loss
+// between each fitted share and the GPU's kernel table's share, as time;
+// 1 keeps the served shares and 0 leaves the table's.
+func TestKeepLoss(t *testing.T) {
+	p := Params{Engine: "trtllm", Version: "1.2.0rc1", Model: "Qwen3-14B", GPU: "H100"}
+	served, err := New(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, _, err := tableFor(served.hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := sharesOf(tab, served.hw)
+	for _, f := range []float64{1, 0.25, 0} {
+		e, _ := New(p, nil)
+		e.keepLoss(f)
+		for _, c := range []struct {
+			name              string
+			fitted, got, kern float64
+		}{
+			{"gemm_eff", served.c.GEMMEff, e.c.GEMMEff, k.gemm},
+			{"mem_eff", served.c.MemEff, e.c.MemEff, k.mem},
+			{"attn_eff", served.c.AttnEff, e.c.AttnEff, k.attn},
+		} {
+			want := 1 / (1/c.kern + f*(1/c.fitted-1/c.kern))
+			if c.fitted >= c.kern {
+				want = c.fitted
+			}
+			if math.Abs(c.got-want) > 1e-12 {
+				t.Errorf("keep %.2f of the loss: %s %.4f, want %.4f (fitted %.4f, table %.4f)", f, c.name, c.got, want, c.fitted, c.kern)
+			}
+		}
+		if f == 0 && e.gemmEff != e.c.GEMMEff {
+			t.Errorf("the roofline's GEMM share %.4f was not reset to %.4f", e.gemmEff, e.c.GEMMEff)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 func (e *Engine) withoutAPIServer() {
 	e.c.FrontendMs = 0
 	e.c.OutputUs = 0
+	e.keepLoss(offlineLossShare)
 }
 
 // OfflineResult is what the offline throughput benchmarks report for one

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,6 +110,10 @@ func kernelCoefs(t *testing.T, c *Coefficients, gpu string) *Coefficients {
 func TestOfflineAgainstPerfOverview(t *testing.T) {
 	if os.Getenv("SIM_OFFLINE_TABLES") == "" {
 		t.Skip("SIM_OFFLINE_TABLES=1 predicts TensorRT-LLM's published offline table")
+	}
+	if v, err := strconv.ParseFloat(os.Getenv("SIM_OFFLINE_LOSS"), 64); err == nil {
+		defer func(old float64) { offlineLossShare = old }(offlineLossShare)
+		offlineLossShare = v
 	}
 	base := DefaultCoefficients()
 	// The kernel-table step model's calibration (the embedded one once it

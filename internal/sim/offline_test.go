@@ -19,6 +19,10 @@ func overheadCoefs(frontendMs, outputUs float64) *Coefficients {
 }
 
 func TestOfflineDropsOnlyTheAPIServer(t *testing.T) {
+	// The engine core's share of the served loss is TestKeepLoss's; here
+	// the offline run keeps all of it, so only the API server differs.
+	defer func(old float64) { offlineLossShare = old }(offlineLossShare)
+	offlineLossShare = 1
 	p := Params{Engine: "vllm", Model: "Qwen3-8B", GPU: "H100"}
 	reqs := fixedReqs(64, 200, 32)
 
