@@ -70,70 +70,29 @@ type externalFigure struct {
 	predicted func(recs []metrics.Record, dur float64) float64
 }
 
-// externalFigures are the figures a source's provenance may name.
+// externalFigures are the figures a source's provenance may name, each
+// read from the predicted run's metrics as vllm bench computes them
+// (metrics.Compute: medians as numpy's, TPOT over requests with more than
+// one token).
 var externalFigures = map[string]externalFigure{
 	"output_tps": {"output tok/s", func(c Case, _ externalExtra) float64 { return c.Measured.OutputTPS },
-		func(recs []metrics.Record, dur float64) float64 {
-			var out float64
-			for _, r := range recs {
-				out += float64(r.OutputLen)
-			}
-			return out / dur
-		}},
+		func(recs []metrics.Record, dur float64) float64 { return externalMetrics(recs, dur).OutputThroughput }},
 	"mean_latency_s": {"mean latency s", func(_ Case, x externalExtra) float64 { return x.MeanLatencyS },
-		func(recs []metrics.Record, _ float64) float64 {
-			return meanOf(externalRecordValues(recs, func(r metrics.Record) (float64, bool) { return r.Latency, true }))
-		}},
+		func(recs []metrics.Record, dur float64) float64 { return externalMetrics(recs, dur).MeanE2ELMs / 1000 }},
 	"median_e2e_ms": {"median E2E ms", func(_ Case, x externalExtra) float64 { return x.MedianE2EMs },
-		func(recs []metrics.Record, _ float64) float64 {
-			return 1000 * externalMedian(externalRecordValues(recs, func(r metrics.Record) (float64, bool) { return r.Latency, true }))
-		}},
+		func(recs []metrics.Record, dur float64) float64 { return externalMetrics(recs, dur).MedianE2ELMs }},
 	"median_ttft_ms": {"median TTFT ms", func(c Case, _ externalExtra) float64 { return c.Measured.MedianTTFT },
-		func(recs []metrics.Record, _ float64) float64 {
-			return 1000 * externalMedian(externalRecordValues(recs, func(r metrics.Record) (float64, bool) { return r.TTFT, true }))
-		}},
-	// TPOT per request as vllm bench and sglang.bench_serving define it:
-	// (latency - TTFT) / (output tokens - 1), over requests with more
-	// than one token.
+		func(recs []metrics.Record, dur float64) float64 { return externalMetrics(recs, dur).MedianTTFTMs }},
 	"median_tpot_ms": {"median TPOT ms", func(c Case, _ externalExtra) float64 { return c.Measured.MedianTPOT },
-		func(recs []metrics.Record, _ float64) float64 {
-			return 1000 * externalMedian(externalRecordValues(recs, func(r metrics.Record) (float64, bool) {
-				return (r.Latency - r.TTFT) / float64(r.OutputLen-1), r.OutputLen > 1
-			}))
-		}},
+		func(recs []metrics.Record, dur float64) float64 { return externalMetrics(recs, dur).MedianTPOTMs }},
 	"median_itl_ms": {"median ITL ms", func(c Case, _ externalExtra) float64 { return c.Measured.MedianITLMs },
-		func(recs []metrics.Record, _ float64) float64 {
-			var gaps []float64
-			for _, r := range recs {
-				gaps = append(gaps, r.ITL...)
-			}
-			return 1000 * externalMedian(gaps)
-		}},
+		func(recs []metrics.Record, dur float64) float64 { return externalMetrics(recs, dur).MedianITLMs }},
 }
 
-// externalRecordValues is f over the records it accepts.
-func externalRecordValues(recs []metrics.Record, f func(metrics.Record) (float64, bool)) []float64 {
-	var v []float64
-	for _, r := range recs {
-		if x, ok := f(r); ok {
-			v = append(v, x)
-		}
-	}
-	return v
-}
-
-// externalMedian is the median (the mean of the middle two for an even
-// count), as numpy's median the benchmark clients use.
-func externalMedian(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	v = append([]float64(nil), v...)
-	sort.Float64s(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+// externalMetrics is the predicted run's figures as the benchmark clients
+// compute them.
+func externalMetrics(recs []metrics.Record, dur float64) *metrics.Result {
+	return metrics.Compute(recs, dur, metrics.Options{})
 }
 
 // TestExternalFiguresFromRecords checks each further figure's reading of a
