@@ -155,8 +155,8 @@ func New(p Params, c *Coefficients) (*Engine, error) {
 	}
 	hw, _ := LookupGPU(p.GPU)
 	coef, from := c.Lookup(hw.Name, p.Engine, p.Version)
-	if c.StepModel != StepKernels && arch.NumExperts == 0 {
-		coef, _ = carryCoef(coef, from, hw)
+	if c.StepModel != StepKernels {
+		coef, _ = carryCoef(coef, from, hw, arch)
 	}
 	k, _ := KindOf(p.Engine) // WithDefaults refused an engine without one
 	e := &Engine{p: p, kind: k, arch: arch, hw: hw, c: coef, seen: map[int]int{}, newRatio: 0.7, graphDQL: 1,

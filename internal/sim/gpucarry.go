@@ -63,11 +63,21 @@ func carryShare(eff, pSrc, kSrc, pDst, kDst, bw float64) float64 {
 	return math.Min(1, 1/(pDst*t))
 }
 
+// carriesShares reports whether a's fitted shares are carried to a GPU
+// they were not fitted on. A MoE model's are not: the dense shares do not
+// describe grouped expert GEMMs, which the kernel tables show bound by the
+// kernel at the same rate on the H100 and the H200.
+func carriesShares(a Arch) bool { return a.NumExperts == 0 }
+
 // carryCoef carries c, fitted on the GPU key names (a coefficient key:
-// "GPU/engine/version" or a GPU pool), to hw. It returns c unchanged when
-// the key names no catalog GPU, names hw itself, or either GPU has no
-// kernel table to split the shares with.
-func carryCoef(c Coef, key string, hw GPU) (Coef, bool) {
+// "GPU/engine/version" or a GPU pool), to hw for a model of architecture
+// a. It returns c unchanged when a's shares are not carried, the key names
+// no catalog GPU or names hw itself, or either GPU has no kernel table to
+// split the shares with.
+func carryCoef(c Coef, key string, hw GPU, a Arch) (Coef, bool) {
+	if !carriesShares(a) {
+		return c, false
+	}
 	src, err := LookupGPU(strings.SplitN(key, "/", 2)[0])
 	if err != nil || src.Name == hw.Name {
 		return c, false
@@ -123,12 +133,8 @@ func (e *Engine) keepLoss(f float64) {
 	if !ok {
 		return
 	}
-	scale := func(eff, kern float64) float64 {
-		if !(eff > 0) || !(kern > eff) {
-			return eff
-		}
-		return 1 / (1/kern + f*(1/eff-1/kern))
-	}
+	// The carry to the same GPU with the loss scaled by f.
+	scale := func(eff, kern float64) float64 { return carryShare(eff, 1, kern, 1, kern, f) }
 	e.c.GEMMEff = scale(e.c.GEMMEff, k.gemm)
 	if e.hw.FP8TFLOPS > e.hw.BF16TFLOPS {
 		e.c.FP8Eff = scale(e.c.FP8Eff, k.fp8)

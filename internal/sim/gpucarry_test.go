@@ -36,12 +36,16 @@ func TestCarryCoef(t *testing.T) {
 	if from != "H100/vllm/0.11.0" {
 		t.Fatalf("A100 vLLM 0.11.0 borrows %q, want the H100's fit (the test assumes one)", from)
 	}
+	dense, err := (Params{Model: "Qwen3-14B"}).arch()
+	if err != nil {
+		t.Fatal(err)
+	}
 	h100, _ := LookupGPU("H100")
-	if got, carried := carryCoef(c, from, h100); carried || got.GEMMEff != c.GEMMEff || got.MemEff != c.MemEff {
+	if got, carried := carryCoef(c, from, h100, dense); carried || got.GEMMEff != c.GEMMEff || got.MemEff != c.MemEff {
 		t.Errorf("carried to the GPU it was fitted on: %v, %+v", carried, got)
 	}
 	a100, _ := LookupGPU("A100")
-	got, carried := carryCoef(c, from, a100)
+	got, carried := carryCoef(c, from, a100, dense)
 	if !carried {
 		t.Fatal("not carried to the A100")
 	}
@@ -68,13 +72,13 @@ func TestCarryCoef(t *testing.T) {
 		t.Errorf("fp8_eff carried to a GPU without FP8 tensor cores: %.3f -> %.3f", c.FP8Eff, got.FP8Eff)
 	}
 	h200, _ := LookupGPU("H200")
-	if g, _ := carryCoef(c, from, h200); g.FP8Eff == c.FP8Eff {
+	if g, _ := carryCoef(c, from, h200, dense); g.FP8Eff == c.FP8Eff {
 		t.Error("fp8_eff not carried to the H200, which has FP8 tensor cores")
 	}
 	if got.StepMs != c.StepMs || got.SeqUs != c.SeqUs || got.FrontendMs != c.FrontendMs {
 		t.Errorf("software costs changed in the carry: %+v -> %+v", c, got)
 	}
-	if _, carried := carryCoef(c, "*", a100); carried {
+	if _, carried := carryCoef(c, "*", a100, dense); carried {
 		t.Error("the generic prior names no GPU, and was carried")
 	}
 }

@@ -69,7 +69,7 @@ func unseenWidening(p Params, main *Coefficients, folds *FoldSet) (notes []strin
 		}
 	} else if !main.hasGPU(hw.Name) {
 		how := ""
-		if a, err := p.arch(); err == nil && a.NumExperts == 0 {
+		if a, err := p.arch(); err == nil && carriesShares(a) {
 			how = ": its shares carried through the kernel tables"
 		}
 		notes = append(notes, fmt.Sprintf("no calibration was fitted on %s%s (range ±%.0f%%)", hw.Name, how, 100*unseenGPURoofline))
