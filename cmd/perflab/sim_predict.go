@@ -170,8 +170,12 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 		return fmt.Errorf("sim predict: range: %w", err)
 	}
 	if span.Borrowed != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: no calibration was fitted to %s %s on %s; this prediction borrows %s's, and its range also holds the run under each other fitted version of %s\n",
-			p.Engine, pr.Params.Version, pr.Params.GPU, span.Borrowed, p.Engine)
+		why := fmt.Sprintf("no calibration was fitted to %s %s on %s", p.Engine, pr.Params.Version, pr.Params.GPU)
+		if span.PassedOver {
+			why = fmt.Sprintf("%s %s on %s was calibrated on the other attention kind only", p.Engine, pr.Params.Version, pr.Params.GPU)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: %s; this prediction borrows %s's, and its range also holds the run under each other fitted version of %s\n",
+			why, span.Borrowed, p.Engine)
 	}
 	for _, u := range span.Unseen {
 		fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: unseen by the calibration: "+u)
@@ -237,8 +241,11 @@ func runSimPredictOffline(cmd *cobra.Command, f *simPredictFlags, p sim.Params, 
 		return fmt.Errorf("sim predict: range: %w", err)
 	}
 	if span.Borrowed != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: no calibration was fitted to %s %s on %s; this prediction borrows %s's\n",
-			p.Engine, pr.Params.Version, pr.Params.GPU, span.Borrowed)
+		why := fmt.Sprintf("no calibration was fitted to %s %s on %s", p.Engine, pr.Params.Version, pr.Params.GPU)
+		if span.PassedOver {
+			why = fmt.Sprintf("%s %s on %s was calibrated on the other attention kind only", p.Engine, pr.Params.Version, pr.Params.GPU)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: %s; this prediction borrows %s's\n", why, span.Borrowed)
 	}
 	for _, u := range span.Unseen {
 		fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: unseen by the calibration: "+u)

@@ -110,21 +110,39 @@ func TestSimPredictCLIErrors(t *testing.T) {
 }
 
 // A version no calibration was fitted to runs on the nearest one's, and the
-// result says which (issue 26: it borrowed silently).
+// result says which (issue 26: it borrowed silently). So does a version
+// whose only calibration was fitted on the other attention kind: SGLang
+// 0.5.9, the default, was calibrated on the hybrid Qwen3.5-9B alone, and a
+// full-attention Qwen3-14B runs on 0.5.5.post1's.
 func TestSimPredictBorrowedCalibration(t *testing.T) {
 	tok := sharedTokenizer(t)
-	out, err := execSimPredict(t, "--engine", "sglang", "--engine-version", "0.6.0", "--gpu", "H100", "--dataset-name", "random",
-		"--num-prompts", "20", "--random-input-len", "200", "--random-output-len", "20", "--tokenizer", tok, "--output", "json",
-		"--", "python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-14B")
-	if err != nil {
-		t.Fatalf("sim predict: %v", err)
-	}
-	r, err := metrics.ParseJSON([]byte(out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := r.Metadata["calibration_borrowed_from"]; got != "H100/sglang/0.5.9" {
-		t.Errorf("calibration_borrowed_from = %q, want H100/sglang/0.5.9", got)
+	for _, tt := range []struct{ version, want, why string }{
+		{"0.6.0", "H100/sglang/0.5.5.post1", "no calibration was fitted to sglang 0.6.0 on H100"},
+		{"", "H100/sglang/0.5.5.post1", "sglang 0.5.9 on H100 was calibrated on the other attention kind only"},
+	} {
+		cmd := newSimPredictCmd()
+		var out, errb bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errb)
+		args := []string{"--engine", "sglang", "--gpu", "H100", "--dataset-name", "random",
+			"--num-prompts", "20", "--random-input-len", "200", "--random-output-len", "20", "--tokenizer", tok, "--output", "json"}
+		if tt.version != "" {
+			args = append(args, "--engine-version", tt.version)
+		}
+		cmd.SetArgs(append(args, "--", "python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-14B"))
+		if err := cmd.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("sim predict %s: %v", tt.version, err)
+		}
+		r, err := metrics.ParseJSON(out.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Metadata["calibration_borrowed_from"]; got != tt.want {
+			t.Errorf("%q: calibration_borrowed_from = %q, want %s", tt.version, got, tt.want)
+		}
+		if !strings.Contains(errb.String(), tt.why+"; this prediction borrows "+tt.want+"'s") {
+			t.Errorf("%q: stderr does not say %q:\n%s", tt.version, tt.why, errb.String())
+		}
 	}
 }
 

@@ -76,6 +76,12 @@ type Coefficients struct {
 	// Held names, per key, the coefficients the fit kept at their prior
 	// because that group's blocks did not pin them (FitOptions.MinInfluence).
 	Held map[string][]string `json:"held,omitempty"`
+	// Models names, per key, the models its group's blocks ran. An engine
+	// version fitted on one attention kind only (hybrid linear attention,
+	// or full attention) is passed over for a model of the other kind
+	// (For): what one block of a hybrid model shows of an engine version
+	// is no evidence of its full-attention path, and the reverse.
+	Models map[string][]string `json:"models,omitempty"`
 }
 
 //go:embed coefficients.json
@@ -185,7 +191,9 @@ func LoadCoefficients(path string) (*Coefficients, error) {
 func Key(gpu, engine, version string) string { return gpu + "/" + engine + "/" + version }
 
 // Lookup returns the coefficients for a deployment, falling back from the
-// exact version to the engine on that GPU, the engine anywhere, then "*".
+// exact version to the engine on that GPU, the engine anywhere, the same
+// engine's nearest version on that GPU, the GPU's pool of the engines
+// measured on it, the same engine's nearest version on any GPU, then "*".
 func (c *Coefficients) Lookup(gpu, eng, version string) (Coef, string) {
 	if c != nil {
 		for _, k := range []string{Key(gpu, eng, version), gpu + "/" + eng, eng} {
@@ -193,38 +201,14 @@ func (c *Coefficients) Lookup(gpu, eng, version string) (Coef, string) {
 				return e, k
 			}
 		}
-		// Same engine, nearest version on this GPU (the newest one not
-		// above the asked version, else the oldest above it), then the
-		// GPU's pool of the engines measured on it, then the same engine
-		// on any GPU; only then the generic prior.
-		for _, anyGPU := range []bool{false, true} {
-			if e, ok := c.Entries[gpu]; ok && anyGPU && gpu != "" {
-				return e, gpu
-			}
-			var keys []string
-			for k := range c.Entries {
-				parts := strings.SplitN(k, "/", 3)
-				if len(parts) == 3 && parts[1] == eng && (anyGPU || parts[0] == gpu) {
-					keys = append(keys, k)
-				}
-			}
-			if len(keys) == 0 {
-				continue
-			}
-			ver := func(k string) string { return strings.SplitN(k, "/", 3)[2] }
-			sort.Slice(keys, func(i, j int) bool {
-				if c := engine.CompareVersions(ver(keys[i]), ver(keys[j])); c != 0 {
-					return c < 0
-				}
-				return keys[i] < keys[j]
-			})
-			best := keys[0]
-			for _, k := range keys {
-				if version == "" || engine.VersionAtLeast(version, ver(k)) {
-					best = k
-				}
-			}
-			return c.Entries[best], best
+		if k := c.nearest(gpu, eng, version, nil); k != "" {
+			return c.Entries[k], k
+		}
+		if e, ok := c.Entries[gpu]; ok && gpu != "" {
+			return e, gpu
+		}
+		if k := c.nearest("", eng, version, nil); k != "" {
+			return c.Entries[k], k
 		}
 		if e, ok := c.Entries["*"]; ok {
 			return e, "*"
@@ -233,45 +217,145 @@ func (c *Coefficients) Lookup(gpu, eng, version string) (Coef, string) {
 	return defaultCoef, "prior"
 }
 
-// Borrowed reports whether a deployment runs on coefficients fitted to
-// something else (another version of the engine, another GPU, the GPU's
-// pool or the generic prior) and names what they were fitted to: such a
-// prediction carries an error the calibration never measured, and says so.
-func (c *Coefficients) Borrowed(gpu, engine, version string) (from string, borrowed bool) {
+// nearest is the key of the same engine's nearest fitted version on gpu
+// (any GPU when gpu is empty) that keep accepts (nil: any): the newest one
+// not above version, else the oldest above it. Empty when there is none.
+func (c *Coefficients) nearest(gpu, eng, version string, keep func(key string) bool) string {
+	var keys []string
+	for k := range c.Entries {
+		parts := strings.SplitN(k, "/", 3)
+		if len(parts) == 3 && parts[1] == eng && (gpu == "" || parts[0] == gpu) && (keep == nil || keep(k)) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	ver := func(k string) string { return strings.SplitN(k, "/", 3)[2] }
+	sort.Slice(keys, func(i, j int) bool {
+		if c := engine.CompareVersions(ver(keys[i]), ver(keys[j])); c != 0 {
+			return c < 0
+		}
+		return keys[i] < keys[j]
+	})
+	best := keys[0]
+	for _, k := range keys {
+		if version == "" || engine.VersionAtLeast(version, ver(k)) {
+			best = k
+		}
+	}
+	return best
+}
+
+// For returns the coefficients deployment p (defaults applied) runs on and
+// the key they come from: Lookup's, except that an engine version fitted
+// only on models of the other attention kind than p's is passed over for
+// the same engine's nearest version on that GPU fitted on p's kind, where
+// there is one.
+func (c *Coefficients) For(p Params) (Coef, string) {
 	if c == nil {
 		c = DefaultCoefficients()
 	}
-	_, from = c.Lookup(gpu, engine, version)
-	return from, from != Key(gpu, engine, version)
+	gpu := gpuName(p.GPU)
+	e, from := c.Lookup(gpu, p.Engine, p.Version)
+	a, err := p.arch()
+	if err != nil || !c.otherKind(from, a.Hybrid()) {
+		return e, from
+	}
+	if k := c.nearest(gpu, p.Engine, p.Version, func(k string) bool { return !c.otherKind(k, a.Hybrid()) }); k != "" {
+		return c.Entries[k], k
+	}
+	return e, from
+}
+
+// otherKind reports whether the entry key was fitted only on models whose
+// attention kind is not the one hybrid says. An entry with no record of
+// its models (a pool, the prior, a hand-written file) or with a model the
+// catalog does not know is taken as fitted on both.
+func (c *Coefficients) otherKind(key string, hybrid bool) bool {
+	models := c.Models[key]
+	if len(models) == 0 {
+		return false
+	}
+	for _, m := range models {
+		a, err := LookupModel(m)
+		if err != nil || a.Hybrid() == hybrid {
+			return false
+		}
+	}
+	return true
+}
+
+// gpuName is the catalog's name for gpu, or gpu itself when the catalog
+// does not know it.
+func gpuName(gpu string) string {
+	if hw, err := LookupGPU(gpu); err == nil {
+		return hw.Name
+	}
+	return gpu
+}
+
+// Borrowed reports whether deployment p (defaults applied) runs on
+// coefficients fitted to something else (another version of the engine,
+// the same version on models of the other attention kind, another GPU, the
+// GPU's pool or the generic prior) and names what they were fitted to:
+// such a prediction carries an error the calibration never measured, and
+// says so.
+func (c *Coefficients) Borrowed(p Params) (from string, borrowed bool) {
+	if c == nil {
+		c = DefaultCoefficients()
+	}
+	_, from = c.For(p)
+	return from, from != Key(gpuName(p.GPU), p.Engine, p.Version)
+}
+
+// passedOver reports whether p's own engine version has an entry that For
+// passed over because it was fitted on the other attention kind only, and
+// the models it was fitted on.
+func (c *Coefficients) passedOver(p Params) (models []string, ok bool) {
+	if c == nil {
+		c = DefaultCoefficients()
+	}
+	k := Key(gpuName(p.GPU), p.Engine, p.Version)
+	if _, own := c.Entries[k]; !own {
+		return nil, false
+	}
+	if _, from := c.For(p); from == k {
+		return nil, false
+	}
+	return c.Models[k], true
 }
 
 // siblings returns, for a deployment whose coefficients are borrowed,
 // calibrations in which each other fitted version of the same engine
 // stands in for it: how far apart the versions the calibration has seen
-// are is the least a version it has not seen may differ by.
-func (c *Coefficients) siblings(gpu, engine, version string) []*Coefficients {
+// are is the least a version it has not seen may differ by. A version
+// passed over for the other attention kind is among them: the deployment's
+// own version, on the only evidence there is of it.
+func (c *Coefficients) siblings(p Params) []*Coefficients {
 	if c == nil {
 		c = DefaultCoefficients()
 	}
-	from, borrowed := c.Borrowed(gpu, engine, version)
+	from, borrowed := c.Borrowed(p)
 	if !borrowed {
 		return nil
 	}
 	var keys []string
 	for k := range c.Entries {
 		parts := strings.SplitN(k, "/", 3)
-		if len(parts) == 3 && parts[1] == engine && k != from {
+		if len(parts) == 3 && parts[1] == p.Engine && k != from {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
+	own := Key(gpuName(p.GPU), p.Engine, p.Version)
 	out := make([]*Coefficients, 0, len(keys))
 	for _, k := range keys {
 		alt := &Coefficients{Source: c.Source, StepModel: c.StepModel, Entries: map[string]Coef{}, Held: c.Held}
 		for kk, v := range c.Entries {
 			alt.Entries[kk] = v
 		}
-		alt.Entries[Key(gpu, engine, version)] = c.Entries[k]
+		alt.Entries[own] = c.Entries[k]
 		out = append(out, alt)
 	}
 	return out

@@ -119,3 +119,87 @@ func TestParseCoefficientsRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestForAttentionKind: an engine version calibrated only on models of one
+// attention kind is passed over for a model of the other, for the same
+// engine's nearest version on that GPU calibrated on the model's kind;
+// where the engine has none, the version's own calibration stays. An entry
+// with no record of its models serves every kind.
+func TestForAttentionKind(t *testing.T) {
+	c := &Coefficients{
+		Entries: map[string]Coef{
+			"*":                       {GEMMEff: 0.1},
+			"H100/sglang/0.5.5.post1": {GEMMEff: 0.2},
+			"H100/sglang/0.5.9":       {GEMMEff: 0.3},
+			"H100/vllm/0.17.1":        {GEMMEff: 0.4},
+			"H100/trtllm/1.2.0rc1":    {GEMMEff: 0.5},
+		},
+		Models: map[string][]string{
+			"H100/sglang/0.5.5.post1": {"Qwen3-14B", "Qwen3-32B-FP8"},
+			"H100/sglang/0.5.9":       {"Qwen3.5-9B"},
+			"H100/vllm/0.17.1":        {"Qwen3.5-9B"},
+		},
+	}
+	tests := []struct {
+		engine, version, model, want string
+		borrowed, passed             bool
+	}{
+		{EngineSGLang, "0.5.9", "Qwen3.5-9B", "H100/sglang/0.5.9", false, false},
+		{EngineSGLang, "0.5.9", "Qwen3-14B", "H100/sglang/0.5.5.post1", true, true},
+		{EngineSGLang, "0.6.0", "Qwen3-14B", "H100/sglang/0.5.5.post1", true, false},
+		{EngineSGLang, "0.6.0", "Qwen3.5-9B", "H100/sglang/0.5.9", true, false},
+		{EngineSGLang, "0.5.5.post1", "Qwen3.5-9B", "H100/sglang/0.5.9", true, true},
+		{EngineSGLang, "0.5.5.post1", "Llama-3.1-8B", "H100/sglang/0.5.5.post1", false, false},
+		// No vLLM version was calibrated on a full-attention model: the
+		// hybrid one is all there is.
+		{EngineVLLM, "0.17.1", "Qwen3-14B", "H100/vllm/0.17.1", false, false},
+		{EngineTRTLLM, "1.2.0rc1", "Qwen3.5-9B", "H100/trtllm/1.2.0rc1", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.engine+"/"+tt.version+"/"+tt.model, func(t *testing.T) {
+			p := Params{GPU: "H100", Engine: tt.engine, Version: tt.version, Model: tt.model}
+			if _, got := c.For(p); got != tt.want {
+				t.Errorf("For = %s, want %s", got, tt.want)
+			}
+			if from, b := c.Borrowed(p); b != tt.borrowed || from != tt.want {
+				t.Errorf("Borrowed = %s, %v; want %s, %v", from, b, tt.want, tt.borrowed)
+			}
+			if _, passed := c.passedOver(p); passed != tt.passed {
+				t.Errorf("passedOver = %v, want %v", passed, tt.passed)
+			}
+		})
+	}
+	// The version passed over stands among the siblings: the range holds
+	// the run on the only calibration of the deployment's own version.
+	p := Params{GPU: "H100", Engine: EngineSGLang, Version: "0.5.9", Model: "Qwen3-14B"}
+	sib := c.siblings(p)
+	if len(sib) != 1 {
+		t.Fatalf("siblings of SGLang 0.5.9 for a full-attention model: %d, want 1", len(sib))
+	}
+	if g := sib[0].Entries["H100/sglang/0.5.9"].GEMMEff; g != 0.3 {
+		t.Errorf("the sibling runs 0.5.9 on gemm_eff %g, want its own calibration's 0.3", g)
+	}
+}
+
+// TestFitRecordsModels: a fit records, per group, the models its blocks ran,
+// and keeps the start's record of a group it leaves alone.
+func TestFitRecordsModels(t *testing.T) {
+	start := &Coefficients{Entries: map[string]Coef{"*": defaultCoef, "H100/sglang/0.5.9": defaultCoef},
+		Models: map[string][]string{"H100/sglang/0.5.9": {"Qwen3.5-9B"}}}
+	var cases []Case
+	for i, m := range []string{"Qwen3-32B", "Qwen3-14B", "Qwen3-14B"} {
+		cases = append(cases, Case{ID: fmt.Sprint(i), Params: Params{Engine: EngineVLLM, Version: "0.11.0", Model: m, GPU: "H100"},
+			Workload: Workload{Kind: "random", NumPrompts: 4, InputLen: 200, OutputLen: 20, TotalInput: 800, TotalOutput: 80, Client: "vllm"},
+			Measured: Measured{TotalTPS: 5000, MeanTTFTMs: 100, MeanTPOTMs: 20}})
+	}
+	c, err := Fit(cases, start, FitOptions{Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Models["H100/vllm/0.11.0"], ","); got != "Qwen3-14B,Qwen3-32B" {
+		t.Errorf("models of the fitted group: %s", got)
+	}
+	if got := strings.Join(c.Models["H100/sglang/0.5.9"], ","); got != "Qwen3.5-9B" {
+		t.Errorf("models of the group left alone: %s", got)
+	}
+}

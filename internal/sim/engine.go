@@ -154,7 +154,7 @@ func New(p Params, c *Coefficients) (*Engine, error) {
 		return nil, err
 	}
 	hw, _ := LookupGPU(p.GPU)
-	coef, from := c.Lookup(hw.Name, p.Engine, p.Version)
+	coef, from := c.For(p)
 	if c.StepModel != StepKernels {
 		coef, _ = carryCoef(coef, from, hw, arch)
 	}

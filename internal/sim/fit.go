@@ -164,6 +164,26 @@ func Fit(cases []Case, start *Coefficients, opt FitOptions) (*Coefficients, erro
 			out.Held[k] = slices.Clone(v)
 		}
 	}
+	// What each group's blocks ran, so a model of another attention kind
+	// does not take this group's coefficients for its own (For).
+	for k, v := range start.Models {
+		if _, refit := groups[k]; !refit {
+			if out.Models == nil {
+				out.Models = map[string][]string{}
+			}
+			out.Models[k] = slices.Clone(v)
+		}
+	}
+	for k, cs := range groups {
+		seen := map[string]bool{}
+		for _, c := range cs {
+			seen[c.Params.Model] = true
+		}
+		if out.Models == nil {
+			out.Models = map[string][]string{}
+		}
+		out.Models[k] = slices.Sorted(maps.Keys(seen))
+	}
 	// Groups with more cases first, so a thin group can start from a
 	// fitted sibling (same engine, other version).
 	keys := make([]string, 0, len(groups))

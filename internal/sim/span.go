@@ -168,6 +168,10 @@ type Span struct {
 	// it has its own. The span of such a prediction also holds the same
 	// run under each other fitted version of the engine.
 	Borrowed string
+	// PassedOver says the deployment's own engine version has a
+	// calibration, fitted on models of the other attention kind only, that
+	// was passed over for Borrowed.
+	PassedOver bool
 	// Unseen says what else the calibration has not seen of the
 	// deployment (another GPU, a model family), each of which widened
 	// the span.
@@ -226,13 +230,13 @@ func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Re
 		r := pr.Result
 		s.add(Figures{r.TotalTokenThroughput, r.MeanTTFTMs, r.MeanTPOTMs})
 	}
-	gpu, version := pr0.Params.GPU, pr0.Params.Version
 	if main == nil {
 		main = DefaultCoefficients()
 	}
-	if from, borrowed := main.Borrowed(gpu, p.Engine, version); borrowed {
+	if from, borrowed := main.Borrowed(pr0.Params); borrowed {
 		s.Borrowed = from
-		for _, c := range main.siblings(gpu, p.Engine, version) {
+		_, s.PassedOver = main.passedOver(pr0.Params)
+		for _, c := range main.siblings(pr0.Params) {
 			pr, err := PredictWith(p, c, reqs, load)
 			if err != nil {
 				continue

@@ -224,14 +224,14 @@ func TestErrorQuantile(t *testing.T) {
 func TestSpanOfBorrowedCalibration(t *testing.T) {
 	reqs := fixedReqs(60, 300, 40)
 	load := Load{RequestRate: 8, Seed: 1}
-	own, err := PredictSpan(Params{Engine: EngineSGLang, Version: "0.5.9", Model: "Qwen3-14B", GPU: "H100"}, nil, nil, reqs, load)
+	own, err := PredictSpan(Params{Engine: EngineSGLang, Version: "0.5.9", Model: "Qwen3.5-9B", GPU: "H100"}, nil, nil, reqs, load)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if own.Borrowed != "" {
 		t.Fatalf("SGLang 0.5.9 is calibrated, yet borrowed %q", own.Borrowed)
 	}
-	p := Params{Engine: EngineSGLang, Version: "0.6.0", Model: "Qwen3-14B", GPU: "H100"}
+	p := Params{Engine: EngineSGLang, Version: "0.6.0", Model: "Qwen3.5-9B", GPU: "H100"}
 	b, err := PredictSpan(p, nil, nil, reqs, load)
 	if err != nil {
 		t.Fatal(err)
@@ -254,8 +254,28 @@ func TestSpanOfBorrowedCalibration(t *testing.T) {
 	}
 	t.Logf("SGLang 0.5.9 %.0f..%.0f tok/s; 0.6.0 (borrowed) %.0f..%.0f; 0.5.5.post1 predicts %.0f",
 		own.Lo.TotalTPS, own.Hi.TotalTPS, b.Lo.TotalTPS, b.Hi.TotalTPS, other.Result.TotalTokenThroughput)
-	if from, borrowed := DefaultCoefficients().Borrowed("H200", EngineVLLM, "0.11.0"); !borrowed || from != "H100/vllm/0.11.0" {
+	if from, borrowed := DefaultCoefficients().Borrowed(Params{GPU: "H200", Engine: EngineVLLM, Version: "0.11.0", Model: "Qwen3-14B"}); !borrowed || from != "H100/vllm/0.11.0" {
 		t.Errorf("vLLM 0.11.0 on an H200 borrowed = %v from %q, want H100/vllm/0.11.0", borrowed, from)
+	}
+	// SGLang 0.5.9 was calibrated on the hybrid Qwen3.5-9B alone: a
+	// full-attention model runs on 0.5.5.post1's, says so, and its range
+	// still holds the run on 0.5.9's own calibration.
+	dense := Params{Engine: EngineSGLang, Version: "0.5.9", Model: "Qwen3-14B", GPU: "H100"}
+	d, err := PredictSpan(dense, nil, nil, reqs, load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Borrowed != "H100/sglang/0.5.5.post1" || !d.PassedOver {
+		t.Fatalf("SGLang 0.5.9 on Qwen3-14B borrowed %q (passed over %v), want 0.5.5.post1's, passed over", d.Borrowed, d.PassedOver)
+	}
+	anyKind := DefaultCoefficients()
+	anyKind.Models = nil // no record: 0.5.9's calibration serves every kind
+	own9, err := PredictWith(dense, anyKind, reqs, load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, _, _ := d.Contains(Figures{TotalTPS: own9.Result.TotalTokenThroughput}); !in {
+		t.Errorf("range %.0f..%.0f tok/s misses the run on 0.5.9's own calibration, %.0f", d.Lo.TotalTPS, d.Hi.TotalTPS, own9.Result.TotalTokenThroughput)
 	}
 }
 
