@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/racetest"
 )
 
 // -update regenerates testdata from the independent implementations
@@ -49,6 +51,7 @@ type shareGPTGolden struct {
 // Conversation ids and lengths chosen by vLLM's algorithm run on CPython's
 // random with lengths from HF's Rust tokenizer, against ours end to end.
 func TestShareGPTMatchesVLLMGolden(t *testing.T) {
+	racetest.SkipCPUBound(t) // tokenizing the ShareGPT goldens; the smaller sampling tests race parallelFor
 	tok := qwen3(t)
 	path := shareGPTSample(t)
 	b, err := os.ReadFile(filepath.Join("testdata", "sharegpt_goldens.json"))
@@ -122,6 +125,7 @@ func idsHash(ids []int) string {
 // seed 42, 500 prompts of 4000/200 at range ratios 0 and 0.5, plus prefix
 // and edge cases.
 func TestRandomMatchesVLLMGolden(t *testing.T) {
+	racetest.SkipCPUBound(t) // tokenizing 500-prompt goldens; the smaller sampling tests race parallelFor
 	tok := qwen3(t)
 	f, err := os.Open(filepath.Join("testdata", "random_goldens.json.gz"))
 	if err != nil {

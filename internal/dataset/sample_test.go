@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/racetest"
 )
 
 // The reference reports ran `vllm bench serve --dataset-name random --seed
@@ -12,6 +14,7 @@ import (
 // the RNG draws, the id sequence and the decode/re-encode/truncate step
 // against the real tool, not against our reading of it.
 func TestRandomMatchesReferenceReportTotals(t *testing.T) {
+	racetest.SkipCPUBound(t) // tokenizing whole reports; the smaller sampling tests race parallelFor
 	qwen3(t)
 	cases := []struct {
 		name                 string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/loadsearch"
+	"github.com/perflab/perflab/internal/racetest"
 	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/store"
 )
@@ -187,6 +188,7 @@ func TestLoadConcurrencyReached(t *testing.T) {
 // simulator in process (guide and measurement agree) five points a config
 // at most, on average.
 func TestLoadGuidedStart(t *testing.T) {
+	racetest.SkipCPUBound(t) // whole simulated lab runs; the searches' goroutines are raced in TestLoadBudgetHoldsUnderParallelSearches
 	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
 	s := mustSpec(t, spec)
 	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
@@ -228,6 +230,7 @@ func TestLoadGuidedStart(t *testing.T) {
 // others' before its repeat). The dry run, which replays the live
 // runner's policy, counts no more starts than configs.
 func TestLoadDryRunOneStartPerConfig(t *testing.T) {
+	racetest.SkipCPUBound(t) // whole simulated lab runs; the searches' goroutines are raced in TestLoadBudgetHoldsUnderParallelSearches
 	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}\nruntime: process", 1)
 	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["512", "128", "32", "8"]`, 1)
 	spec = strings.Replace(spec, "repeats: 1", "repeats: 2", 1)
@@ -255,6 +258,7 @@ func TestLoadDryRunOneStartPerConfig(t *testing.T) {
 // measured, and the winner is the one a lab without a guide (which
 // searches every candidate) picks.
 func TestLoadHopelessNotSearched(t *testing.T) {
+	racetest.SkipCPUBound(t) // whole simulated lab runs; the searches' goroutines are raced in TestLoadBudgetHoldsUnderParallelSearches
 	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
 	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["4", "512"]`, 1)
 	s := mustSpec(t, spec)
@@ -300,6 +304,7 @@ func TestLoadHopelessNotSearched(t *testing.T) {
 // config's search starts, guide or not (the guided start used to override
 // it); without one the search starts at the guide's prediction.
 func TestLoadSpecStartWins(t *testing.T) {
+	racetest.SkipCPUBound(t) // whole simulated lab runs; the searches' goroutines are raced in TestLoadBudgetHoldsUnderParallelSearches
 	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
 	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["512"]`, 1)
 	for _, tc := range []struct {
@@ -350,6 +355,7 @@ func (m *memStore) clone() *memStore {
 // win a place from one all of whose points were stored). Resumed, the lab
 // measures nothing and reads back every search the first run made.
 func TestLoadResumeTakesNoPlaceForStoredSearch(t *testing.T) {
+	racetest.SkipCPUBound(t) // whole simulated lab runs; the searches' goroutines are raced in TestLoadBudgetHoldsUnderParallelSearches
 	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}\nbudget: {max_trials: 3}", 1)
 	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["8", "32", "128", "512"]`, 1)
 	s := mustSpec(t, spec)
@@ -387,6 +393,7 @@ func TestLoadResumeTakesNoPlaceForStoredSearch(t *testing.T) {
 // replaced by each point's), scored by its sustainable load, and the gain
 // is the ratio of the two loads.
 func TestLoadGeneralization(t *testing.T) {
+	racetest.SkipCPUBound(t) // whole simulated lab runs; the searches' goroutines are raced in TestLoadBudgetHoldsUnderParallelSearches
 	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
 	spec = strings.Replace(spec, "no_generalization: true", "generalization: [{name: short, dataset: random, input_len: 256, output_len: 128, num_prompts: 600, seed: 7}]", 1)
 	s := mustSpec(t, spec)

@@ -1,10 +1,15 @@
 package sim
 
 import (
+	"encoding/json"
 	"flag"
+	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,9 +108,9 @@ func fitRounds() int {
 
 var lomo = flag.Bool("lomo", false, "run leave-one-model-out (one full fit per model, about a minute on one core)")
 
-// TestLeaveOneModelOut fits without each model and prints its errors. Run
-// with -lomo; with -update too it rewrites coefficients_lomo.json, the folds
-// sim predict's range comes from.
+// TestLeaveOneModelOut fits without each model, prints its errors and
+// checks that the folds are the embedded ones, sim predict's ranges. Run
+// with -lomo; with -update too it rewrites coefficients_lomo.json instead.
 func TestLeaveOneModelOut(t *testing.T) {
 	if !*lomo {
 		t.Skip("run with -lomo")
@@ -130,7 +135,150 @@ func TestLeaveOneModelOut(t *testing.T) {
 		if err := os.WriteFile("coefficients_lomo.json", folds.JSON(), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		return
 	}
+	if model != StepRoofline {
+		return
+	}
+	// The embedded folds are what this command fits: every range sim
+	// predict prints comes from them, so a change to the fit or the step
+	// model that moves them must come with -update. The fits run their
+	// groups in parallel and sum in another order from run to run, which
+	// moves a coefficient by about 1e-9 of itself.
+	for _, d := range diffFolds(folds, DefaultFolds(), 1e-6) {
+		t.Error(d)
+	}
+}
+
+// TestDiffFolds: the check of the embedded folds passes them against
+// themselves and against a run's summing noise, and names a coefficient, a
+// backend speed, a spread and a model record that moved.
+func TestDiffFolds(t *testing.T) {
+	load := func() *FoldSet {
+		f := DefaultFolds()
+		if f == nil {
+			t.Fatal("no embedded folds")
+		}
+		return f
+	}
+	if d := diffFolds(load(), load(), 1e-6); len(d) != 0 {
+		t.Errorf("the embedded folds differ from themselves: %v", d)
+	}
+	scale := func(f *FoldSet, k float64) {
+		for _, c := range f.Folds {
+			for key, e := range c.Entries {
+				e.GEMMEff *= k
+				c.Entries[key] = e
+			}
+		}
+	}
+	noisy := load()
+	scale(noisy, 1+1e-9)
+	if d := diffFolds(noisy, load(), 1e-6); len(d) != 0 {
+		t.Errorf("summing noise flagged: %v", d)
+	}
+	moved := load()
+	scale(moved, 1.001)
+	if d := diffFolds(moved, load(), 1e-6); len(d) == 0 || !strings.Contains(strings.Join(d, "\n"), "gemm_eff") {
+		t.Errorf("a 0.1%% move of gemm_eff: %v", d)
+	}
+	backend := load()
+	for _, c := range backend.Folds {
+		if e, ok := c.Entries["H100/sglang/0.5.5.post1"]; ok && e.BackendDecode != nil {
+			e.BackendDecode = maps.Clone(e.BackendDecode)
+			e.BackendDecode["triton"] *= 1.01
+			c.Entries["H100/sglang/0.5.5.post1"] = e
+		}
+	}
+	if d := diffFolds(backend, load(), 1e-6); !strings.Contains(strings.Join(d, "\n"), "backend_decode.triton") {
+		t.Errorf("a backend's decode speed moved: %v", d)
+	}
+	spread := load()
+	spread.Spread.TotalTPS *= 1.01
+	if d := diffFolds(spread, load(), 1e-6); len(d) != 1 {
+		t.Errorf("the spread moved: %v", d)
+	}
+	models := load()
+	for _, c := range models.Folds {
+		c.Models = nil
+	}
+	if d := diffFolds(models, load(), 1e-6); len(d) != len(models.Folds) {
+		t.Errorf("no model records: %v", d)
+	}
+}
+
+// diffFolds lists where two fold sets differ by more than tol (relative):
+// folds, their entries, coefficients, held and model records, and spreads.
+func diffFolds(got, want *FoldSet, tol float64) []string {
+	if want == nil {
+		return []string{"no embedded folds"}
+	}
+	var out []string
+	near := func(a, b float64) bool { return a == b || math.Abs(a-b) <= tol*math.Max(math.Abs(a), math.Abs(b)) }
+	figs := func(where string, a, b Figures) {
+		if !near(a.TotalTPS, b.TotalTPS) || !near(a.MeanTTFTMs, b.MeanTTFTMs) || !near(a.MeanTPOTMs, b.MeanTPOTMs) {
+			out = append(out, fmt.Sprintf("%s: fitted %+v, embedded %+v", where, a, b))
+		}
+	}
+	figs("spread", got.Spread, want.Spread)
+	for _, e := range slices.Sorted(maps.Keys(want.SpreadByEngine)) {
+		figs("spread of "+e, got.SpreadByEngine[e], want.SpreadByEngine[e])
+	}
+	if len(got.Folds) != len(want.Folds) || len(got.SpreadByEngine) != len(want.SpreadByEngine) {
+		out = append(out, fmt.Sprintf("%d folds and %d engine spreads fitted, %d and %d embedded", len(got.Folds), len(got.SpreadByEngine), len(want.Folds), len(want.SpreadByEngine)))
+	}
+	for _, m := range slices.Sorted(maps.Keys(want.Folds)) {
+		g, w := got.Folds[m], want.Folds[m]
+		if g == nil {
+			out = append(out, "fold "+m+" not fitted")
+			continue
+		}
+		if !reflect.DeepEqual(g.Held, w.Held) || !reflect.DeepEqual(g.Models, w.Models) {
+			out = append(out, fmt.Sprintf("fold %s: held %v and models %v fitted, %v and %v embedded", m, g.Held, g.Models, w.Held, w.Models))
+		}
+		if len(g.Entries) != len(w.Entries) {
+			out = append(out, fmt.Sprintf("fold %s: %d entries fitted, %d embedded", m, len(g.Entries), len(w.Entries)))
+		}
+		for _, k := range slices.Sorted(maps.Keys(w.Entries)) {
+			ge, ok := g.Entries[k]
+			if !ok {
+				out = append(out, fmt.Sprintf("fold %s: %s not fitted", m, k))
+				continue
+			}
+			a, b := flatCoef(ge), flatCoef(w.Entries[k])
+			for _, name := range slices.Sorted(maps.Keys(b)) {
+				if v, ok := a[name]; !ok || !near(v, b[name]) {
+					out = append(out, fmt.Sprintf("fold %s, %s: %s fitted %g, embedded %g", m, k, name, v, b[name]))
+				}
+			}
+			if len(a) != len(b) {
+				out = append(out, fmt.Sprintf("fold %s, %s: %d figures fitted, %d embedded", m, k, len(a), len(b)))
+			}
+		}
+	}
+	return out
+}
+
+// flatCoef is every figure of c by its JSON name ("backend.triton" for a
+// backend's speed).
+func flatCoef(c Coef) map[string]float64 {
+	b, _ := json.Marshal(c)
+	var raw map[string]any
+	_ = json.Unmarshal(b, &raw)
+	out := map[string]float64{}
+	for k, v := range raw {
+		switch v := v.(type) {
+		case float64:
+			out[k] = v
+		case map[string]any:
+			for kk, vv := range v {
+				if f, ok := vv.(float64); ok {
+					out[k+"."+kk] = f
+				}
+			}
+		}
+	}
+	return out
 }
 
 // TestPoolByGPU: the pool is, per GPU, the geometric mean of what each

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/racetest"
 )
 
 // Coverage of the embedded range on the reference blocks, asserted as
@@ -30,6 +32,7 @@ const (
 // embedded folds: each span holds its main prediction, and the measured
 // figures fall inside the spans at least as often as the bounds say.
 func TestSpanCoversMeasured(t *testing.T) {
+	racetest.SkipCPUBound(t) // every reference block under four calibrations: a computation, no goroutines
 	ShareGPTLengthsPath = filepath.Join(sharedDir(t), "data", "sharegpt", "sharegpt_v3_sample_1000.json")
 	folds := DefaultFolds()
 	if folds == nil || len(folds.Folds) != 3 {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/perflab/perflab/internal/racetest"
 	"github.com/perflab/perflab/internal/shareddata"
 
 	"golang.org/x/text/unicode/norm"
@@ -198,6 +199,7 @@ func firstDiff(tok *Tokenizer, got, want []int) string {
 // TestGolden compares Encode and Decode with HF tokenizers' output on every
 // ShareGPT turn, the hard cases and random id sequences.
 func TestGolden(t *testing.T) {
+	racetest.SkipCPUBound(t) // every ShareGPT turn through Encode; TestConcurrentEncode races the shared cache
 	tok := qwen3(t)
 	convs := loadShareGPT(t)
 	cases := loadGolden(t)
