@@ -246,6 +246,13 @@ func LeaveOneModelOut(ref *Reference, start *Coefficients, opt FitOptions) map[s
 // LeaveOneModelOutFits is LeaveOneModelOut that also returns each fold's
 // calibration (what PredictSpan spreads a prediction over).
 func LeaveOneModelOutFits(ref *Reference, start *Coefficients, opt FitOptions) (map[string][3]float64, *FoldSet) {
+	return leaveModelsOut(ref, start, opt, nil)
+}
+
+// leaveModelsOut is LeaveOneModelOutFits for the folds that hold out a
+// model fold accepts (nil: every model). With some folds left out the
+// spreads are over the folds fitted.
+func leaveModelsOut(ref *Reference, start *Coefficients, opt FitOptions, fold func(model string) bool) (map[string][3]float64, *FoldSet) {
 	folds := &FoldSet{Source: "leave-one-model-out fits of ../shared/reference (go test ./internal/sim -run TestLeaveOneModelOut -lomo -update)", Folds: map[string]*Coefficients{}}
 	if start == nil {
 		start = DefaultCoefficients()
@@ -262,6 +269,9 @@ func LeaveOneModelOutFits(ref *Reference, start *Coefficients, opt FitOptions) (
 	}
 	sort.Strings(names)
 	for _, m := range names {
+		if fold != nil && !fold(m) {
+			continue
+		}
 		var train, test []Case
 		held := map[string]bool{}
 		for _, c := range ref.Cases {

@@ -106,7 +106,10 @@ func fitRounds() int {
 	return 0
 }
 
-var lomo = flag.Bool("lomo", false, "run leave-one-model-out (one full fit per model, about a minute on one core)")
+var (
+	lomo     = flag.Bool("lomo", false, "run leave-one-model-out (one full fit per model, about a minute on one core)")
+	lomoFold = flag.String("lomo.fold", "", "with -lomo, fit only the fold that holds this model out (the check of the embedded folds is then of that fold)")
+)
 
 // TestLeaveOneModelOut fits without each model, prints its errors and
 // checks that the folds are the embedded ones, sim predict's ranges. Run
@@ -122,10 +125,18 @@ func TestLeaveOneModelOut(t *testing.T) {
 	}
 	t0 := time.Now()
 	model := envStepModel(t)
-	res, folds := LeaveOneModelOutFits(ref, fitStart(model), FitOptions{Rounds: fitRounds(), Orderings: ref.Orderings, Log: t.Logf, PoolPrior: envFloat("SIM_POOL_PRIOR")})
+	var only func(string) bool
+	want := 3
+	if *lomoFold != "" {
+		if *update {
+			t.Fatal("-update writes every fold; run it without -lomo.fold")
+		}
+		only, want = func(m string) bool { return m == *lomoFold }, 1
+	}
+	res, folds := leaveModelsOut(ref, fitStart(model), FitOptions{Rounds: fitRounds(), Orderings: ref.Orderings, Log: t.Logf, PoolPrior: envFloat("SIM_POOL_PRIOR")}, only)
 	t.Logf("leave-one-model-out took %v", time.Since(t0))
-	if len(res) != 3 || len(folds.Folds) != 3 {
-		t.Fatalf("held out %d models (%d folds), want 3", len(res), len(folds.Folds))
+	if len(res) != want || len(folds.Folds) != want {
+		t.Fatalf("held out %d models (%d folds), want %d", len(res), len(folds.Folds), want)
 	}
 	if *update && model != StepRoofline {
 		t.Fatal("-update writes the embedded folds, which are the roofline's; run the kernel model's without it")
@@ -145,7 +156,7 @@ func TestLeaveOneModelOut(t *testing.T) {
 	// model that moves them must come with -update. The fits run their
 	// groups in parallel and sum in another order from run to run, which
 	// moves a coefficient by about 1e-9 of itself.
-	for _, d := range diffFolds(folds, DefaultFolds(), 1e-6) {
+	for _, d := range diffFolds(folds, DefaultFolds(), 1e-6, *lomoFold == "") {
 		t.Error(d)
 	}
 }
@@ -161,7 +172,7 @@ func TestDiffFolds(t *testing.T) {
 		}
 		return f
 	}
-	if d := diffFolds(load(), load(), 1e-6); len(d) != 0 {
+	if d := diffFolds(load(), load(), 1e-6, true); len(d) != 0 {
 		t.Errorf("the embedded folds differ from themselves: %v", d)
 	}
 	scale := func(f *FoldSet, k float64) {
@@ -174,12 +185,12 @@ func TestDiffFolds(t *testing.T) {
 	}
 	noisy := load()
 	scale(noisy, 1+1e-9)
-	if d := diffFolds(noisy, load(), 1e-6); len(d) != 0 {
+	if d := diffFolds(noisy, load(), 1e-6, true); len(d) != 0 {
 		t.Errorf("summing noise flagged: %v", d)
 	}
 	moved := load()
 	scale(moved, 1.001)
-	if d := diffFolds(moved, load(), 1e-6); len(d) == 0 || !strings.Contains(strings.Join(d, "\n"), "gemm_eff") {
+	if d := diffFolds(moved, load(), 1e-6, true); len(d) == 0 || !strings.Contains(strings.Join(d, "\n"), "gemm_eff") {
 		t.Errorf("a 0.1%% move of gemm_eff: %v", d)
 	}
 	backend := load()
@@ -190,30 +201,66 @@ func TestDiffFolds(t *testing.T) {
 			c.Entries["H100/sglang/0.5.5.post1"] = e
 		}
 	}
-	if d := diffFolds(backend, load(), 1e-6); !strings.Contains(strings.Join(d, "\n"), "backend_decode.triton") {
+	if d := diffFolds(backend, load(), 1e-6, true); !strings.Contains(strings.Join(d, "\n"), "backend_decode.triton") {
 		t.Errorf("a backend's decode speed moved: %v", d)
 	}
 	spread := load()
 	spread.Spread.TotalTPS *= 1.01
-	if d := diffFolds(spread, load(), 1e-6); len(d) != 1 {
+	if d := diffFolds(spread, load(), 1e-6, true); len(d) != 1 {
 		t.Errorf("the spread moved: %v", d)
 	}
 	models := load()
 	for _, c := range models.Folds {
 		c.Models = nil
 	}
-	if d := diffFolds(models, load(), 1e-6); len(d) != len(models.Folds) {
+	if d := diffFolds(models, load(), 1e-6, true); len(d) != len(models.Folds) {
 		t.Errorf("no model records: %v", d)
+	}
+	// One fold, as CI refits it: only that fold is compared, and a fold
+	// the embedded set does not hold is named.
+	one := load()
+	for m := range one.Folds {
+		if m != "Qwen3-14B" {
+			delete(one.Folds, m)
+		}
+	}
+	one.Spread.TotalTPS *= 2
+	if d := diffFolds(one, load(), 1e-6, false); len(d) != 0 {
+		t.Errorf("one fold against the embedded set: %v", d)
+	}
+	scale(one, 1.001)
+	if d := diffFolds(one, load(), 1e-6, false); len(d) == 0 {
+		t.Error("one fold moved, yet no difference")
+	}
+	one.Folds["Llama-3.1-8B"] = one.Folds["Qwen3-14B"]
+	if d := diffFolds(one, load(), 1e-6, false); !strings.Contains(strings.Join(d, "\n"), "Llama-3.1-8B is not embedded") {
+		t.Errorf("a fold the embedded set lacks: %v", d)
 	}
 }
 
 // diffFolds lists where two fold sets differ by more than tol (relative):
-// folds, their entries, coefficients, held and model records, and spreads.
-func diffFolds(got, want *FoldSet, tol float64) []string {
+// folds, their entries, coefficients, held and model records, and (when
+// all: got holds every fold) the spreads. Without all, only got's folds
+// are compared.
+func diffFolds(got, want *FoldSet, tol float64, all bool) []string {
 	if want == nil {
 		return []string{"no embedded folds"}
 	}
 	var out []string
+	if !all {
+		for _, m := range slices.Sorted(maps.Keys(got.Folds)) {
+			if _, ok := want.Folds[m]; !ok {
+				out = append(out, "fold "+m+" is not embedded")
+			}
+		}
+		part := &FoldSet{Folds: map[string]*Coefficients{}}
+		for m := range got.Folds {
+			if w, ok := want.Folds[m]; ok {
+				part.Folds[m] = w
+			}
+		}
+		return append(out, diffEntries(got, part, tol)...)
+	}
 	near := func(a, b float64) bool { return a == b || math.Abs(a-b) <= tol*math.Max(math.Abs(a), math.Abs(b)) }
 	figs := func(where string, a, b Figures) {
 		if !near(a.TotalTPS, b.TotalTPS) || !near(a.MeanTTFTMs, b.MeanTTFTMs) || !near(a.MeanTPOTMs, b.MeanTPOTMs) {
@@ -227,6 +274,13 @@ func diffFolds(got, want *FoldSet, tol float64) []string {
 	if len(got.Folds) != len(want.Folds) || len(got.SpreadByEngine) != len(want.SpreadByEngine) {
 		out = append(out, fmt.Sprintf("%d folds and %d engine spreads fitted, %d and %d embedded", len(got.Folds), len(got.SpreadByEngine), len(want.Folds), len(want.SpreadByEngine)))
 	}
+	return append(out, diffEntries(got, want, tol)...)
+}
+
+// diffEntries is diffFolds' comparison of each of want's folds.
+func diffEntries(got, want *FoldSet, tol float64) []string {
+	var out []string
+	near := func(a, b float64) bool { return a == b || math.Abs(a-b) <= tol*math.Max(math.Abs(a), math.Abs(b)) }
 	for _, m := range slices.Sorted(maps.Keys(want.Folds)) {
 		g, w := got.Folds[m], want.Folds[m]
 		if g == nil {
