@@ -198,6 +198,9 @@ func TestExternalSourcesWellFormed(t *testing.T) {
 				t.Errorf("%s: duplicate case %s", name, c.ID)
 			}
 			seen[c.ID] = true
+			if a := c.Workload.Arrivals; a != "" && a != "constant" || a != "" && !(c.Workload.RequestRate > 0) {
+				t.Errorf("%s: %s: arrivals %q at rate %g (want \"\" or \"constant\", and constant only at a finite rate)", name, c.ID, a, c.Workload.RequestRate)
+			}
 			if c.Measured.TotalInput != c.Workload.TotalInput || c.Measured.TotalOutput != c.Workload.TotalOutput {
 				t.Errorf("%s: %s: workload totals %d/%d, measured %d/%d", name, c.ID,
 					c.Workload.TotalInput, c.Workload.TotalOutput, c.Measured.TotalInput, c.Measured.TotalOutput)
@@ -436,7 +439,7 @@ func TestExternalSources(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			load := Load{RequestRate: c.Workload.RequestRate, MaxConcurrency: c.Workload.MaxConcurrency}
+			load := c.Workload.Load()
 			sp, err := PredictSpan(c.Params, coef, nil, reqs, load)
 			if err != nil {
 				t.Fatalf("%s: range: %v", c.ID, err)

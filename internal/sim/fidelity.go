@@ -64,7 +64,7 @@ func PredictCase(c Case, coef *Coefficients) CaseResult {
 	res.stepFloorMs = e.weightBytes / (e.hw.HBMGBps * 1e9) * 1000
 	// Gaps are kept only where the case has a median ITL to compare.
 	lite := c.Workload.Client == "guidellm" || c.Measured.MedianITLMs <= 0
-	pr, err := e.run(reqs, Load{RequestRate: c.Workload.RequestRate, MaxConcurrency: c.Workload.MaxConcurrency}, lite)
+	pr, err := e.run(reqs, c.Workload.Load(), lite)
 	if err != nil {
 		res.Err = err
 		return res

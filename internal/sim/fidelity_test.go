@@ -88,3 +88,23 @@ func TestMedianITL(t *testing.T) {
 		t.Errorf("guidellm case: median ITL %.2f, want none", r.MedianITLMs)
 	}
 }
+
+// TestConstantArrivals: a case whose client sends at even intervals
+// (guidellm's constant profile) is predicted so: at the same rate its
+// requests queue less than under Poisson arrivals, whose bursts wait.
+func TestConstantArrivals(t *testing.T) {
+	c := Case{ID: "paced", Params: Params{Engine: EngineVLLM, Version: "0.11.0", Model: "Qwen3-14B", GPU: "H100"},
+		Workload: Workload{Kind: "random", NumPrompts: 200, InputLen: 2000, OutputLen: 200, TotalInput: 400000, TotalOutput: 40000,
+			RequestRate: 6, Client: "vllm"},
+		Measured: Measured{TotalTPS: 1, MeanTTFTMs: 1, MeanTPOTMs: 1}}
+	poisson := PredictCase(c, nil)
+	c.Workload.Arrivals = "constant"
+	even := PredictCase(c, nil)
+	if poisson.Err != nil || even.Err != nil {
+		t.Fatal(poisson.Err, even.Err)
+	}
+	if !(even.MeanTTFTMs < poisson.MeanTTFTMs) {
+		t.Errorf("mean TTFT %.1f ms with even gaps, %.1f ms with Poisson ones; want less queueing with even gaps", even.MeanTTFTMs, poisson.MeanTTFTMs)
+	}
+	t.Logf("mean TTFT: even %.1f ms, Poisson %.1f ms", even.MeanTTFTMs, poisson.MeanTTFTMs)
+}

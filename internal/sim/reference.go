@@ -29,10 +29,24 @@ type Workload struct {
 	// RequestRate 0 = inf. MaxConcurrency 0 = none.
 	RequestRate    float64 `json:"request_rate,omitempty"`
 	MaxConcurrency int     `json:"max_concurrency,omitempty"`
+	// Arrivals is "constant" for a client that sends at even intervals
+	// (guidellm's constant profile); "" is vllm bench serve's Poisson
+	// arrivals.
+	Arrivals string `json:"arrivals,omitempty"`
 	// Client is "vllm" (vllm bench serve) or "guidellm" (GPUStack's
 	// benchmark-runner); guidellm's reported TPOT is TTFT/output tokens
 	// per request (see docs/sim-fidelity.md).
 	Client string `json:"client"`
+}
+
+// Load is the client side of the benchmark: its rate, concurrency cap and
+// arrival schedule.
+func (w Workload) Load() Load {
+	l := Load{RequestRate: w.RequestRate, MaxConcurrency: w.MaxConcurrency}
+	if w.Arrivals == "constant" {
+		l.Burstiness = math.Inf(1) // even gaps: bench.ScheduleWith
+	}
+	return l
 }
 
 // Measured holds the figures a reference block printed.
