@@ -160,6 +160,9 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: "+simulating(pr.Params.Engine, pr.Params.Version, f.version != "", pr.Params.GPU, pr.Params.GPUs)+
 		"; "+p.Model+" from "+modelFrom)
+	if kernel, share, ok := sim.WeightOnlyKernel(pr.Params); ok {
+		fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: weight-only GEMMs through %s, priced at %.2f of the 16-bit GEMMs' rate once compute-bound\n", kernel, share)
+	}
 	// The range: the same run under the leave-one-model-out calibrations,
 	// i.e. how far the prediction moves when the calibration lacks a model,
 	// widened by how far this engine's predictions were off on the models

@@ -28,16 +28,19 @@ type GPU struct {
 	NVLinkGBps float64 `json:"nvlink_gbps"`
 	// PCIeGBps is the host/peer link used when there is no NVLink.
 	PCIeGBps float64 `json:"pcie_gbps"`
+	// SM is the compute capability, major×10 + minor (90: Hopper): which
+	// kernels an engine may pick (vLLM's Machete needs 90).
+	SM int `json:"sm"`
 }
 
 var gpuCatalog = []GPU{
-	{Name: "H100", BF16TFLOPS: 989, FP8TFLOPS: 1979, HBMGBps: 3350, MemGiB: 79.2, NVLinkGBps: 900, PCIeGBps: 64},
-	{Name: "H200", BF16TFLOPS: 989, FP8TFLOPS: 1979, HBMGBps: 4800, MemGiB: 139.8, NVLinkGBps: 900, PCIeGBps: 64},
+	{Name: "H100", BF16TFLOPS: 989, FP8TFLOPS: 1979, HBMGBps: 3350, MemGiB: 79.2, NVLinkGBps: 900, PCIeGBps: 64, SM: 90},
+	{Name: "H200", BF16TFLOPS: 989, FP8TFLOPS: 1979, HBMGBps: 4800, MemGiB: 139.8, NVLinkGBps: 900, PCIeGBps: 64, SM: 90},
 	// A100 has no FP8 tensor cores: FP8 checkpoints run weight-only
 	// (half the weight bytes, BF16 math).
-	{Name: "A100", BF16TFLOPS: 312, FP8TFLOPS: 312, HBMGBps: 2039, MemGiB: 79.2, NVLinkGBps: 600, PCIeGBps: 32},
-	{Name: "L40S", BF16TFLOPS: 362, FP8TFLOPS: 733, HBMGBps: 864, MemGiB: 44.4, NVLinkGBps: 0, PCIeGBps: 32},
-	{Name: "B200", BF16TFLOPS: 2250, FP8TFLOPS: 4500, HBMGBps: 8000, MemGiB: 178.4, NVLinkGBps: 1800, PCIeGBps: 64},
+	{Name: "A100", BF16TFLOPS: 312, FP8TFLOPS: 312, HBMGBps: 2039, MemGiB: 79.2, NVLinkGBps: 600, PCIeGBps: 32, SM: 80},
+	{Name: "L40S", BF16TFLOPS: 362, FP8TFLOPS: 733, HBMGBps: 864, MemGiB: 44.4, NVLinkGBps: 0, PCIeGBps: 32, SM: 89},
+	{Name: "B200", BF16TFLOPS: 2250, FP8TFLOPS: 4500, HBMGBps: 8000, MemGiB: 178.4, NVLinkGBps: 1800, PCIeGBps: 64, SM: 100},
 }
 
 var gpuAliases = map[string]string{

@@ -51,6 +51,11 @@ type Kind struct {
 	// route is the data-parallel front end's routing as argv sets it
 	// (nil: vLLM's least-loaded balancer).
 	route func(argv []string) Route
+	// intGEMM names the kernel the engine runs a weight-only INT4/INT8
+	// checkpoint's GEMMs with on hw and the share of the 16-bit GEMMs'
+	// rate it reaches once compute-bound (nil: no kernel figure read, the
+	// 16-bit rate).
+	intGEMM func(p Params, hw GPU) (share float64, kernel string)
 }
 
 // kinds is the one place the simulated engines are registered.
@@ -64,6 +69,7 @@ var kinds = []*Kind{
 		schedule:      (*Engine).scheduleVLLM,
 		graphsPrefill: true,
 		scanDecodes:   vllmScanDecodes,
+		intGEMM:       vllmIntGEMM,
 	},
 	{
 		Name:        engine.SGLang,
@@ -169,4 +175,55 @@ func sglangRoute(argv []string) Route {
 		return RouteShortestQueue
 	}
 	return RouteRoundRobin
+}
+
+// marlinLargeBatch is the share of the 16-bit GEMM's rate the Marlin
+// kernels keep once the batch makes a GEMM compute-bound: Marlin runs its
+// 64-row tile again for each 64 rows (IST-DASLab/marlin#2) and, on Hopper,
+// through the Ampere mma instructions (neuralmagic/nm-vllm#401). Its
+// benchmark in vllm-project/vllm#2497 (2024-01-24, Marlin's bench.py
+// against torch's 16-bit GEMM, batch 256 to 4,000: 0.74, 0.73, 0.66,
+// 0.60, 0.61) gives the mean, 0.67.
+const marlinLargeBatch = 0.67
+
+// vllmIntGEMM is vLLM's kernel choice for a weight-only checkpoint
+// (model_executor/layers/quantization, 0.9 to 0.17): awq_marlin and
+// gptq_marlin override the checkpoint's method unless --quantization
+// names the plain one, which vLLM then keeps. Plain AWQ dequantizes the
+// weights and runs the 16-bit GEMM from 256 tokens on (vllm#2566); plain
+// GPTQ runs the ExLlamaV2 kernels, for which nothing here was measured:
+// priced as Marlin. A GPTQ-format checkpoint (GPTQ, compressed-tensors
+// W4A16/W8A16) on Hopper goes through choose_mp_linear_kernel, which puts
+// Machete first: a CUTLASS wgmma kernel, priced at the 16-bit rate.
+// AWQ Marlin calls the Marlin kernel directly on every GPU.
+func vllmIntGEMM(p Params, hw GPU) (float64, string) {
+	switch p.QuantMethod {
+	case "awq":
+		return 1, "AWQ (dequantized to 16 bits, then the 16-bit GEMM)"
+	case "gptq":
+		return marlinLargeBatch, "GPTQ ExLlamaV2 (priced as Marlin)"
+	}
+	if p.Quantization == "gptq" && hw.SM == 90 {
+		return 1, "Machete"
+	}
+	return marlinLargeBatch, "Marlin"
+}
+
+// WeightOnlyKernel names the kernel the engine runs deployment p's
+// weight-only INT4/INT8 GEMMs with and the share of the 16-bit GEMMs' rate
+// it is priced at once compute-bound. ok is false for a checkpoint that
+// is not weight-only and for an engine whose choice was not read.
+func WeightOnlyKernel(p Params) (kernel string, share float64, ok bool) {
+	p, err := p.WithDefaults()
+	if err != nil {
+		return "", 0, false
+	}
+	a, err := p.arch()
+	k, known := KindOf(p.Engine)
+	if err != nil || a.WeightBits == 0 || !known || k.intGEMM == nil {
+		return "", 0, false
+	}
+	hw, _ := LookupGPU(p.GPU)
+	share, kernel = k.intGEMM(p, hw)
+	return kernel, share, true
 }

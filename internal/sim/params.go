@@ -54,6 +54,12 @@ type Params struct {
 	// Quantization is "" (the checkpoint's dtype) or "fp8". A "-FP8" model
 	// name implies "fp8".
 	Quantization string `json:"quantization,omitempty"`
+	// QuantMethod is the weight-only method the engine was told by name
+	// (vLLM's --quantization awq, awq_marlin, gptq, gptq_marlin), "auto"
+	// when the checkpoint's quantization_config decides, "" for a
+	// checkpoint that is not weight-only: which kernel runs its GEMMs
+	// (Kind.intGEMM). WithDefaults sets it.
+	QuantMethod string `json:"quant_method,omitempty"`
 	// KVCacheDtype is "" (model dtype) or "fp8".
 	KVCacheDtype string `json:"kv_cache_dtype,omitempty"`
 	// AttentionBackend is the engine's own backend name; "" = its default.
@@ -161,7 +167,13 @@ func (p Params) WithDefaults() (Params, error) {
 	}
 	p.Quantization = strings.ToLower(p.Quantization)
 	if m, ok := intQuantMethods[p.Quantization]; ok {
+		if p.QuantMethod == "" {
+			p.QuantMethod = p.Quantization
+		}
 		p.Quantization = m
+	}
+	if arch.WeightBits > 0 && p.QuantMethod == "" {
+		p.QuantMethod = "auto"
 	}
 	if arch.WeightBits > 0 && p.Quantization == "" {
 		// The checkpoint says how it is quantized; the engines pick the
