@@ -173,10 +173,7 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 		return fmt.Errorf("sim predict: range: %w", err)
 	}
 	if span.Borrowed != "" {
-		why := fmt.Sprintf("no calibration was fitted to %s %s on %s", p.Engine, pr.Params.Version, pr.Params.GPU)
-		if span.PassedOver {
-			why = fmt.Sprintf("%s %s on %s was calibrated on the other attention kind only", p.Engine, pr.Params.Version, pr.Params.GPU)
-		}
+		why := borrowedWhy(pr.Params, span)
 		fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: %s; this prediction borrows %s's, and its range also holds the run under each other fitted version of %s\n",
 			why, span.Borrowed, p.Engine)
 	}
@@ -244,10 +241,7 @@ func runSimPredictOffline(cmd *cobra.Command, f *simPredictFlags, p sim.Params, 
 		return fmt.Errorf("sim predict: range: %w", err)
 	}
 	if span.Borrowed != "" {
-		why := fmt.Sprintf("no calibration was fitted to %s %s on %s", p.Engine, pr.Params.Version, pr.Params.GPU)
-		if span.PassedOver {
-			why = fmt.Sprintf("%s %s on %s was calibrated on the other attention kind only", p.Engine, pr.Params.Version, pr.Params.GPU)
-		}
+		why := borrowedWhy(pr.Params, span)
 		fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: %s; this prediction borrows %s's\n", why, span.Borrowed)
 	}
 	for _, u := range span.Unseen {
@@ -278,3 +272,12 @@ func runSimPredictOffline(cmd *cobra.Command, f *simPredictFlags, p sim.Params, 
 
 // tokenizer.Tokenizer satisfies the dataset sampler's interface.
 var _ dataset.Tokenizer = (*tokenizer.Tokenizer)(nil)
+
+// borrowedWhy says why a prediction on p (defaults applied) runs on
+// another calibration than its own engine version's.
+func borrowedWhy(p sim.Params, span sim.Span) string {
+	if span.PassedOver {
+		return fmt.Sprintf("%s %s on %s was calibrated on the other attention kind only", p.Engine, p.Version, p.GPU)
+	}
+	return fmt.Sprintf("no calibration was fitted to %s %s on %s", p.Engine, p.Version, p.GPU)
+}

@@ -272,3 +272,30 @@ func TestSimPredictOffline(t *testing.T) {
 		t.Errorf("offline text block (err %v):\n%s", err, text)
 	}
 }
+
+// TestSimPredictSaysWeightOnlyKernel: a weight-only checkpoint's prediction
+// names the kernel its GEMMs are priced at, as vLLM picks it: Marlin for an
+// AWQ checkpoint, the AWQ kernel when --quantization awq names it.
+func TestSimPredictSaysWeightOnlyKernel(t *testing.T) {
+	tok := sharedTokenizer(t)
+	for _, tt := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "weight-only GEMMs through Marlin, priced at 0.67 of the 16-bit GEMMs' rate"},
+		{[]string{"--quantization", "awq"}, "weight-only GEMMs through AWQ (dequantized to 16 bits, then the 16-bit GEMM), priced at 1.00"},
+	} {
+		cmd := newSimPredictCmd()
+		var out, errb bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errb)
+		cmd.SetArgs(append([]string{"--engine", "vllm", "--gpu", "A100", "--dataset-name", "random", "--num-prompts", "10",
+			"--random-input-len", "200", "--random-output-len", "20", "--tokenizer", tok, "--", "vllm", "serve", "Qwen/Qwen3-8B-AWQ"}, tt.extra...))
+		if err := cmd.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("sim predict %v: %v", tt.extra, err)
+		}
+		if !strings.Contains(errb.String(), tt.want) {
+			t.Errorf("%v: stderr does not say %q:\n%s", tt.extra, tt.want, errb.String())
+		}
+	}
+}
