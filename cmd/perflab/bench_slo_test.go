@@ -76,8 +76,9 @@ func TestBenchSLOSearch(t *testing.T) {
 }
 
 // TestBenchSLOClientBehind asks for 20,000 req/s, more than this client
-// delivers on a 2-core machine against the simulator in the same process:
-// that point is flagged and not scored, and the search goes on below it.
+// delivers on a 2-core machine against the simulator in the same process
+// (or, when it does keep up, more than 600 requests can decide): that
+// point is flagged and not scored, and the search goes on below it.
 func TestBenchSLOClientBehind(t *testing.T) {
 	tok := sharedTokenizer(t)
 	url := simServer(t, 1000)
@@ -94,7 +95,10 @@ func TestBenchSLOClientBehind(t *testing.T) {
 	if row == "" {
 		t.Fatalf("no row for 20000 req/s (err %v)", err)
 	}
-	if !strings.Contains(row, "FLAGGED (not scored): client fell behind") || strings.Contains(row, "meets") {
+	// Mostly the client falls behind there; when the machine lets it keep
+	// up, 600 requests at 20,000 req/s are too few to decide the point
+	// (seen once in a cold CI run, 2026-11-27): flagged either way.
+	if !strings.Contains(row, "FLAGGED (not scored): client fell behind") && !strings.Contains(row, "FLAGGED (not scored): undecided") || strings.Contains(row, "meets") {
 		t.Errorf("the 20000 req/s point was scored:\n%s", row)
 	}
 	if m := sustainableLine.FindStringSubmatch(stdout); m != nil {
