@@ -250,8 +250,8 @@ func (c *Coefficients) nearest(gpu, eng, version string, keep func(key string) b
 // For returns the coefficients deployment p (defaults applied) runs on and
 // the key they come from: Lookup's, except that an engine version fitted
 // only on models of the other attention kind than p's is passed over for
-// the same engine's nearest version on that GPU fitted on p's kind, where
-// there is one.
+// the same engine's nearest version fitted on p's kind, on that GPU first,
+// then on any, where there is one.
 func (c *Coefficients) For(p Params) (Coef, string) {
 	if c == nil {
 		c = DefaultCoefficients()
@@ -262,8 +262,13 @@ func (c *Coefficients) For(p Params) (Coef, string) {
 	if err != nil || !c.otherKind(from, a.Hybrid()) {
 		return e, from
 	}
-	if k := c.nearest(gpu, p.Engine, p.Version, func(k string) bool { return !c.otherKind(k, a.Hybrid()) }); k != "" {
-		return c.Entries[k], k
+	// In Lookup's order: this GPU first, then any GPU (a GPU with no
+	// calibration of its own borrows another's, the kind still matters).
+	keep := func(k string) bool { return !c.otherKind(k, a.Hybrid()) }
+	for _, g := range []string{gpu, ""} {
+		if k := c.nearest(g, p.Engine, p.Version, keep); k != "" {
+			return c.Entries[k], k
+		}
 	}
 	return e, from
 }

@@ -155,6 +155,11 @@ func TestForAttentionKind(t *testing.T) {
 		{EngineVLLM, "0.17.1", "Qwen3-14B", "H100/vllm/0.17.1", false, false},
 		{EngineTRTLLM, "1.2.0rc1", "Qwen3.5-9B", "H100/trtllm/1.2.0rc1", false, false},
 	}
+	// On a GPU with no calibration the kind still decides (sim predict of
+	// an A100 took the hybrid-fitted version across GPUs).
+	if _, got := c.For(Params{GPU: "A100", Engine: EngineSGLang, Version: "0.5.9", Model: "Qwen3-14B"}); got != "H100/sglang/0.5.5.post1" {
+		t.Errorf("SGLang 0.5.9 on an A100 for a full-attention model: For = %s, want H100/sglang/0.5.5.post1", got)
+	}
 	for _, tt := range tests {
 		t.Run(tt.engine+"/"+tt.version+"/"+tt.model, func(t *testing.T) {
 			p := Params{GPU: "H100", Engine: tt.engine, Version: tt.version, Model: tt.model}
