@@ -103,6 +103,9 @@ type Arch struct {
 	// ExtraParams counts weights outside the decoder (vision tower, MTP
 	// head) that occupy memory but do not run per text token.
 	ExtraParams float64 `json:"extra_params,omitempty"`
+	// Vision is a multimodal checkpoint's vision tower (its config's
+	// vision_config); nil for a text-only model.
+	Vision *VisionTower `json:"vision_config,omitempty"`
 	// FP8Weights is set for "-FP8" checkpoints.
 	FP8Weights bool `json:"fp8_weights,omitempty"`
 	// WeightBits is 4 or 8 for weight-only integer checkpoints (AWQ,
@@ -110,6 +113,14 @@ type Arch struct {
 	// BF16 scale and zero point per group of 128, and multiply in BF16
 	// (the Marlin kernels dequantize in registers). 0 for the others.
 	WeightBits int `json:"weight_bits,omitempty"`
+}
+
+// VisionTower is the part of a vision_config an engine reads at start-up.
+// Zero means the field is absent from the config: Qwen3.5's names its
+// depth "depth", not "num_hidden_layers".
+type VisionTower struct {
+	NumHiddenLayers int `json:"num_hidden_layers,omitempty"`
+	HiddenSize      int `json:"hidden_size,omitempty"`
 }
 
 // quantGroup is the group size of the AWQ and GPTQ checkpoints the Hub
@@ -298,6 +309,9 @@ func parseModelConfig(b []byte) (Arch, error) {
 			if b := intQuant(q.QuantMethod, q.Bits); b > 0 {
 				a.WeightBits = b
 			}
+		}
+		if a.Vision == nil {
+			a.Vision = raw.Vision
 		}
 		return a, nil
 	}

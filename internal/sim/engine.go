@@ -235,9 +235,16 @@ func (e *Engine) sizeMemory() error {
 		return fmt.Errorf("%w: torch.OutOfMemoryError: CUDA out of memory. Loading %s weights needs %.2f GiB per GPU but the %s has %.2f GiB total (tp=%d)",
 			ErrOOM, a.Name, weights/gib, e.hw.Name, e.hw.MemGiB, p.TP)
 	}
+	stateSeqs := 0
+	if e.stateBytesSeq > 0 && e.kind.statePool != nil && kv > 0 {
+		kv, stateSeqs = e.kind.statePool(e, kv)
+		if stateSeqs < 1 {
+			return e.kind.noCache(p, e.hw, weights)
+		}
+	}
 	blockBytes := e.kvBytesTok * float64(e.blockSize)
 	blocks := int(kv / blockBytes)
-	if e.stateBytesSeq > 0 {
+	if e.stateBytesSeq > 0 && e.kind.statePool == nil {
 		e.stateBlocks = int(math.Ceil(e.stateBytesSeq / blockBytes))
 	}
 	if kv <= 0 || blocks < 1 {
@@ -260,6 +267,9 @@ func (e *Engine) sizeMemory() error {
 	if e.stateBlocks > 0 {
 		// Hybrid models hold one state slot per running sequence.
 		e.maxSeqs = min(e.maxSeqs, max(1, blocks/e.stateBlocks))
+	}
+	if stateSeqs > 0 {
+		e.maxSeqs = min(e.maxSeqs, stateSeqs)
 	}
 	e.budget = p.MaxNumBatchedTokens
 	if e.budget <= 0 {

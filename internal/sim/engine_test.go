@@ -453,3 +453,62 @@ func TestSGLangRetractInBatch(t *testing.T) {
 		t.Errorf("after the step: a done %v (retracted, must not be), b done %v", a.done, b.done)
 	}
 }
+
+// TestSGLangStatePool: SGLang keeps a hybrid model's linear-attention
+// states in a pool of their own, sized by mamba_full_memory_ratio, and
+// caps max_running_requests at a third of its slots with the radix cache
+// on (all of them with it off); vLLM keeps them in KV-cache blocks. The
+// expected figures are SGLang's arithmetic, worked here from the model's
+// shapes, not read back from the engine.
+func TestSGLangStatePool(t *testing.T) {
+	arch, err := Params{Model: "Qwen3.5-9B"}.arch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per request, in each of the 24 Gated DeltaNet layers: the fp32
+	// recurrent state (32 value heads x 128 x 128) and the BF16 conv
+	// state ((2 x 16 x 128 + 32 x 128) channels x 3 positions).
+	perReq := 24 * (32*128*128*4.0 + (2*16*128+32*128)*3*2.0)
+	if got := arch.linearStateBytes(); got != perReq {
+		t.Fatalf("state per request %.0f bytes, want %.0f", got, perReq)
+	}
+	base := Params{Engine: "sglang", Version: "0.5.9", Model: "Qwen3.5-9B", GPU: "H100", MaxModelLen: 32768}
+	e, err := New(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw, _ := LookupGPU("H100")
+	rest := hw.MemGiB*gib*e.p.MemFraction - e.weightBytesPerGPU()
+	slots := int(rest * 0.9 / 1.9 / perReq)
+	if e.maxSeqs != slots/3 {
+		t.Errorf("max running requests %d, want %d (%d state slots / 3)", e.maxSeqs, slots/3, slots)
+	}
+	if e.maxSeqs < 100 || e.maxSeqs > 250 {
+		t.Errorf("max running requests %d: the 9B on one H100 should run about 160", e.maxSeqs)
+	}
+	kvTokens := int((rest - float64(slots)*perReq) / e.kvBytesTok)
+	if got := e.totalBlocks * e.blockSize; got != kvTokens {
+		t.Errorf("KV cache %d tokens, want %d (what the state pool leaves)", got, kvTokens)
+	}
+
+	noRadix := base
+	noRadix.PrefixCaching = boolPtr(false)
+	if e2, err := New(noRadix, nil); err != nil || e2.maxSeqs != slots {
+		t.Errorf("radix cache off: max running requests %d (%v), want every slot, %d", e2.maxSeqs, err, slots)
+	}
+	capped := base
+	capped.MaxNumSeqs = 1024
+	if e3, err := New(capped, nil); err != nil || e3.maxSeqs != slots/3 {
+		t.Errorf("--max-running-requests 1024: %d (%v), want it reduced to %d as SGLang does", e3.maxSeqs, err, slots/3)
+	}
+
+	// vLLM: the state takes KV blocks, so no separate pool and far more
+	// running sequences.
+	v, err := New(Params{Engine: "vllm", Version: "0.17.1", Model: "Qwen3.5-9B", GPU: "H100", MaxModelLen: 32768, MaxNumSeqs: 512}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.stateBlocks == 0 || v.maxSeqs != 512 {
+		t.Errorf("vLLM: state blocks %d, max seqs %d; want the state in KV blocks and all 512", v.stateBlocks, v.maxSeqs)
+	}
+}

@@ -9,13 +9,14 @@ import (
 )
 
 // Achieved fidelity of the embedded calibration, asserted as regression
-// bounds a little above what it reaches (4.7%, 19.8%, 17.4% since the fit
-// holds what the blocks do not pin, 2026-11-26; the issue's
-// targets are 10% TPS MAPE and 25% TTFT/TPOT MAPE; see docs/sim-fidelity.md).
+// bounds a little above what it reaches (4.1%, 18.5%, 16.4% since SGLang
+// keeps a hybrid model's states in a pool of their own, 2026-11-27; 4.7%,
+// 19.8%, 17.4% before; the targets are 10% TPS MAPE and 25%
+// TTFT/TPOT MAPE; see docs/sim-fidelity.md).
 const (
-	boundTPSMAPE  = 0.050 // target 0.10
-	boundTTFTMAPE = 0.215 // target 0.25
-	boundTPOTMAPE = 0.180 // target 0.25
+	boundTPSMAPE  = 0.045 // target 0.10
+	boundTTFTMAPE = 0.195 // target 0.25
+	boundTPOTMAPE = 0.170 // target 0.25
 	// Required orderings that may stay unreproduced: the 32B TensorRT-LLM
 	// chunked prefill (+7.0% measured, +0.0% predicted: in TensorRT-LLM's
 	// source chunking changes only how prompts are packed into a step).

@@ -37,6 +37,13 @@ type Kind struct {
 	// poolMaxSeqs: an unset MaxNumSeqs is derived from the KV pool
 	// (SGLang's max_running_requests).
 	poolMaxSeqs bool
+	// statePool splits rest, the cache memory left after weights, between
+	// a hybrid model's per-request linear-attention state and the KV
+	// cache, for an engine that keeps the states in a pool of their own:
+	// kv is what the KV cache gets and maxSeqs the running requests the
+	// state pool allows. nil: the states take KV-cache blocks, one
+	// sequence's worth each (vLLM's hybrid KV-cache manager).
+	statePool func(e *Engine, rest float64) (kv float64, maxSeqs int)
 	// schedule forms one step's batch.
 	schedule func(e *Engine, start float64) []work
 	// graphsPrefill: a step that holds a prefill still runs in a CUDA
@@ -77,6 +84,7 @@ var kinds = []*Kind{
 		memory:      sglangMemory,
 		noCache:     sglangNoCache,
 		poolMaxSeqs: true,
+		statePool:   sglangStatePool,
 		schedule:    (*Engine).scheduleSGLang,
 		scanDecodes: (*Engine).mixedChunk,
 		route:       sglangRoute,
@@ -128,6 +136,26 @@ func sglangMemory(e *Engine, total, weights, act float64) float64 {
 		e.graphMax = 512
 	}
 	return total*e.p.MemFraction - weights
+}
+
+// SGLang's mamba pool (model_runner_kv_cache_mixin.py, v0.5.9): by default
+// the memory left after weights is split mamba_full_memory_ratio : 1 (0.9)
+// between the hybrid model's per-request states and the KV cache, and
+// max_running_requests is capped at the state slots over the mamba ratio:
+// 3 with the radix cache on (cached prefixes hold slots of their own), 1
+// with it off.
+const (
+	sglangMambaFullMemoryRatio = 0.9
+	sglangMambaSlotsPerRequest = 3
+)
+
+func sglangStatePool(e *Engine, rest float64) (kv float64, maxSeqs int) {
+	slots := int(rest * sglangMambaFullMemoryRatio / (1 + sglangMambaFullMemoryRatio) / e.stateBytesSeq)
+	ratio := sglangMambaSlotsPerRequest
+	if !*e.p.PrefixCaching {
+		ratio = 1
+	}
+	return rest - float64(slots)*e.stateBytesSeq, slots / ratio
 }
 
 // trtllmMemory: the profiling pass that sizes the KV cache runs dummy

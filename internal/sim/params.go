@@ -321,7 +321,7 @@ func sglangDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
 		p.MaxNumBatchedTokens = sglangChunkedPrefillSize(hw)
 	}
 	if p.MemFraction == 0 {
-		p.MemFraction = sglangMemFraction(hw, p.TP, p.MaxNumBatchedTokens, p.SpecMethod)
+		p.MemFraction = sglangMemFraction(hw, p.TP, p.MaxNumBatchedTokens, p.SpecMethod) * sglangVisionShare(arch.Vision)
 	}
 	if p.ChunkedPrefill == nil {
 		p.ChunkedPrefill = boolPtr(p.MaxNumBatchedTokens > 0)
@@ -330,7 +330,12 @@ func sglangDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
 		p.PrefixCaching = boolPtr(true) // radix cache
 	}
 	if p.AsyncScheduling == nil {
-		p.AsyncScheduling = boolPtr(!p.EnforceEager) // overlap scheduler
+		// The overlap scheduler, except for a hybrid model whose radix
+		// cache holds its states without a ping-pong buffer (the default
+		// mamba_scheduler_strategy, no_buffer): _handle_mamba_radix_cache
+		// turns overlap off then (server_args.py, v0.5.9).
+		noBuffer := arch.Hybrid() && *p.PrefixCaching && p.SpecMethod == ""
+		p.AsyncScheduling = boolPtr(!p.EnforceEager && !noBuffer)
 	}
 	if p.AttentionBackend == "" {
 		p.AttentionBackend = "fa3"
@@ -429,6 +434,28 @@ func sglangMemFraction(hw GPU, tp, chunk int, spec string) float64 {
 	// Not SGLang's: a GPU too small for its reserve gets half, so the
 	// engine reports the OOM on the weights instead of a bad fraction.
 	return math.Max(f, 0.5)
+}
+
+// sglangVisionShare is what SGLang keeps of its default mem_fraction_static
+// for a multimodal checkpoint, to leave room for the vision tower's
+// activations (adjust_mem_fraction_for_vlm, server_args.py, v0.5.9): 0.95,
+// less a tenth for each doubling of the tower's layers x hidden size over
+// ViT-L's 24 x 1024, within [0.8, 1.05]. A config without the field reads
+// as ViT-L's (Qwen3.5 names its depth "depth", so 24 layers are read).
+// 1 for a text-only model.
+func sglangVisionShare(v *VisionTower) float64 {
+	if v == nil {
+		return 1
+	}
+	layers, hidden := v.NumHiddenLayers, v.HiddenSize
+	if layers == 0 {
+		layers = 24
+	}
+	if hidden == 0 {
+		hidden = 1024
+	}
+	ratio := float64(layers) * float64(hidden) * float64(hidden) / (24 * 1024 * 1024)
+	return 0.95 * math.Max(0.8, math.Min(1.05, 1-0.1*(ratio-1)))
 }
 
 func defaultAcceptance(method string) float64 {

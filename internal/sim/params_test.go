@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -131,5 +132,64 @@ func TestSGLangMemFraction(t *testing.T) {
 	}
 	if want := sglangMemFraction(h100, 1, 16384, ""); p.MemFraction != want || want >= 0.834 {
 		t.Errorf("chunk 16384: fraction %.3f, want %.3f below the default chunk's 0.834", p.MemFraction, want)
+	}
+}
+
+// TestSGLangVisionShare: SGLang lowers its default memory fraction for a
+// multimodal checkpoint by its vision tower (adjust_mem_fraction_for_vlm,
+// v0.5.9), worked by hand: Qwen3.5's tower names its depth "depth", so
+// SGLang reads 24 layers of 1,152: 1152²/1024² = 1.2656, 1 − 0.1 × 0.2656
+// = 0.97344, × 0.95 = 0.92477. A text-only model keeps the fraction; a
+// huge tower is held at the 0.8 floor (0.76).
+func TestSGLangVisionShare(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		v    *VisionTower
+		want float64
+	}{
+		{"text only", nil, 1},
+		{"Qwen3.5 (no num_hidden_layers)", &VisionTower{HiddenSize: 1152}, 0.92477},
+		{"ViT-L", &VisionTower{NumHiddenLayers: 24, HiddenSize: 1024}, 0.95},
+		{"huge tower", &VisionTower{NumHiddenLayers: 64, HiddenSize: 4096}, 0.76},
+	} {
+		if got := sglangVisionShare(tt.v); math.Abs(got-tt.want) > 5e-6 {
+			t.Errorf("%s: %.5f, want %.5f", tt.name, got, tt.want)
+		}
+	}
+	arch, err := LookupModel("Qwen/Qwen3.5-9B")
+	if err != nil || arch.Vision == nil || arch.Vision.HiddenSize != 1152 || arch.Vision.NumHiddenLayers != 0 {
+		t.Fatalf("Qwen3.5-9B's vision tower: %+v (%v), want hidden 1152 and no num_hidden_layers", arch.Vision, err)
+	}
+	p, err := Params{Engine: EngineSGLang, Version: "0.5.9", Model: "Qwen3.5-9B", GPU: "H100"}.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h100, _ := LookupGPU("H100")
+	if want := sglangMemFraction(h100, 1, 8192, "") * 0.92477; math.Abs(p.MemFraction-want) > 1e-5 {
+		t.Errorf("Qwen3.5-9B on SGLang: fraction %.4f, want %.4f", p.MemFraction, want)
+	}
+}
+
+// TestSGLangHybridOverlap: SGLang v0.5.9 turns its overlap scheduler off
+// for a hybrid model whose radix cache holds the states without a
+// ping-pong buffer (the default), and keeps it on with the radix cache
+// off or for a full-attention model.
+func TestSGLangHybridOverlap(t *testing.T) {
+	for _, tt := range []struct {
+		model string
+		radix *bool
+		want  bool
+	}{
+		{"Qwen3.5-9B", nil, false},
+		{"Qwen3.5-9B", boolPtr(false), true},
+		{"Qwen3-8B", nil, true},
+	} {
+		p, err := Params{Engine: EngineSGLang, Version: "0.5.9", Model: tt.model, GPU: "H100", PrefixCaching: tt.radix}.WithDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *p.AsyncScheduling != tt.want {
+			t.Errorf("%s, radix %v: overlap %v, want %v", tt.model, *p.PrefixCaching, *p.AsyncScheduling, tt.want)
+		}
 	}
 }
