@@ -1,9 +1,12 @@
 package serve
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/perflab/perflab/internal/sim"
 )
@@ -58,5 +61,38 @@ func TestFacesHaveStyles(t *testing.T) {
 		if f.name == "" || f.log == nil {
 			t.Errorf("face %q: no name or no log style", f.name)
 		}
+	}
+}
+
+// TestSGLangLogsDerivedMaxRunning: SGLang logs the max_running_requests it
+// derived, not the unset flag's 0: for the hybrid Qwen3.5-9B on one H100,
+// the state pool's third (sim.Engine.MaxSeqs), as SGLang v0.5.9 logs it.
+func TestSGLangLogsDerivedMaxRunning(t *testing.T) {
+	e, err := sim.New(sim.Params{Engine: "sglang", Version: "0.5.9", Model: "Qwen/Qwen3.5-9B", GPU: "H100", MaxModelLen: 32768}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log lockedBuffer
+	ready := make(chan string, 1)
+	errc := make(chan error, 1)
+	argv := []string{"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3.5-9B", "--context-length", "32768", "--port", "0"}
+	go func() {
+		errc <- Run(ctx, Options{Engine: "sglang", Version: "0.5.9", Argv: argv, GPU: "H100", TimeScale: 20,
+			Stderr: &log, Ready: func(addr string) { ready <- addr }})
+	}()
+	select {
+	case <-ready:
+	case err := <-errc:
+		t.Fatalf("Run: %v\n%s", err, log.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("not ready after 30 s")
+	}
+	cancel()
+	<-errc
+	want := fmt.Sprintf("max_running_requests=%d, context_len=32768", e.MaxSeqs())
+	if e.MaxSeqs() <= 0 || e.MaxSeqs() >= 2048 || !strings.Contains(log.String(), want) {
+		t.Errorf("log lacks %q (the state pool's cap, under the pool-derived 2048):\n%s", want, log.String())
 	}
 }

@@ -185,7 +185,11 @@ func Run(ctx context.Context, o Options) error {
 	if !lg.loading(ctx, wall) {
 		return nil
 	}
-	lg.loaded(rp, eng.KVCapacityTokens())
+	// SGLang logs the max_running_requests it derived (from the KV pool,
+	// and for a hybrid model its state pool), not the flag's zero.
+	lp := rp
+	lp.MaxNumSeqs = eng.MaxSeqs()
+	lg.loaded(lp, eng.KVCapacityTokens())
 
 	type crash struct {
 		err error
