@@ -160,6 +160,7 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: "+simulating(pr.Params.Engine, pr.Params.Version, f.version != "", pr.Params.GPU, pr.Params.GPUs)+
 		"; "+p.Model+" from "+modelFrom)
+	printCapacity(cmd, pr)
 	if kernel, share, ok := sim.WeightOnlyKernel(pr.Params); ok {
 		fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: weight-only GEMMs through %s, priced at %.2f of the 16-bit GEMMs' rate once compute-bound\n", kernel, share)
 	}
@@ -194,10 +195,11 @@ func runSimPredict(cmd *cobra.Command, f *simPredictFlags, args []string) error 
 	res.Date = time.Now().Format("20060102-150405")
 	res.Metadata = map[string]string{"simulated": "true", "engine": p.Engine, "engine_version": pr.Params.Version,
 		"gpu": pr.Params.GPU, "kv_capacity_tokens": fmt.Sprint(pr.KVCapacityTokens),
-		"range_fits":         fmt.Sprint(span.Fits),
-		"range_total_tps":    fmt.Sprintf("%.1f..%.1f", span.Lo.TotalTPS, span.Hi.TotalTPS),
-		"range_mean_ttft_ms": fmt.Sprintf("%.2f..%.2f", span.Lo.MeanTTFTMs, span.Hi.MeanTTFTMs),
-		"range_mean_tpot_ms": fmt.Sprintf("%.2f..%.2f", span.Lo.MeanTPOTMs, span.Hi.MeanTPOTMs)}
+		"max_running_requests": fmt.Sprint(pr.MaxRunning),
+		"range_fits":           fmt.Sprint(span.Fits),
+		"range_total_tps":      fmt.Sprintf("%.1f..%.1f", span.Lo.TotalTPS, span.Hi.TotalTPS),
+		"range_mean_ttft_ms":   fmt.Sprintf("%.2f..%.2f", span.Lo.MeanTTFTMs, span.Hi.MeanTTFTMs),
+		"range_mean_tpot_ms":   fmt.Sprintf("%.2f..%.2f", span.Lo.MeanTPOTMs, span.Hi.MeanTPOTMs)}
 	if span.Borrowed != "" {
 		res.Metadata["calibration_borrowed_from"] = span.Borrowed
 	}
@@ -236,6 +238,7 @@ func runSimPredictOffline(cmd *cobra.Command, f *simPredictFlags, p sim.Params, 
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), "sim predict: offline, "+simulating(pr.Params.Engine, pr.Params.Version, f.version != "", pr.Params.GPU, pr.Params.GPUs)+
 		"; "+p.Model+" from "+modelFrom)
+	printCapacity(cmd, pr)
 	span, err := sim.OfflineSpan(p, coef, nil, reqs, f.maxConcurrency)
 	if err != nil {
 		return fmt.Errorf("sim predict: range: %w", err)
@@ -280,4 +283,11 @@ func borrowedWhy(p sim.Params, span sim.Span) string {
 		return fmt.Sprintf("%s %s on %s was calibrated on the other attention kind only", p.Engine, p.Version, p.GPU)
 	}
 	return fmt.Sprintf("no calibration was fitted to %s %s on %s", p.Engine, p.Version, p.GPU)
+}
+
+// printCapacity says what the memory model left the deployment: a run's
+// queueing follows from how many requests fit at once, which for SGLang on
+// a hybrid model is its state pool, not its KV cache.
+func printCapacity(cmd *cobra.Command, pr *sim.Prediction) {
+	fmt.Fprintf(cmd.ErrOrStderr(), "sim predict: KV cache %d tokens; at most %d requests running at once\n", pr.KVCapacityTokens, pr.MaxRunning)
 }

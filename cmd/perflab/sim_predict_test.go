@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/shareddata"
+	"github.com/perflab/perflab/internal/sim"
 )
 
 func execSimPredict(t *testing.T, args ...string) (string, error) {
@@ -297,5 +299,38 @@ func TestSimPredictSaysWeightOnlyKernel(t *testing.T) {
 		if !strings.Contains(errb.String(), tt.want) {
 			t.Errorf("%v: stderr does not say %q:\n%s", tt.extra, tt.want, errb.String())
 		}
+	}
+}
+
+// TestSimPredictSaysCapacity: sim predict says how many requests the
+// deployment runs at once and saves it: for SGLang on the hybrid
+// Qwen3.5-9B that is its state pool's cap, far under its KV cache's.
+func TestSimPredictSaysCapacity(t *testing.T) {
+	tok := sharedTokenizer(t)
+	e, err := sim.New(sim.Params{Engine: "sglang", Version: "0.5.9", Model: "Qwen3.5-9B", GPU: "H100", MaxModelLen: 32768}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := newSimPredictCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs([]string{"--engine", "sglang", "--gpu", "H100", "--dataset-name", "random", "--num-prompts", "10",
+		"--random-input-len", "200", "--random-output-len", "20", "--tokenizer", tok, "--save-result", "--result-dir", dir,
+		"--result-filename", "r.json", "--", "python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3.5-9B", "--context-length", "32768"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("sim predict: %v\n%s", err, errb.String())
+	}
+	want := fmt.Sprintf("KV cache %d tokens; at most %d requests running at once", e.KVCapacityTokens(), e.MaxSeqs())
+	if e.MaxSeqs() >= 1000 || !strings.Contains(errb.String(), want) {
+		t.Errorf("stderr does not say %q (the state pool's cap):\n%s", want, errb.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), fmt.Sprintf(`"max_running_requests":"%d"`, e.MaxSeqs())) {
+		t.Errorf("saved result lacks max_running_requests %d:\n%s", e.MaxSeqs(), b)
 	}
 }

@@ -44,6 +44,10 @@ type Prediction struct {
 	Stats Stats
 	// KVCapacityTokens is the KV cache size the memory model found.
 	KVCapacityTokens int
+	// MaxRunning is the most requests the engine runs at once, over all
+	// data-parallel replicas: its max_num_seqs, or what it derived (SGLang
+	// from its KV pool and, for a hybrid model, its state pool).
+	MaxRunning int
 }
 
 // ErrAllRejected is wrapped by Prediction.Err when the engine rejected
@@ -114,13 +118,15 @@ type predictModel interface {
 	// engines' (an idle replica takes a request at once).
 	clock() float64
 	queues() (waiting, running int)
-	summary() (Params, Stats, int)
+	summary() (Params, Stats, int, int)
 }
 
 func (e *Engine) setEmit(f func(s *seq, t float64, tokens int, fin bool, err error)) { e.emit = f }
 func (e *Engine) clock() float64                                                     { return e.now }
 func (e *Engine) queues() (int, int)                                                 { return len(e.waiting), len(e.running) }
-func (e *Engine) summary() (Params, Stats, int)                                      { return e.p, e.Stats(), e.KVCapacityTokens() }
+func (e *Engine) summary() (Params, Stats, int, int) {
+	return e.p, e.Stats(), e.KVCapacityTokens(), e.maxSeqs * e.p.DP
+}
 
 // cluster is p.DP engines behind one front end.
 type cluster struct {
@@ -172,7 +178,7 @@ func (c *cluster) queues() (w, r int) {
 
 // summary is the deployment's parameters, its summed counts and its
 // whole KV capacity (each engine's already counts every replica).
-func (c *cluster) summary() (Params, Stats, int) {
+func (c *cluster) summary() (Params, Stats, int, int) {
 	var s Stats
 	for _, e := range c.engines {
 		st := e.Stats()
@@ -183,7 +189,7 @@ func (c *cluster) summary() (Params, Stats, int) {
 		s.PromptTokens += st.PromptTokens
 		s.GenerationTokens += st.GenerationTokens
 	}
-	return c.engines[0].p, s, c.engines[0].KVCapacityTokens()
+	return c.engines[0].p, s, c.engines[0].KVCapacityTokens(), c.engines[0].maxSeqs * len(c.engines)
 }
 
 type tracker struct {
@@ -365,14 +371,14 @@ func runModel(e predictModel, reqs []dataset.Request, load Load, lite bool) (*Pr
 		}
 	}
 	if lite {
-		p, st, kv := e.summary()
-		return &Prediction{Records: recs, Duration: dur, Params: p, Stats: st, KVCapacityTokens: kv}, nil
+		p, st, kv, mr := e.summary()
+		return &Prediction{Records: recs, Duration: dur, Params: p, Stats: st, KVCapacityTokens: kv, MaxRunning: mr}, nil
 	}
 	opt := metrics.DefaultOptions()
 	opt.MaxConcurrency = load.MaxConcurrency
 	opt.RequestRate = rate
 	opt.Burstiness = burst
 	res := metrics.Compute(recs, dur, opt)
-	p, st, kv := e.summary()
-	return &Prediction{Records: recs, Duration: dur, Result: res, Params: p, Stats: st, KVCapacityTokens: kv}, nil
+	p, st, kv, mr := e.summary()
+	return &Prediction{Records: recs, Duration: dur, Result: res, Params: p, Stats: st, KVCapacityTokens: kv, MaxRunning: mr}, nil
 }
