@@ -95,6 +95,7 @@ result block and writes vLLM's --save-result JSON (plus a "perflab" section).
 	fl.Float64Var(&f.SearchTolerance, "search-tolerance", loadsearch.DefaultTolerance, "perflab: relative precision of the --slo search")
 	fl.IntVar(&f.SearchWarmup, "search-warmup", -1, "perflab: leading requests of each --slo point not counted (default: 10% of --num-prompts)")
 	fl.Float64Var(&f.SearchPointSeconds, "search-point-seconds", 600, "perflab: most seconds one --slo point may take, its longer runs included (0: no limit); --max-seconds caps each run too")
+	fl.StringVar(&f.ResetCache, "reset-cache", "", "perflab: before each --slo point, reset the server's prefix cache as this engine does (vllm: POST /reset_prefix_cache, served under VLLM_SERVER_DEV_MODE=1; sglang: POST /flush_cache)")
 	return cmd
 }
 

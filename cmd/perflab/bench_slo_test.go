@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/perflab/perflab/internal/loadsearch"
@@ -157,5 +159,82 @@ func TestBenchSLOConcurrencyUnreachable(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "not reached") {
 		t.Errorf("the unreachable concurrency is not flagged")
+	}
+}
+
+// TestBenchSLOResetCache: every --slo point sends the same prompts, so a
+// prefix-caching server must forget the previous point's first. With
+// --reset-cache vllm the search resets a simulated vLLM (started in its
+// development mode, where vLLM serves the endpoint) before every point,
+// each reset proven by vLLM's prefix-cache counters; without the dev mode
+// the endpoint is absent and the search stops saying so; an engine with
+// no endpoint is refused before anything is sent; and without the flag a
+// note says what a warm server does to the search.
+func TestBenchSLOResetCache(t *testing.T) {
+	tok := sharedTokenizer(t)
+	server := func(devMode bool) (string, *atomic.Int32) {
+		eng, err := sim.New(sim.Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen/Qwen3-14B", GPU: "H100"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := serve.New(serve.Config{Model: eng, Root: "Qwen/Qwen3-14B", MaxModelLen: eng.Params().MaxModelLen, TimeScale: 50, DevMode: devMode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resets atomic.Int32
+		h := s.Handler()
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && r.URL.Path == "/reset_prefix_cache" {
+				resets.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(func() { hs.Close(); s.Close() })
+		return hs.URL, &resets
+	}
+	args := func(url string, extra ...string) []string {
+		return append([]string{"--base-url", url, "--model", "Qwen/Qwen3-14B", "--tokenizer", tok,
+			"--dataset-name", "random", "--random-input-len", "256", "--random-output-len", "16", "--num-prompts", "60",
+			"--slo", "ttft_p90<=50ms", "--search", "rate", "--search-start", "16", "--search-max", "64", "--disable-tqdm"}, extra...)
+	}
+	note := "--reset-cache ENGINE resets it before each point"
+
+	url, resets := server(true)
+	stdout, stderr, err := runBenchCmd(t, args(url, "--reset-cache", "vllm")...)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if err != nil && !errors.Is(err, loadsearch.ErrNotFound) {
+		t.Fatalf("bench --reset-cache vllm: %v", err)
+	}
+	points := strings.Count(stdout, "measured rate ")
+	if points == 0 || int(resets.Load()) < points {
+		t.Errorf("%d resets for %d points: want one before each", resets.Load(), points)
+	}
+	if strings.Contains(stderr, note) {
+		t.Error("the warm-server note printed although the cache is reset")
+	}
+
+	url, resets = server(false)
+	stdout, _, err = runBenchCmd(t, args(url, "--reset-cache", "vllm")...)
+	if err == nil || !strings.Contains(err.Error(), "before the point at 16 req/s") || !strings.Contains(err.Error(), "VLLM_SERVER_DEV_MODE=1") {
+		t.Errorf("without vLLM's dev mode: %v, want the missing endpoint named with the setting that serves it", err)
+	}
+	if strings.Contains(stdout, "measured rate ") {
+		t.Error("a point was measured on a server whose cache could not be reset")
+	}
+
+	if _, _, err := runBenchCmd(t, args(url, "--reset-cache", "trtllm")...); err == nil || !strings.Contains(err.Error(), "has no endpoint") {
+		t.Errorf("--reset-cache trtllm: %v, want it refused", err)
+	}
+	if resets.Load() == 0 {
+		t.Error("no reset reached the server without dev mode: the refusal was not the server's")
+	}
+
+	if _, _, err := runBenchCmd(t, "--base-url", url, "--model", "Qwen/Qwen3-14B", "--tokenizer", tok, "--dataset-name", "random",
+		"--num-prompts", "4", "--reset-cache", "vllm", "--disable-tqdm"); err == nil || !strings.Contains(err.Error(), "between --slo points") {
+		t.Errorf("--reset-cache without --slo: %v, want it refused", err)
+	}
+	_, stderr, _ = runBenchCmd(t, args(url, "--search-start", "64")...)
+	if !strings.Contains(stderr, note) {
+		t.Errorf("without --reset-cache no note about a warm server:\n%s", stderr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/perflab/perflab/internal/atomicfile"
 	"github.com/perflab/perflab/internal/bench"
 	"github.com/perflab/perflab/internal/dataset"
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/loadsearch"
 	"github.com/perflab/perflab/internal/metrics"
 	"github.com/perflab/perflab/internal/tokenizer"
@@ -73,6 +75,9 @@ type BenchArgs struct {
 	SearchTolerance    float64
 	SearchWarmup       int
 	SearchPointSeconds float64
+	// ResetCache names the engine whose prefix-cache reset runs before
+	// each --slo point ("": none, and a note says why it matters).
+	ResetCache string
 
 	// APIKey is sent as a Bearer token (vLLM reads OPENAI_API_KEY).
 	APIKey string
@@ -388,6 +393,9 @@ func RunBench(ctx context.Context, f *BenchArgs, args []string, stdout, stderr i
 	if !f.DisableTqdm {
 		cfg.Progress = f.Progress
 	}
+	if f.ResetCache != "" && f.SLO == "" && f.Search == "" {
+		return errors.New("bench: --reset-cache resets the server's prefix cache between --slo points; a single run measures the server as it is")
+	}
 	if f.SLO != "" || f.Search != "" {
 		// A point too short for a verdict runs again on more prompts of
 		// the same dataset, not the same prompts again (a server's prefix
@@ -469,8 +477,12 @@ func runSLOSearch(ctx context.Context, f *BenchArgs, cfg bench.Config, more func
 			saveErr = savePoint(f, cfg, axis, p, b.Result(p.Load), stderr)
 		}
 	}
+	measure, err := resetBeforePoints(f.ResetCache, cfg, axis, b.Measure, stderr)
+	if err != nil {
+		return err
+	}
 	res, err := loadsearch.Search(ctx, loadsearch.Options{SLO: slo, Axis: axis, Start: f.SearchStart, Max: f.SearchMax,
-		Tolerance: f.SearchTolerance}, b.Measure)
+		Tolerance: f.SearchTolerance}, measure)
 	switch {
 	case err == nil:
 		fmt.Fprintln(stdout, res.Summary())
@@ -493,6 +505,75 @@ func runSLOSearch(ctx context.Context, f *BenchArgs, cfg bench.Config, more func
 	}
 	fmt.Fprintf(stdout, "\nAt the sustainable load (%.4g %s, measured window):\n", res.Sustainable, axis.Unit())
 	return b.Result(res.Sustainable).WriteTextWith(stdout, metrics.TextOptions{Perflab: f.PerflabMetrics})
+}
+
+// resetBeforePoints is --reset-cache: measure with the named engine's
+// prefix-cache reset before each point. Every point sends the same prompts
+// again, so a server that caches prefixes (vLLM's and SGLang's default)
+// would serve a later point's prompts from what an earlier point left, and
+// the search would call a load sustainable that a cold server is not.
+// Without the flag a note says so.
+func resetBeforePoints(name string, cfg bench.Config, axis loadsearch.Axis, measure loadsearch.Measure, stderr io.Writer) (loadsearch.Measure, error) {
+	if name == "" {
+		fmt.Fprintln(stderr, "bench: every --slo point sends the same prompts; a server that caches prefixes (vLLM's and SGLang's default) "+
+			"serves a later point's prompts from what earlier points left: --reset-cache ENGINE resets it before each point")
+		return measure, nil
+	}
+	k, ok := engine.KindOf(name)
+	if !ok {
+		return nil, fmt.Errorf("bench: --reset-cache %q: want %s", name, engine.KindList())
+	}
+	reset := engine.ResetFor(engine.Config{Engine: name})
+	if reset.Path == "" {
+		return nil, fmt.Errorf("bench: --reset-cache %s: %s has no endpoint that resets its prefix cache; measure a server started without prefix caching instead", name, k.Display)
+	}
+	return func(ctx context.Context, load float64) (loadsearch.Point, error) {
+		if err := resetIdle(ctx, reset, cfg.BaseURL, cfg.Model); err != nil {
+			why := ""
+			if len(reset.Env) > 0 {
+				why = " (" + k.Display + " serves it only when started with " + envWords(reset.Env) + ")"
+			}
+			return loadsearch.Point{}, fmt.Errorf("--reset-cache %s before the point at %g %s: %w%s", name, load, axis.Unit(), err, why)
+		}
+		return measure(ctx, load)
+	}, nil
+}
+
+// resetIdle resets the prefix cache once the server has let go of the
+// previous point's requests: those the client stopped early may run on
+// for a moment, and an engine refuses (SGLang) or skips (vLLM) a reset
+// while blocks are held, so those answers are tried again for up to ten
+// seconds; an endpoint the server does not serve is not.
+func resetIdle(ctx context.Context, reset engine.CacheReset, base, model string) error {
+	var err error
+	for try := 0; try < 10; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+		}
+		if model == "" {
+			err = reset.Do(ctx, base)
+		} else {
+			_, err = reset.DoVerified(ctx, base, model)
+		}
+		var refused *engine.ResetRefused
+		if err == nil || ctx.Err() != nil || errors.As(err, &refused) && !refused.Busy() {
+			return err
+		}
+	}
+	return err
+}
+
+func envWords(env map[string]string) string {
+	var out []string
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
 }
 
 // savePoint is --save-result under --slo: each point's window result,

@@ -93,9 +93,29 @@ func (c CacheReset) Do(ctx context.Context, baseURL string) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("engine: reset prefix cache: %s %s: %s: %s", c.Method, c.Path, resp.Status, strings.TrimSpace(string(body)))
+		return fmt.Errorf("engine: reset prefix cache: %w", &ResetRefused{Method: c.Method, Path: c.Path, Code: resp.StatusCode,
+			Status: resp.Status, Body: strings.TrimSpace(string(body))})
 	}
 	return nil
+}
+
+// ResetRefused is a reset endpoint's non-2xx answer: 404 when the server
+// does not serve the endpoint (vLLM outside its development mode), 400
+// when it could not reset now (SGLang while requests run).
+type ResetRefused struct {
+	Method, Path string
+	Code         int
+	Status, Body string
+}
+
+func (e *ResetRefused) Error() string {
+	return fmt.Sprintf("%s %s: %s: %s", e.Method, e.Path, e.Status, e.Body)
+}
+
+// Busy says the server refused for now, not for good: another try once
+// its requests are done may succeed.
+func (e *ResetRefused) Busy() bool {
+	return e.Code == http.StatusBadRequest || e.Code == http.StatusConflict || e.Code == http.StatusServiceUnavailable
 }
 
 // ErrResetUnproven is wrapped when a reset answered but could not be shown

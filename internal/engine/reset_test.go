@@ -1,6 +1,12 @@
 package engine
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
 
 // TestResetFor: which engines reset by endpoint, which salt their
 // requests, and so which servers a lab may reuse between measurements.
@@ -62,5 +68,26 @@ func TestResetFromKind(t *testing.T) {
 	}
 	if c := ResetFor(Config{Engine: "unregistered"}); c.Path != "" || c.Salt || c.Env != nil {
 		t.Errorf("unregistered engine: ResetFor = %+v, want none", c)
+	}
+}
+
+// TestResetRefused: a reset endpoint's refusal is typed, and says whether
+// another try may succeed: SGLang's 400 while requests run is busy, an
+// endpoint the server does not serve (vLLM outside its dev mode, 404) is
+// not.
+func TestResetRefused(t *testing.T) {
+	for _, tt := range []struct {
+		code int
+		busy bool
+	}{{http.StatusBadRequest, true}, {http.StatusNotFound, false}, {http.StatusServiceUnavailable, true}, {http.StatusInternalServerError, false}} {
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "no", tt.code)
+		}))
+		err := CacheReset{Method: http.MethodPost, Path: "/flush_cache"}.Do(context.Background(), hs.URL)
+		hs.Close()
+		var refused *ResetRefused
+		if !errors.As(err, &refused) || refused.Code != tt.code || refused.Busy() != tt.busy {
+			t.Errorf("%d: %v (busy %v), want a ResetRefused, busy %v", tt.code, err, refused != nil && refused.Busy(), tt.busy)
+		}
 	}
 }
