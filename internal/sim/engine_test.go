@@ -502,6 +502,22 @@ func TestSGLangStatePool(t *testing.T) {
 		t.Errorf("--max-running-requests 1024: %d (%v), want it reduced to %d as SGLang does", e3.maxSeqs, err, slots/3)
 	}
 
+	// Speculative decoding (MTP, 3 steps, SGLang's default for Qwen3.5):
+	// the radix cache is off, max_running_requests 48, one slot each,
+	// and four intermediate states per request set aside first.
+	mtp := base
+	mtp.SpecMethod, mtp.SpecTokens = "mtp", 3
+	e4, err := New(mtp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (A draft model's memory fraction is 2 GiB lower: sglangMemFraction.)
+	restMTP := hw.MemGiB*gib*e4.p.MemFraction - e4.weightBytesPerGPU()
+	wantKV := int((restMTP - 48*4*perReq - 48*perReq) / e4.kvBytesTok)
+	if *e4.p.PrefixCaching || e4.maxSeqs != 48 || e4.totalBlocks*e4.blockSize != wantKV {
+		t.Errorf("MTP: radix %v, max running %d, KV %d tokens; want off, 48, %d", *e4.p.PrefixCaching, e4.maxSeqs, e4.totalBlocks*e4.blockSize, wantKV)
+	}
+
 	// vLLM: the state takes KV blocks, so no separate pool and far more
 	// running sequences.
 	v, err := New(Params{Engine: "vllm", Version: "0.17.1", Model: "Qwen3.5-9B", GPU: "H100", MaxModelLen: 32768, MaxNumSeqs: 512}, nil)

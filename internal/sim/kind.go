@@ -138,22 +138,32 @@ func sglangMemory(e *Engine, total, weights, act float64) float64 {
 	return total*e.p.MemFraction - weights
 }
 
-// SGLang's mamba pool (model_runner_kv_cache_mixin.py, v0.5.9): by default
-// the memory left after weights is split mamba_full_memory_ratio : 1 (0.9)
-// between the hybrid model's per-request states and the KV cache, and
-// max_running_requests is capped at the state slots over the mamba ratio:
-// 3 with the radix cache on (cached prefixes hold slots of their own), 1
-// with it off.
+// SGLang's mamba pool (handle_max_mamba_cache and init_memory_pool,
+// model_runner_kv_cache_mixin.py, v0.5.9): under speculative decoding the
+// draft tokens' intermediate states are set aside first (a state per
+// draft token of every running request); with the radix cache off and
+// max_running_requests set, there is one slot per running request;
+// otherwise the memory left is split mamba_full_memory_ratio : 1 (0.9)
+// between the slots and the KV cache. max_running_requests is capped at
+// the slots over the mamba ratio: 3 with the radix cache on (cached
+// prefixes hold slots of their own), 1 with it off.
 const (
 	sglangMambaFullMemoryRatio = 0.9
 	sglangMambaSlotsPerRequest = 3
 )
 
 func sglangStatePool(e *Engine, rest float64) (kv float64, maxSeqs int) {
-	slots := int(rest * sglangMambaFullMemoryRatio / (1 + sglangMambaFullMemoryRatio) / e.stateBytesSeq)
+	p := e.p
+	if p.SpecMethod != "" && p.MaxNumSeqs > 0 {
+		rest -= e.stateBytesSeq * float64(p.MaxNumSeqs*(p.SpecTokens+1))
+	}
 	ratio := sglangMambaSlotsPerRequest
-	if !*e.p.PrefixCaching {
+	if !*p.PrefixCaching {
 		ratio = 1
+	}
+	slots := int(rest * sglangMambaFullMemoryRatio / (1 + sglangMambaFullMemoryRatio) / e.stateBytesSeq)
+	if !*p.PrefixCaching && p.MaxNumSeqs > 0 {
+		slots = p.MaxNumSeqs
 	}
 	return rest - float64(slots)*e.stateBytesSeq, slots / ratio
 }

@@ -326,16 +326,27 @@ func sglangDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
 	if p.ChunkedPrefill == nil {
 		p.ChunkedPrefill = boolPtr(p.MaxNumBatchedTokens > 0)
 	}
+	spec := p.SpecMethod != ""
 	if p.PrefixCaching == nil {
-		p.PrefixCaching = boolPtr(true) // radix cache
+		// The radix cache, except for a hybrid model under speculative
+		// decoding: with the default mamba_scheduler_strategy (no_buffer)
+		// _handle_mamba_radix_cache disables it (server_args.py, v0.5.9).
+		p.PrefixCaching = boolPtr(!(arch.Hybrid() && spec))
+	}
+	// Speculative decoding, every algorithm (NEXTN runs as EAGLE; NGRAM
+	// too): an unset max_running_requests becomes 48 and the overlap
+	// scheduler is off (SGLANG_ENABLE_SPEC_V2 is off by default)
+	// (_handle_speculative_decoding, server_args.py, v0.5.9).
+	if spec && p.MaxNumSeqs == 0 {
+		p.MaxNumSeqs = 48
 	}
 	if p.AsyncScheduling == nil {
-		// The overlap scheduler, except for a hybrid model whose radix
-		// cache holds its states without a ping-pong buffer (the default
-		// mamba_scheduler_strategy, no_buffer): _handle_mamba_radix_cache
-		// turns overlap off then (server_args.py, v0.5.9).
-		noBuffer := arch.Hybrid() && *p.PrefixCaching && p.SpecMethod == ""
-		p.AsyncScheduling = boolPtr(!p.EnforceEager && !noBuffer)
+		// The overlap scheduler, except under speculative decoding and
+		// for a hybrid model whose radix cache holds its states without a
+		// ping-pong buffer (no_buffer): _handle_mamba_radix_cache turns
+		// overlap off then (server_args.py, v0.5.9).
+		noBuffer := arch.Hybrid() && *p.PrefixCaching
+		p.AsyncScheduling = boolPtr(!p.EnforceEager && !noBuffer && !spec)
 	}
 	if p.AttentionBackend == "" {
 		p.AttentionBackend = "fa3"
@@ -347,8 +358,8 @@ func sglangDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
 		}
 	}
 	p.AttentionBackend = strings.ToLower(p.AttentionBackend)
-	// MaxNumSeqs 0 stays 0: SGLang derives max_running_requests from
-	// the KV pool size (see newEngine).
+	// MaxNumSeqs 0 otherwise stays 0: SGLang derives
+	// max_running_requests from the KV pool size (see newEngine).
 	return nil
 }
 

@@ -179,17 +179,24 @@ func TestSGLangHybridOverlap(t *testing.T) {
 		model string
 		radix *bool
 		want  bool
+		spec  string
 	}{
-		{"Qwen3.5-9B", nil, false},
-		{"Qwen3.5-9B", boolPtr(false), true},
-		{"Qwen3-8B", nil, true},
+		{"Qwen3.5-9B", nil, false, ""},
+		{"Qwen3.5-9B", boolPtr(false), true, ""},
+		{"Qwen3-8B", nil, true, ""},
+		// Speculative decoding turns overlap off for every model.
+		{"Qwen3-8B", nil, false, "eagle3"},
+		{"Qwen3.5-9B", nil, false, "mtp"},
 	} {
-		p, err := Params{Engine: EngineSGLang, Version: "0.5.9", Model: tt.model, GPU: "H100", PrefixCaching: tt.radix}.WithDefaults()
+		p, err := Params{Engine: EngineSGLang, Version: "0.5.9", Model: tt.model, GPU: "H100", PrefixCaching: tt.radix, SpecMethod: tt.spec}.WithDefaults()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if *p.AsyncScheduling != tt.want {
-			t.Errorf("%s, radix %v: overlap %v, want %v", tt.model, *p.PrefixCaching, *p.AsyncScheduling, tt.want)
+			t.Errorf("%s, radix %v, spec %q: overlap %v, want %v", tt.model, *p.PrefixCaching, tt.spec, *p.AsyncScheduling, tt.want)
+		}
+		if tt.spec != "" && p.MaxNumSeqs != 48 {
+			t.Errorf("%s, spec %q: max running requests %d, want SGLang's 48", tt.model, tt.spec, p.MaxNumSeqs)
 		}
 	}
 }
