@@ -18,6 +18,12 @@ at tensor-parallel degrees 1, 2, 4 and 8:
   moe             grouped expert GEMMs (torch._grouped_mm) with tokens
                   routed uniformly over experts
   memory          device-to-device copy and read bandwidth
+  decode_step     whole decode steps of the dense models that fit this GPU
+                  at TP 1: every layer's GEMMs and decode attention chained
+                  in one graph, then the same with the small glue kernels
+                  an engine runs between them, and one layer's attention
+                  both ways (the two-GEMM stand-in, and SDPA's FlashAttention
+                  kernel, which does not split the context)
 
 Each shape is captured in a CUDA graph of R launches, R sized so a replay
 lasts a few milliseconds, and the median of several replays divided by R is
@@ -59,6 +65,20 @@ MOE_T = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 # Bytes of KV cache a decode shape may allocate; larger shapes are skipped
 # (they are outside what one GPU holds next to its weights anyway).
 DECODE_KV_CAP = 24 << 30
+# Whole decode steps: batch and context; models whose BF16 weights and the
+# step's KV cache do not fit next to each other are skipped per shape.
+STEP_B = (1, 4, 16, 64, 256)
+STEP_L = (1024, 4096, 32768)
+STEP_DTYPES = ("bf16", "fp8")
+# Glue kernels per decoder layer in an engine's graph-captured decode of a
+# dense GQA model, counted in vLLM's Qwen3/Llama forward: fused add+RMSNorm
+# twice, the q and k RMSNorms (Qwen3; Llama has none), rotary embedding,
+# the KV-cache write and SiLU-and-mul. Each is a small launch-bound kernel.
+STEP_GLUE = {"qwen3": ("hidden", "qkv", "qkv", "qkv", "qkv", "hidden", "gate_up"),
+             "llama": ("hidden", "qkv", "qkv", "hidden", "gate_up")}
+# Where tensors live; the checks in tools/kernels/collect_test.py run the
+# step on the CPU.
+DEVICE = "cuda"
 
 
 def here():
@@ -226,7 +246,7 @@ class Collector:
         self.timer = Timer(torch)
         self.doc = {"format": FORMAT, "provenance": provenance(torch), "truncated": [],
                     "errors": [], "gemm": [], "attn_prefill": [], "attn_decode": [],
-                    "moe": [], "memory": {}}
+                    "moe": [], "memory": {}, "decode_step": []}
         self.l2 = self.doc["provenance"].get("l2_bytes")
         self.peak_tflops = 700.0
         self.peak_gbps = 3000.0
@@ -247,7 +267,7 @@ class Collector:
 
     def randn(self, *shape, dtype=None):
         torch = self.torch
-        return torch.randn(*shape, device="cuda", dtype=dtype or torch.bfloat16)
+        return torch.randn(*shape, device=DEVICE, dtype=dtype or torch.bfloat16)
 
     # -- memory ----------------------------------------------------------
     def memory(self):
@@ -469,6 +489,168 @@ class Collector:
             del w
             torch.cuda.empty_cache()
 
+    # -- whole decode steps ----------------------------------------------
+    def free_bytes(self):
+        return self.torch.cuda.mem_get_info()[0]
+
+    def decode_step(self, models, deadline):
+        """Time whole decode steps of each dense model that fits at TP 1.
+
+        The table's kernels are each timed alone, over rotated copies; an
+        engine runs them back to back, one layer's GEMMs after another's
+        attention, with small glue kernels between. This times that chain
+        (kernels_us), the chain with the glue (step_us), and what one small
+        kernel costs inside a graph (floor_us), so the simulator's step can
+        be checked against a step measured whole. FP8 steps quantize the
+        decoder layers' GEMMs and keep the LM head in BF16, as vLLM's and
+        SGLang's FP8 checkpoints do."""
+        torch = self.torch
+        for name in sorted(models):
+            c = models[name]
+            if c.get("num_experts", 0) or "layer_types" in c or c.get("quantization_config"):
+                continue  # dense full-attention BF16 checkpoints only
+            for dtype in STEP_DTYPES:
+                if time.time() > deadline:
+                    self.doc["truncated"].append("decode_step at %s %s" % (name, dtype))
+                    return
+                self._model_steps(name, c, dtype, deadline)
+
+    def _model_steps(self, name, c, dtype, deadline):
+        torch = self.torch
+        fp8 = dtype == "fp8"
+        h = c["hidden_size"]
+        hq = c["num_attention_heads"]
+        hkv = c["num_key_value_heads"]
+        hd = c.get("head_dim") or h // hq
+        inter = c["intermediate_size"]
+        vocab = c["vocab_size"]
+        nl = c["num_hidden_layers"]
+        fam = "qwen3" if "qwen" in name.lower() else "llama"
+        layer_w = (h * (hq + 2 * hkv) * hd + hq * hd * h + 3 * h * inter) * (1 if fp8 else 2)
+        wbytes = nl * layer_w + vocab * h * 2
+        if wbytes + (4 << 30) > self.free_bytes():
+            self.doc["truncated"].append("decode_step %s %s: %.1f GB of weights do not fit" % (name, dtype, wbytes / 1e9))
+            return
+        try:
+            def w(k, n):
+                if fp8:  # stored [n, k] and used transposed, as _scaled_mm wants
+                    return self.randn(n, k).to(torch.float8_e4m3fn)
+                return self.randn(k, n)
+            layers = [dict(qkv=w(h, (hq + 2 * hkv) * hd), o=w(hq * hd, h), gu=w(h, 2 * inter), down=w(inter, h))
+                      for _ in range(nl)]
+            lm = self.randn(h, vocab)
+        except Exception as e:
+            self.error("alloc decode_step %s %s" % (name, dtype), e)
+            torch.cuda.empty_cache()
+            return
+        left = self.free_bytes() - (3 << 30)
+        shape = dict(name=name, fam=fam, dtype=dtype, h=h, hq=hq, hkv=hkv, hd=hd, inter=inter)
+        for b in STEP_B:
+            for L in STEP_L:
+                kvbytes = nl * 2 * b * hkv * L * hd * 2
+                if kvbytes > min(left, DECODE_KV_CAP):
+                    continue
+                if time.time() > deadline:
+                    self.doc["truncated"].append("decode_step at %s %s b=%d L=%d" % (name, dtype, b, L))
+                    del layers, lm
+                    torch.cuda.empty_cache()
+                    return
+                try:
+                    self.doc["decode_step"].append(self._step(shape, layers, lm, b, L))
+                except Exception as e:
+                    self.error("decode_step %s %s b=%d L=%d" % (name, dtype, b, L), e)
+                torch.cuda.empty_cache()
+        del layers, lm
+        torch.cuda.empty_cache()
+
+    def timer_for(self, target_ms):
+        return Timer(self.torch, target_ms=target_ms, replays=5)
+
+    def _step(self, sh, layers, lm, b, L):
+        torch = self.torch
+        F = torch.nn.functional
+        h, hq, hkv, hd, inter = sh["h"], sh["hq"], sh["hkv"], sh["hd"], sh["inter"]
+        fp8 = sh["dtype"] == "fp8"
+        g = hq // hkv
+        nl = len(layers)
+        scale = 1.0 / math.sqrt(hd)
+        kts = [self.randn(b, hkv, hd, L) for _ in range(nl)]
+        vs = [self.randn(b, hkv, L, hd) for _ in range(nl)]
+        mm = max(16, (b + 15) // 16 * 16) if fp8 else b
+
+        def act(k):
+            a = self.randn(mm, k)
+            return a.to(torch.float8_e4m3fn) if fp8 else a
+        x, xa, xi = act(h), act(hq * hd), act(inter)
+        xl = self.randn(b, h)
+        q = self.randn(b, hkv, g, hd)
+        qkv_o = torch.empty(mm, (hq + 2 * hkv) * hd, device=DEVICE, dtype=torch.bfloat16)
+        h_o = torch.empty(mm, h, device=DEVICE, dtype=torch.bfloat16)
+        gu_o = torch.empty(mm, 2 * inter, device=DEVICE, dtype=torch.bfloat16)
+        logits = torch.empty(b, lm.shape[1], device=DEVICE, dtype=torch.bfloat16)
+        one_s = torch.tensor(1.0, device=DEVICE, dtype=torch.float32)
+        # Stand-ins for the glue: each one small in-place kernel over the
+        # tensor the engine's kernel touches, so the launches and the bytes
+        # are the engine's while the arithmetic is not.
+        over = {"hidden": h_o, "qkv": qkv_o, "gate_up": gu_o}
+        glue_t = [over[w] for w in STEP_GLUE[sh["fam"]]]
+
+        if fp8:
+            def gemm(a, w, out):
+                return torch._scaled_mm(a, w.t(), scale_a=one_s, scale_b=one_s, out_dtype=torch.bfloat16,
+                                        use_fast_accum=True)
+        else:
+            def gemm(a, w, out):
+                return torch.matmul(a, w, out=out)
+
+        def attn(l):
+            s = torch.matmul(q, kts[l]) * scale
+            p = torch.softmax(s, dim=-1)
+            return torch.matmul(p, vs[l])
+
+        def run(glue):
+            for l, w in enumerate(layers):
+                gemm(x, w["qkv"], qkv_o)
+                attn(l)
+                gemm(xa, w["o"], h_o)
+                gemm(x, w["gu"], gu_o)
+                gemm(xi, w["down"], h_o)
+                if glue:
+                    for t in glue_t:
+                        t.mul_(0.5)
+            torch.matmul(xl, lm, out=logits)
+            if glue:
+                torch.argmax(logits, dim=-1)
+
+        per_layer = h * (hq + 2 * hkv) * hd + hq * hd * h + 3 * h * inter
+        flops = 2.0 * mm * nl * per_layer + 2.0 * b * h * lm.shape[1]
+        nbytes = nl * (per_layer * (1 if fp8 else 2) + 2 * b * hkv * L * hd * 2) + h * lm.shape[1] * 2
+        est = self.est_us(flops, nbytes, 2.0 if fp8 else 1.0)
+        # A step already lasts milliseconds: the graph holds two of them and
+        # each replay is timed whole.
+        timer = self.timer_for(est / 1000.0)
+        kern, how, _ = timer.time_us([lambda: run(False)], est)
+        step, _, _ = timer.time_us([lambda: run(True)], est)
+        one = self.timer
+        fl, _, _ = one.time_us([lambda: h_o.mul_(0.5)], 3.0)
+        nc = min(nl, 8)
+        proxy, _, _ = one.time_us([lambda l=l: attn(l) for l in range(nc)],
+                                  self.est_us(0, 2 * b * hkv * L * hd * 2))
+        row = {"model": sh["name"], "dtype": sh["dtype"], "batch": b, "m_run": mm, "context": L, "layers": nl,
+               "kernels_us": round(kern, 1), "step_us": round(step, 1), "glue_kernels_per_layer": len(glue_t),
+               "floor_us": round(fl, 3), "attn_proxy_us": round(proxy, 3), "timing": how}
+        try:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            qs = self.randn(b, hq, 1, hd)
+            with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                fns = [lambda l=l: F.scaled_dot_product_attention(qs, vs[l], vs[l], enable_gqa=True)
+                       for l in range(nc)]
+                sd, _, _ = one.time_us(fns, proxy)
+            row["attn_flash_us"] = round(sd, 3)
+        except Exception as e:
+            self.error("decode_step flash %s b=%d L=%d" % (sh["name"], b, L), e)
+        del kts, vs
+        return row
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -476,6 +658,7 @@ def main():
     ap.add_argument("--budget", type=float, default=200.0, help="seconds for the whole run")
     ap.add_argument("--plan", action="store_true", help="print the shapes and exit (no GPU needed)")
     ap.add_argument("--root", default=os.path.join(here(), "..", ".."))
+    ap.add_argument("--sections", default="", help="comma-separated sections to run (default: all)")
     args = ap.parse_args()
     models = load_models(args.root)
     gemm, attn, moe = plan(models)
@@ -507,7 +690,11 @@ def main():
         ("gemm-fp8", 0.22, lambda d: c.gemm(gemm, "fp8", d)),
         ("attn_prefill", 0.12, lambda d: c.attn_prefill(attn, d)),
         ("moe", 0.18, lambda d: c.moe(moe, d)),
+        ("decode_step", 0.25, lambda d: c.decode_step(models, d)),
     ]
+    if args.sections:
+        want = set(args.sections.split(","))
+        sections = [s for s in sections if s[0] in want or s[0] == "memory"]
     share_left = sum(s for _, s, _ in sections)
     for name, share, fn in sections:
         t = time.time()
@@ -519,9 +706,10 @@ def main():
             c.error("section " + name, e)
             traceback.print_exc()
         c.save()
-        print("%-12s %6.1f s  rows: gemm %d, decode %d, prefill %d, moe %d; errors %d"
+        print("%-12s %6.1f s  rows: gemm %d, decode %d, prefill %d, moe %d, steps %d; errors %d"
               % (name, time.time() - t, len(c.doc["gemm"]), len(c.doc["attn_decode"]),
-                 len(c.doc["attn_prefill"]), len(c.doc["moe"]), len(c.doc["errors"])))
+                 len(c.doc["attn_prefill"]), len(c.doc["moe"]), len(c.doc["decode_step"]),
+                 len(c.doc["errors"])))
         sys.stdout.flush()
     c.save()
     print("memory:", json.dumps(c.doc["memory"]))
