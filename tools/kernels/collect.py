@@ -93,6 +93,12 @@ def load_models(root):
     return models
 
 
+def hybrid(c):
+    """Whether a config mixes linear-attention layers in (Qwen3.5 names
+    them by full_attention_interval, others by layer_types)."""
+    return "layer_types" in c or c.get("full_attention_interval", 1) > 1 or "linear_num_key_heads" in c
+
+
 def div(a, tp):
     """a split over tp ranks, or None where it does not split evenly."""
     if a % tp:
@@ -507,7 +513,7 @@ class Collector:
         torch = self.torch
         for name in sorted(models):
             c = models[name]
-            if c.get("num_experts", 0) or "layer_types" in c or c.get("quantization_config"):
+            if c.get("num_experts", 0) or c.get("quantization_config") or hybrid(c):
                 continue  # dense full-attention BF16 checkpoints only
             for dtype in STEP_DTYPES:
                 if time.time() > deadline:

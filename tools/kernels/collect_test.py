@@ -67,7 +67,8 @@ class DecodeStep(unittest.TestCase):
     def test_rows(self):
         c = collector(self.torch, 8 << 30)
         models = {"Qwen3-tiny": tiny(), "Llama-tiny": tiny(layers=3),
-                  "Moe-tiny": tiny(num_experts=8), "Hybrid-tiny": tiny(layer_types=["linear_attention"])}
+                  "Moe-tiny": tiny(num_experts=8), "Hybrid-tiny": tiny(layer_types=["linear_attention"]),
+                  "Qwen3.5-tiny": tiny(full_attention_interval=4, linear_num_key_heads=4)}
         c.decode_step(models, time.time() + 60)
         # SDPA's FlashAttention kernel may be missing on a CPU build; that
         # row part alone may fail, and then says so.
