@@ -100,6 +100,29 @@ type MoERow struct {
 	US      float64 `json:"us"`
 }
 
+// StepRow is one whole decode step the collector timed: every layer of a
+// dense full-attention model at TP 1, batch sequences at context tokens of
+// KV each, captured in one CUDA graph. KernelsUS chains the layers' GEMMs
+// and decode attention and the LM head; StepUS adds the glue kernels an
+// engine runs between them (GlueKernels per layer, each a small in-place
+// kernel over the tensor the engine's fused kernel touches) and the
+// sampling argmax. AttnProxyUS and AttnFlashUS are one layer's decode
+// attention as the table's two-GEMM stand-in and as SDPA's FlashAttention
+// kernel (which does not split the context).
+type StepRow struct {
+	Model       string  `json:"model"`
+	DType       DType   `json:"dtype"`
+	Batch       int     `json:"batch"`
+	Context     int     `json:"context"`
+	Layers      int     `json:"layers"`
+	KernelsUS   float64 `json:"kernels_us"`
+	StepUS      float64 `json:"step_us"`
+	GlueKernels int     `json:"glue_kernels_per_layer"`
+	FloorUS     float64 `json:"floor_us"`
+	AttnProxyUS float64 `json:"attn_proxy_us"`
+	AttnFlashUS float64 `json:"attn_flash_us,omitempty"`
+}
+
 // Table is one GPU's measured kernels.
 type Table struct {
 	Format     string       `json:"format"`
@@ -109,7 +132,10 @@ type Table struct {
 	Decodes    []DecodeRow  `json:"attn_decode"`
 	Prefills   []PrefillRow `json:"attn_prefill"`
 	MoEs       []MoERow     `json:"moe"`
-	Truncated  []string     `json:"truncated"`
+	// Steps are whole decode steps; tables collected before 2026-11-27
+	// have none.
+	Steps     []StepRow `json:"decode_step"`
+	Truncated []string  `json:"truncated"`
 
 	gemm   map[gemmKey][]point
 	decode map[headKey][]DecodeRow
@@ -241,6 +267,12 @@ func (t *Table) index() error {
 		}
 		key := moeKey{r.Experts, r.TopK, r.N, r.K}
 		t.moe[key] = append(t.moe[key], point{float64(r.Tokens), r.US})
+	}
+	for i, r := range t.Steps {
+		if bad(r.StepUS, r.Batch, r.Context, r.Layers) || bad(r.KernelsUS) || r.Model == "" ||
+			(r.DType != BF16 && r.DType != FP8) {
+			return fmt.Errorf("%w: decode_step row %d: %+v", ErrFormat, i, r)
+		}
 	}
 	for k := range t.gemm {
 		sortPoints(t.gemm[k])
@@ -478,6 +510,41 @@ func Embedded(gpu string) (*Table, error) {
 	t, err := Load(f)
 	if err != nil {
 		return nil, fmt.Errorf("kernels: embedded table %s: %w", gpu, err)
+	}
+	return t, nil
+}
+
+//go:embed runs/*.json
+var runs embed.FS
+
+// Run returns the latest embedded collection run on gpu that timed whole
+// decode steps (runs/<gpu>-<date>.json, the collector's document as it
+// came back). The simulator's tables (Embedded) are the first run on each
+// GPU; later runs are kept whole, for their decode steps and to show how
+// far two runs of the collector agree.
+func Run(gpu string) (*Table, error) {
+	ents, err := runs.ReadDir("runs")
+	if err != nil {
+		return nil, fmt.Errorf("kernels: runs: %w", err)
+	}
+	prefix := strings.ToLower(gpu) + "-"
+	name := ""
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) && e.Name() > name {
+			name = e.Name()
+		}
+	}
+	if name == "" {
+		return nil, fmt.Errorf("%w: no run with decode steps on %s", ErrNoTable, gpu)
+	}
+	f, err := runs.Open("runs/" + name)
+	if err != nil {
+		return nil, fmt.Errorf("kernels: run %s: %w", name, err)
+	}
+	defer f.Close()
+	t, err := Load(f)
+	if err != nil {
+		return nil, fmt.Errorf("kernels: run %s: %w", name, err)
 	}
 	return t, nil
 }

@@ -258,6 +258,12 @@ func TestLoadRefusesBadTables(t *testing.T) {
 		"zero m":        enc(func(t *Table) { t.GEMMs[0].M = 0 }),
 		"unknown dtype": enc(func(t *Table) { t.GEMMs[0].DType = "fp4" }),
 		"no ceilings":   enc(func(t *Table) { t.Memory = Memory{} }),
+		"zero step": enc(func(t *Table) {
+			t.Steps = []StepRow{{Model: "Qwen3-8B", DType: BF16, Batch: 1, Context: 1, Layers: 36, KernelsUS: 1}}
+		}),
+		"nameless step": enc(func(t *Table) {
+			t.Steps = []StepRow{{DType: BF16, Batch: 1, Context: 1, Layers: 1, KernelsUS: 1, StepUS: 1}}
+		}),
 	} {
 		if _, err := Load(bytes.NewReader(data)); !errors.Is(err, ErrFormat) {
 			t.Errorf("%s: err = %v, want ErrFormat", name, err)
@@ -265,6 +271,54 @@ func TestLoadRefusesBadTables(t *testing.T) {
 	}
 	if _, err := Load(bytes.NewReader(enc(func(*Table) {}))); err != nil {
 		t.Errorf("a good table refused: %v", err)
+	}
+}
+
+// TestRunsRepeatTheTables: the runs kept for their whole decode steps
+// (runs/, 2026-11-27) were a second collection on the same kinds of GPU as
+// the simulator's tables (2026-11-26). Each carries its provenance and
+// steps, and its kernels agree with the table's: the median row within 3%,
+// nine rows in ten within 10%. A run that disagreed more would make the
+// tables' figures a draw, not a measurement.
+func TestRunsRepeatTheTables(t *testing.T) {
+	for _, gpu := range GPUs() {
+		run, err := Run(gpu)
+		if err != nil {
+			t.Fatalf("%s: %v", gpu, err)
+		}
+		tab := mustEmbedded(t, gpu)
+		if run.Provenance.GPU != tab.Provenance.GPU || run.Provenance.Date <= tab.Provenance.Date {
+			t.Errorf("%s: run on %q of %s against table on %q of %s", gpu, run.Provenance.GPU, run.Provenance.Date, tab.Provenance.GPU, tab.Provenance.Date)
+		}
+		if len(run.Steps) < 50 {
+			t.Errorf("%s: %d whole decode steps", gpu, len(run.Steps))
+		}
+		for _, r := range run.Steps {
+			if r.StepUS < 0.9*r.KernelsUS || r.GlueKernels <= 0 {
+				t.Errorf("%s: %+v: the step with its glue is faster than its kernels alone", gpu, r)
+			}
+		}
+		type key struct {
+			dt      DType
+			m, n, k int
+		}
+		old := map[key]float64{}
+		for _, r := range tab.GEMMs {
+			old[key{r.DType, r.M, r.N, r.K}] = r.US
+		}
+		var d []float64
+		for _, r := range run.GEMMs {
+			if us, ok := old[key{r.DType, r.M, r.N, r.K}]; ok {
+				d = append(d, math.Abs(r.US/us-1))
+			}
+		}
+		if len(d) < len(tab.GEMMs)/2 {
+			t.Fatalf("%s: %d GEMM rows in common", gpu, len(d))
+		}
+		sort.Float64s(d)
+		if med, p90 := d[len(d)/2], d[len(d)*9/10]; med > 0.03 || p90 > 0.10 {
+			t.Errorf("%s: GEMM rows differ by %.1f%% (median), %.1f%% (p90) between runs", gpu, 100*med, 100*p90)
+		}
 	}
 }
 
