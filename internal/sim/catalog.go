@@ -140,6 +140,22 @@ func (a Arch) linearBytesPerParam() float64 {
 	return 2
 }
 
+// weightBytes is what the model's weights take, unsharded: linear layers
+// in FP8 or weight-only INT4/INT8 at their own size; embeddings, LM head
+// and norms in BF16.
+func (a Arch) weightBytes() float64 {
+	total, _, embed := a.paramCounts()
+	bpp := a.linearBytesPerParam()
+	if bpp == 2 {
+		return total * 2
+	}
+	head := embed
+	if a.TieEmbeddings {
+		head = 0
+	}
+	return (total-embed-head)*bpp + (embed+head)*2
+}
+
 // quantSuffixes are the checkpoint suffixes that name a weight-only
 // integer quantization of a base architecture, with its bits.
 var quantSuffixes = []struct {

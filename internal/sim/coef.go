@@ -48,6 +48,11 @@ type Coef struct {
 	// the linear-attention (Gated DeltaNet) layers reaches, per 64-token
 	// chunk. Zero means the prior (defaultScanEff).
 	ScanEff float64 `json:"scan_eff,omitempty"`
+	// WeightStreamEff, when above MemEff, is the share of HBM bandwidth the
+	// weight stream reaches, apart from the KV reads MemEff prices. Zero
+	// in every fitted calibration: PredictSpan sets it to what measured
+	// whole decode steps reach, for the range's small-batch bound.
+	WeightStreamEff float64 `json:"weight_stream_eff,omitempty"`
 	// PrefillUs is the per-prompt-token cost of a step beyond its kernels
 	// (input preparation, and what the measured kernels miss of the
 	// engine's own). Fitted under the kernel-table step model only.
@@ -141,14 +146,14 @@ func ParseCoefficients(b []byte) (*Coefficients, error) {
 }
 
 // check rejects figures no engine has: an efficiency outside [0.001, 1.5]
-// (scan_eff may be 0, the prior), an overhead that is negative or above
+// (scan_eff and weight_stream_eff may be 0: the prior, and unset), an overhead that is negative or above
 // 100 s, and a backend speed outside (0, 100].
 func (e Coef) check() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"gemm_eff", e.GEMMEff}, {"fp8_eff", e.FP8Eff}, {"mem_eff", e.MemEff}, {"attn_eff", e.AttnEff}, {"scan_eff", e.ScanEff}} {
-		if f.name == "scan_eff" && f.v == 0 {
+	}{{"gemm_eff", e.GEMMEff}, {"fp8_eff", e.FP8Eff}, {"mem_eff", e.MemEff}, {"attn_eff", e.AttnEff}, {"scan_eff", e.ScanEff}, {"weight_stream_eff", e.WeightStreamEff}} {
+		if (f.name == "scan_eff" || f.name == "weight_stream_eff") && f.v == 0 {
 			continue
 		}
 		if !(f.v >= 0.001 && f.v <= 1.5) {

@@ -98,6 +98,7 @@ type Engine struct {
 
 	// per-step roofline constants (per replica, per GPU)
 	weightBytes   float64 // weights read per step
+	weightBW      float64 // bytes/s of the weight stream (0: HBM × MemEff, as KV reads)
 	expertBytes   float64 // one expert's bytes (MoE)
 	flopsPerTok   float64 // 2 * active params / TP, LM head excluded
 	headFlops     float64 // 2 * LM head params / TP, per sequence with logits
@@ -184,17 +185,7 @@ func (e *Engine) KVCapacityTokens() int { return e.totalBlocks * e.blockSize * e
 func (e *Engine) MaxSeqs() int { return e.maxSeqs }
 
 func (e *Engine) weightBytesPerGPU() float64 {
-	total, _, embed := e.arch.paramCounts()
-	bytes := total * 2
-	if bpp := e.arch.linearBytesPerParam(); bpp != 2 {
-		head := embed
-		if e.arch.TieEmbeddings {
-			head = 0
-		}
-		// Linear layers in FP8 or weight-only INT4/INT8; embeddings, LM
-		// head and norms stay BF16.
-		bytes = (total-embed-head)*bpp + (embed+head)*2
-	}
+	bytes := e.arch.weightBytes()
 	shard := float64(e.p.TP)
 	if e.p.EP && e.arch.NumExperts > 0 {
 		shard = float64(e.p.TP * e.p.DP)
@@ -302,6 +293,9 @@ func (e *Engine) setupRoofline() {
 	}
 	w := e.weightBytesPerGPU()
 	e.weightBytes = w
+	if e.c.WeightStreamEff > e.c.MemEff {
+		e.weightBW = e.c.WeightStreamEff * e.hw.HBMGBps * 1e9
+	}
 	if a.NumExperts > 0 {
 		mt, _ := a.mlpParams()
 		bpp := a.linearBytesPerParam()
@@ -436,7 +430,11 @@ func (e *Engine) stepTime(items []work) float64 {
 		// instead of a hard max: a bigger decode batch still costs a
 		// little more time, rather than nothing until the batch
 		// reaches the ridge.
-		tGemm := smoothMax(flops/(e.peak*e.gemmEff), wb/bw)
+		wbw := bw
+		if e.weightBW > 0 {
+			wbw = e.weightBW
+		}
+		tGemm := smoothMax(flops/(e.peak*e.gemmEff), wb/wbw)
 		tAttn := attnWork * e.attnFlopsCoef / (e.hw.BF16TFLOPS * 1e12 * e.c.AttnEff * e.bePrefill)
 		tAttn += (ctxSum*e.kvBytesTok + stateIO*e.stateBytesSeq) / (bw * e.beDecode)
 		tAttn += chunks * e.scanChunk
