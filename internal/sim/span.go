@@ -207,7 +207,11 @@ func (s *Span) widen(f *FoldSet, engine string) {
 }
 
 // PredictSpan predicts the run with main (nil = embedded) and with every
-// fold of folds (nil = embedded) and returns the envelope. A fold whose
+// fold of folds (nil = embedded) and returns the envelope. It also holds
+// a run of at most smallBatchRows requests decoding at once with the
+// weights streamed at the rate measured whole decode steps reach on the
+// GPU (smallBatchBound): the rate-inf blocks the calibrations were fitted
+// on do not pin that regime. It says so where that moved the range. A fold whose
 // prediction fails (its memory model may refuse a deployment the main one
 // starts) is skipped; the main one failing is an error.
 func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Request, load Load) (Span, error) {
@@ -245,8 +249,22 @@ func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Re
 			s.add(Figures{r.TotalTokenThroughput, r.MeanTTFTMs, r.MeanTPOTMs})
 		}
 	}
+	bound := ""
+	if c, note := main.smallBatchBound(pr0.Params); c != nil && meanDecoding(pr0) <= smallBatchRows {
+		if pr, err := PredictWith(p, c, reqs, load); err == nil {
+			r := pr.Result
+			before := s
+			s.add(Figures{r.TotalTokenThroughput, r.MeanTTFTMs, r.MeanTPOTMs})
+			if s.Hi.TotalTPS > 1.05*before.Hi.TotalTPS || s.Lo.MeanTPOTMs < before.Lo.MeanTPOTMs/1.05 {
+				bound = note
+			}
+		}
+	}
 	s.widen(folds, p.Engine)
 	notes, factor := unseenWidening(pr0.Params, main, folds)
+	if bound != "" {
+		notes = append(notes, bound)
+	}
 	s.Unseen = notes
 	s.widenBy(factor)
 	return s, nil

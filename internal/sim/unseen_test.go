@@ -61,7 +61,10 @@ func TestPredictSpanWidensUnseen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Unseen) != 1 {
+	// 16 requests run as one small batch, so the small-batch bound
+	// (stepbound.go) widens the range too; its own test is
+	// TestPredictSpanSmallBatchBound.
+	if fam := withoutBound(s.Unseen); len(fam) != 1 || !strings.Contains(fam[0], "Llama-3.1") {
 		t.Fatalf("Llama on H100: unseen %q, want the family", s.Unseen)
 	}
 	// Undo the widening: what is left is the envelope the folds gave.
@@ -73,9 +76,20 @@ func TestPredictSpanWidensUnseen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s2.Unseen) != 0 {
+	if rest := withoutBound(s2.Unseen); len(rest) != 0 {
 		t.Errorf("Qwen3-8B on H100 (Qwen3 measured): unseen %q", s2.Unseen)
 	}
+}
+
+// withoutBound is notes less the small-batch bound's.
+func withoutBound(notes []string) []string {
+	var out []string
+	for _, n := range notes {
+		if !strings.HasPrefix(n, "small-batch steps:") {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // TestUnseenGPUSaysCarried: the note of a GPU with no fitted calibration
