@@ -189,7 +189,9 @@ func (c *cluster) summary() (Params, Stats, int, int) {
 		s.PromptTokens += st.PromptTokens
 		s.GenerationTokens += st.GenerationTokens
 	}
-	return c.engines[0].p, s, c.engines[0].KVCapacityTokens(), c.engines[0].maxSeqs * len(c.engines)
+	// Capacity and the running limit already count every replica.
+	p, _, kv, running := c.engines[0].summary()
+	return p, s, kv, running
 }
 
 type tracker struct {

@@ -31,6 +31,10 @@ func TestPredictDataParallel(t *testing.T) {
 		if d := math.Abs(two.Duration/one.Duration - 1); d > 0.1 {
 			t.Errorf("%s: DP2 took %.2f s on twice the load, DP1 %.2f s", eng, two.Duration, one.Duration)
 		}
+		// Capacity and the running limit count both replicas.
+		if two.KVCapacityTokens != 2*one.KVCapacityTokens || two.MaxRunning != 2*one.MaxRunning || one.MaxRunning <= 0 {
+			t.Errorf("%s: DP2 holds %d KV tokens and runs %d at once; DP1 %d and %d", eng, two.KVCapacityTokens, two.MaxRunning, one.KVCapacityTokens, one.MaxRunning)
+		}
 	}
 }
 
