@@ -99,6 +99,15 @@ def hybrid(c):
     return "layer_types" in c or c.get("full_attention_interval", 1) > 1 or "linear_num_key_heads" in c
 
 
+def dims(c):
+    """A config's hidden size, query heads, KV heads, head dim, MLP width and
+    vocabulary."""
+    h = c["hidden_size"]
+    heads = c["num_attention_heads"]
+    return (h, heads, c["num_key_value_heads"], c.get("head_dim") or h // heads,
+            c["intermediate_size"], c["vocab_size"])
+
+
 def div(a, tp):
     """a split over tp ranks, or None where it does not split evenly."""
     if a % tp:
@@ -116,12 +125,7 @@ def plan(models):
         d.setdefault(key, set()).add(user)
 
     for name, c in models.items():
-        h = c["hidden_size"]
-        heads = c["num_attention_heads"]
-        kv = c["num_key_value_heads"]
-        hd = c.get("head_dim") or h // heads
-        inter = c["intermediate_size"]
-        vocab = c["vocab_size"]
+        h, heads, kv, hd, inter, vocab = dims(c)
         experts = c.get("num_experts", 0)
         for tp in TPS:
             user = "%s/tp%d" % (name, tp)
@@ -524,12 +528,7 @@ class Collector:
     def _model_steps(self, name, c, dtype, deadline):
         torch = self.torch
         fp8 = dtype == "fp8"
-        h = c["hidden_size"]
-        hq = c["num_attention_heads"]
-        hkv = c["num_key_value_heads"]
-        hd = c.get("head_dim") or h // hq
-        inter = c["intermediate_size"]
-        vocab = c["vocab_size"]
+        h, hq, hkv, hd, inter, vocab = dims(c)
         nl = c["num_hidden_layers"]
         fam = "qwen3" if "qwen" in name.lower() else "llama"
         layer_w = (h * (hq + 2 * hkv) * hd + hq * hd * h + 3 * h * inter) * (1 if fp8 else 2)
