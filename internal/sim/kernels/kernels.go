@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"slices"
 	"sort"
@@ -502,16 +503,24 @@ var ErrNoTable = errors.New("kernels: no measured table for this GPU")
 // Embedded returns the table measured on gpu ("H100", "H200"; the
 // simulator's catalog names).
 func Embedded(gpu string) (*Table, error) {
-	f, err := embedded.Open(strings.ToLower(gpu) + ".json")
-	if err != nil {
+	t, err := open(embedded, strings.ToLower(gpu)+".json")
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", ErrNoTable, gpu)
 	}
-	defer f.Close()
-	t, err := Load(f)
 	if err != nil {
 		return nil, fmt.Errorf("kernels: embedded table %s: %w", gpu, err)
 	}
 	return t, nil
+}
+
+// open loads the table at name in fsys.
+func open(fsys fs.FS, name string) (*Table, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Load(f)
 }
 
 //go:embed runs/*.json
@@ -537,12 +546,7 @@ func Run(gpu string) (*Table, error) {
 	if name == "" {
 		return nil, fmt.Errorf("%w: no run with decode steps on %s", ErrNoTable, gpu)
 	}
-	f, err := runs.Open("runs/" + name)
-	if err != nil {
-		return nil, fmt.Errorf("kernels: run %s: %w", name, err)
-	}
-	defer f.Close()
-	t, err := Load(f)
+	t, err := open(runs, "runs/"+name)
 	if err != nil {
 		return nil, fmt.Errorf("kernels: run %s: %w", name, err)
 	}
