@@ -146,8 +146,9 @@ func ParseCoefficients(b []byte) (*Coefficients, error) {
 }
 
 // check rejects figures no engine has: an efficiency outside [0.001, 1.5]
-// (scan_eff and weight_stream_eff may be 0: the prior, and unset), an overhead that is negative or above
-// 100 s, and a backend speed outside (0, 100].
+// (scan_eff may be 0, the prior, and weight_stream_eff 0, unset), an
+// overhead that is negative or above 100 s, and a backend speed outside
+// (0, 100].
 func (e Coef) check() error {
 	for _, f := range []struct {
 		name string

@@ -207,13 +207,13 @@ func (s *Span) widen(f *FoldSet, engine string) {
 }
 
 // PredictSpan predicts the run with main (nil = embedded) and with every
-// fold of folds (nil = embedded) and returns the envelope. It also holds
-// a run of at most smallBatchRows requests decoding at once with the
-// weights streamed at the rate measured whole decode steps reach on the
-// GPU (smallBatchBound): the rate-inf blocks the calibrations were fitted
-// on do not pin that regime. It says so where that moved the range. A fold whose
+// fold of folds (nil = embedded) and returns the envelope. A fold whose
 // prediction fails (its memory model may refuse a deployment the main one
-// starts) is skipped; the main one failing is an error.
+// starts) is skipped; the main one failing is an error. A run of at most
+// smallBatchRows requests decoding at once is also predicted with the
+// weights streamed at the rate measured whole decode steps reach on the
+// GPU (smallBatchBound), since the rate-inf blocks the calibrations were
+// fitted on do not pin that regime; the span says so where that moved it.
 func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Request, load Load) (Span, error) {
 	if folds == nil {
 		folds = DefaultFolds()
@@ -251,7 +251,7 @@ func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Re
 	}
 	bound := ""
 	if c, note := main.smallBatchBound(pr0.Params); c != nil && meanDecoding(pr0) <= smallBatchRows {
-		if pr, err := PredictWith(p, c, reqs, load); err == nil {
+		if pr, err := PredictWith(p, c, reqs, load); err == nil && pr.Result != nil && pr.Result.Completed > 0 {
 			r := pr.Result
 			before := s
 			s.add(Figures{r.TotalTokenThroughput, r.MeanTTFTMs, r.MeanTPOTMs})
