@@ -190,10 +190,16 @@ func (s *Span) add(f Figures) {
 	if s.Fits == 0 {
 		s.Lo, s.Hi = f, f
 	} else {
-		s.Lo = Figures{math.Min(s.Lo.TotalTPS, f.TotalTPS), math.Min(s.Lo.MeanTTFTMs, f.MeanTTFTMs), math.Min(s.Lo.MeanTPOTMs, f.MeanTPOTMs)}
-		s.Hi = Figures{math.Max(s.Hi.TotalTPS, f.TotalTPS), math.Max(s.Hi.MeanTTFTMs, f.MeanTTFTMs), math.Max(s.Hi.MeanTPOTMs, f.MeanTPOTMs)}
+		s.hold(f)
 	}
 	s.Fits++
+}
+
+// hold stretches a non-empty span to hold f without counting it as a
+// calibration (the small-batch bound is a run, not a fit).
+func (s *Span) hold(f Figures) {
+	s.Lo = Figures{math.Min(s.Lo.TotalTPS, f.TotalTPS), math.Min(s.Lo.MeanTTFTMs, f.MeanTTFTMs), math.Min(s.Lo.MeanTPOTMs, f.MeanTPOTMs)}
+	s.Hi = Figures{math.Max(s.Hi.TotalTPS, f.TotalTPS), math.Max(s.Hi.MeanTTFTMs, f.MeanTTFTMs), math.Max(s.Hi.MeanTPOTMs, f.MeanTPOTMs)}
 }
 
 // widen applies the folds' spread to an envelope.
@@ -254,7 +260,7 @@ func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Re
 		if pr, err := PredictWith(p, c, reqs, load); err == nil && pr.Result != nil && pr.Result.Completed > 0 {
 			r := pr.Result
 			before := s
-			s.add(Figures{r.TotalTokenThroughput, r.MeanTTFTMs, r.MeanTPOTMs})
+			s.hold(Figures{r.TotalTokenThroughput, r.MeanTTFTMs, r.MeanTPOTMs})
 			if s.Hi.TotalTPS > 1.05*before.Hi.TotalTPS || s.Lo.MeanTPOTMs < before.Lo.MeanTPOTMs/1.05 {
 				bound = note
 			}
