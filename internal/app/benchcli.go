@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -531,7 +530,9 @@ func resetBeforePoints(name string, cfg bench.Config, axis loadsearch.Axis, meas
 		if err := resetIdle(ctx, reset, cfg.BaseURL, cfg.Model); err != nil {
 			why := ""
 			if len(reset.Env) > 0 {
-				why = " (" + k.Display + " serves it only when started with " + envWords(reset.Env) + ")"
+				// The assignments as the engine's own command line writes them.
+				env := strings.TrimSpace(engine.Command{Env: reset.Env}.String())
+				why = " (" + k.Display + " serves it only when started with " + env + ")"
 			}
 			return loadsearch.Point{}, fmt.Errorf("--reset-cache %s before the point at %g %s: %w%s", name, load, axis.Unit(), err, why)
 		}
@@ -565,15 +566,6 @@ func resetIdle(ctx context.Context, reset engine.CacheReset, base, model string)
 		}
 	}
 	return err
-}
-
-func envWords(env map[string]string) string {
-	var out []string
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return strings.Join(out, " ")
 }
 
 // savePoint is --save-result under --slo: each point's window result,
