@@ -263,11 +263,19 @@ func TestNoGoroutinePerStream(t *testing.T) {
 		t.Run(strings.ReplaceAll(tr, "/", ""), func(t *testing.T) {
 			srv := newRawServer(t, func(int) string { return resp }, func(int) bool { return false })
 			base := runtime.NumGoroutine()
-			extra := make(chan int, 1)
+			// The count, and whether every stream was in flight when it
+			// was taken: the count itself can come out below zero when
+			// goroutines counted in base (an earlier test's) exit
+			// meanwhile, so it cannot double as the timeout's signal.
+			type count struct {
+				n        int
+				inFlight bool
+			}
+			extra := make(chan count, 1)
 			go func() {
 				for give := time.Now().Add(30 * time.Second); srv.held.Load() < streams; time.Sleep(5 * time.Millisecond) {
 					if time.Now().After(give) {
-						extra <- -1
+						extra <- count{}
 						close(srv.hold)
 						return
 					}
@@ -275,7 +283,7 @@ func TestNoGoroutinePerStream(t *testing.T) {
 				// Every stream is mid-stream: its first chunk written, the
 				// rest held back. Server goroutines: the accept loop and one
 				// per connection; this goroutine is one more.
-				extra <- runtime.NumGoroutine() - base - 1 - int(srv.conns.Load()) - 1
+				extra <- count{runtime.NumGoroutine() - base - 1 - int(srv.conns.Load()) - 1, true}
 				close(srv.hold)
 			}()
 			out, err := Run(context.Background(), Config{Transport: tr, BaseURL: srv.url(), Model: "m",
@@ -283,8 +291,9 @@ func TestNoGoroutinePerStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n := <-extra
-			if n < 0 {
+			c := <-extra
+			n := c.n
+			if !c.inFlight {
 				t.Fatalf("the server never had all %d streams in flight (%d)", streams, srv.held.Load())
 			}
 			if out.Result.Completed != streams {
