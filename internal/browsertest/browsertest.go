@@ -6,6 +6,7 @@ package browsertest
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -22,4 +23,17 @@ func Chromium(t testing.TB) string {
 	}
 	t.Skip("chromium not installed")
 	return ""
+}
+
+// TempDir is a directory under the test's own for the browser's TMPDIR:
+// Chromium leaves empty org.chromium.Chromium.* directories in its
+// TMPDIR when it exits (four a dashboard test), which under /tmp pile up
+// run after run; under the test's directory they go with it.
+func TempDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tmp")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -439,6 +439,7 @@ func newBrowser(t *testing.T, bin, base string) *browser {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.WindowSize(1400, 1000),
 		chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")),
+		chromedp.Env("TMPDIR="+browsertest.TempDir(t)),
 		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("hide-scrollbars", true))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
