@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -352,4 +353,57 @@ func FuzzPostLab(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReportCacheBounded: the server keeps the reports of at most its
+// limit of runs on disk, drops the one asked for least recently, and
+// writes a dropped one again when it is asked for.
+func TestReportCacheBounded(t *testing.T) {
+	ts := newTestServer(t, stores(t)["sqlite"](t), Config{})
+	ts.reports.max = 2
+	data, err := os.ReadFile(filepath.Join("..", "metrics", "testdata", "text_default.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for i := range 3 {
+		code, b := ts.do(t, "POST", fmt.Sprintf("/api/v1/imports?run=imp%d&filename=r.txt", i), "text/plain", bytes.NewReader(data))
+		if code != 201 {
+			t.Fatalf("import %d: %d %s", i, code, b)
+		}
+		var im imported
+		json.Unmarshal(b, &im)
+		ids = append(ids, im.ID)
+	}
+	get := func(id int64) {
+		t.Helper()
+		if code, b := ts.do(t, "GET", fmt.Sprintf("/api/v1/runs/%d/report.md", id), "", nil); code != 200 || !strings.Contains(string(b), "# ") {
+			t.Fatalf("report.md of run %d: %d %.200s", id, code, b)
+		}
+	}
+	cached := func(want ...int64) {
+		t.Helper()
+		ents, _ := os.ReadDir(ts.reports.dir)
+		var got []string
+		for _, e := range ents {
+			got = append(got, e.Name())
+		}
+		var w []string
+		for _, id := range want {
+			w = append(w, fmt.Sprint(id))
+		}
+		slices.Sort(got)
+		slices.Sort(w)
+		if !slices.Equal(got, w) {
+			t.Errorf("runs with a report on disk: %v, want %v", got, w)
+		}
+	}
+	get(ids[0])
+	get(ids[1])
+	get(ids[0]) // now ids[1] is the least recently asked for
+	cached(ids[0], ids[1])
+	get(ids[2])
+	cached(ids[0], ids[2])
+	get(ids[1]) // written again
+	cached(ids[1], ids[2])
 }

@@ -19,13 +19,30 @@ import (
 
 // reportCache keeps each run's report files, written by report.WriteAll
 // as `perflab report` writes them, under a directory of its own; a run's
-// files are written again when its trials or summary change.
+// files are written again when its trials or summary change. It holds the
+// reports of at most max runs, dropping the one asked for least recently:
+// a server that lives for months would otherwise keep a report on disk
+// for every run it ever showed, pruned runs among them.
 type reportCache struct {
 	dir string
+	max int
 
-	mu    sync.Mutex
-	stamp map[int64]string // run id → the stamp its files were written at
+	mu      sync.Mutex
+	entries map[int64]*reportEntry
+	clock   uint64 // counts lookups, for least-recently-used order
 }
+
+// reportEntry is a run's cached report: the stamp its files were written
+// at and the lookup that last asked for it.
+type reportEntry struct {
+	stamp string
+	used  uint64
+}
+
+// maxCachedReports is how many runs' reports a server keeps on disk (a
+// report is its charts as SVG and PNG and the page with them inlined);
+// one dropped is written again when next asked for.
+const maxCachedReports = 64
 
 // reportDirPrefix names the cache directories; the server's pid follows,
 // so a server can tell the directories of servers that died (kill -9,
@@ -38,7 +55,7 @@ func newReportCache() (*reportCache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: report cache: %w", err)
 	}
-	return &reportCache{dir: dir, stamp: map[int64]string{}}, nil
+	return &reportCache{dir: dir, max: maxCachedReports, entries: map[int64]*reportEntry{}}, nil
 }
 
 // removeStaleReportDirs removes the report caches under tmp left by
@@ -98,7 +115,10 @@ func (c *reportCache) files(r *http.Request, st *store.Store, id int64) (string,
 	dir := filepath.Join(c.dir, fmt.Sprint(id), stamp)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.stamp[id] == stamp {
+	c.clock++
+	e := c.entries[id]
+	if e != nil && e.stamp == stamp {
+		e.used = c.clock
 		return dir, nil
 	}
 	rep, err := report.Build(run, trials)
@@ -108,11 +128,32 @@ func (c *reportCache) files(r *http.Request, st *store.Store, id int64) (string,
 	if _, err := report.WriteAll(rep, dir); err != nil {
 		return "", err
 	}
-	if old := c.stamp[id]; old != "" {
-		os.RemoveAll(filepath.Join(c.dir, fmt.Sprint(id), old))
+	if e != nil {
+		os.RemoveAll(filepath.Join(c.dir, fmt.Sprint(id), e.stamp))
 	}
-	c.stamp[id] = stamp
+	c.entries[id] = &reportEntry{stamp: stamp, used: c.clock}
+	c.evict(id)
 	return dir, nil
+}
+
+// evict drops the least recently asked-for reports, never keep's, until
+// at most max are left. Called with mu held.
+func (c *reportCache) evict(keep int64) {
+	for len(c.entries) > max(c.max, 1) {
+		var oldest int64
+		var at uint64
+		found := false
+		for id, e := range c.entries {
+			if id != keep && (!found || e.used < at) {
+				oldest, at, found = id, e.used, true
+			}
+		}
+		if !found {
+			return
+		}
+		os.RemoveAll(filepath.Join(c.dir, fmt.Sprint(oldest)))
+		delete(c.entries, oldest)
+	}
 }
 
 var contentTypes = map[string]string{
