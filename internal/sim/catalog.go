@@ -156,6 +156,20 @@ func (a Arch) weightBytes() float64 {
 	return (total-embed-head)*bpp + (embed+head)*2
 }
 
+// streamBytes is what one forward step reads of the weights: every
+// decoder layer and the LM head (the embedding itself when tied), but not
+// an untied input embedding, of which a step looks up one row per token,
+// nor the weights outside the decoder (ExtraParams), which text tokens do
+// not run.
+func (a Arch) streamBytes() float64 {
+	total, _, embed := a.paramCounts()
+	body := total - embed - a.ExtraParams
+	if !a.TieEmbeddings {
+		body -= embed // the LM head, read at 16 bits below
+	}
+	return body*a.linearBytesPerParam() + embed*2
+}
+
 // quantSuffixes are the checkpoint suffixes that name a weight-only
 // integer quantization of a base architecture, with its bits.
 var quantSuffixes = []struct {

@@ -184,13 +184,14 @@ func (e *Engine) KVCapacityTokens() int { return e.totalBlocks * e.blockSize * e
 // MaxSeqs is the effective maximum number of running sequences per replica.
 func (e *Engine) MaxSeqs() int { return e.maxSeqs }
 
-func (e *Engine) weightBytesPerGPU() float64 {
-	bytes := e.arch.weightBytes()
-	shard := float64(e.p.TP)
+func (e *Engine) weightBytesPerGPU() float64 { return e.arch.weightBytes() / e.weightShard() }
+
+// weightShard is how many GPUs share a replica's weights.
+func (e *Engine) weightShard() float64 {
 	if e.p.EP && e.arch.NumExperts > 0 {
-		shard = float64(e.p.TP * e.p.DP)
+		return float64(e.p.TP * e.p.DP)
 	}
-	return bytes / shard
+	return float64(e.p.TP)
 }
 
 func (e *Engine) sizeMemory() error {
@@ -291,7 +292,7 @@ func (e *Engine) setupRoofline() {
 		e.peak = e.hw.FP8TFLOPS * 1e12
 		e.gemmEff = e.c.FP8Eff
 	}
-	w := e.weightBytesPerGPU()
+	w := e.arch.streamBytes() / e.weightShard()
 	e.weightBytes = w
 	if e.c.WeightStreamEff > e.c.MemEff {
 		e.weightBW = e.c.WeightStreamEff * e.hw.HBMGBps * 1e9

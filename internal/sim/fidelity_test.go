@@ -9,13 +9,14 @@ import (
 )
 
 // Achieved fidelity of the embedded calibration, asserted as regression
-// bounds a little above what it reaches (4.1%, 18.5%, 16.4% since SGLang
-// keeps a hybrid model's states in a pool of their own, 2026-11-27; 4.7%,
-// 19.8%, 17.4% before; the targets are 10% TPS MAPE and 25%
-// TTFT/TPOT MAPE; see docs/sim-fidelity.md).
+// bounds a little above what it reaches (3.7%, 19.8%, 16.5% since a step
+// streams only the weights it reads, 2026-11-27; 4.1%, 18.5%, 16.4% after
+// SGLang's state pool; 4.7%, 19.8%, 17.4% before that; the issue's
+// targets are 10% TPS MAPE and 25% TTFT/TPOT MAPE; see
+// docs/sim-fidelity.md).
 const (
-	boundTPSMAPE  = 0.045 // target 0.10
-	boundTTFTMAPE = 0.195 // target 0.25
+	boundTPSMAPE  = 0.040 // target 0.10
+	boundTTFTMAPE = 0.200 // target 0.25
 	boundTPOTMAPE = 0.170 // target 0.25
 	// Required orderings that may stay unreproduced: the 32B TensorRT-LLM
 	// chunked prefill (+7.0% measured, +0.0% predicted: in TensorRT-LLM's

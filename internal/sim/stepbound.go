@@ -9,11 +9,11 @@ import (
 )
 
 // The roofline streams weights at MemEff, one share fitted per engine on
-// the reference reports' full-cache steps (0.42 to 0.68 of the H100's HBM
+// the reference reports' full-cache steps (0.39 to 0.69 of the H100's HBM
 // bandwidth). A decode step of a few sequences is almost all weight
 // stream, and the collector's whole decode steps (kernels.Run) show the
 // GPU doing it much faster: the bare step of Qwen3-8B at batch 4 takes
-// 6.6 ms on an H100 where the fitted roofline prices 13 ms. The rate-inf
+// 6.6 ms on an H100 where the fitted roofline prices nearly twice that. The rate-inf
 // blocks cannot say how much of the fitted gap an engine keeps at small
 // batch, so the point prediction stays as fitted, and the range holds the
 // same run with the weights streamed at the measured whole-step rate.
@@ -62,7 +62,7 @@ func measuredStepShare(hw GPU, fp8 bool) (float64, bool) {
 			continue
 		}
 		a.FP8Weights = fp8
-		shares = append(shares, a.weightBytes()/(r.StepUS*1e-6)/(hw.HBMGBps*1e9))
+		shares = append(shares, a.streamBytes()/(r.StepUS*1e-6)/(hw.HBMGBps*1e9))
 	}
 	if len(shares) == 0 {
 		return 0, false

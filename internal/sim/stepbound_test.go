@@ -46,7 +46,7 @@ func TestStepShareFromMeasuredSteps(t *testing.T) {
 					continue
 				}
 				a.FP8Weights = fp8
-				s := a.weightBytes() / (r.StepUS * 1e-6) / (hw.HBMGBps * 1e9)
+				s := a.streamBytes() / (r.StepUS * 1e-6) / (hw.HBMGBps * 1e9)
 				lo, hi, n = math.Min(lo, s), math.Max(hi, s), n+1
 			}
 			if n < 5 || share < lo || share > hi {
@@ -104,7 +104,7 @@ func TestPredictSpanSmallBatchBound(t *testing.T) {
 	a, _ := LookupModel("Qwen3-8B")
 	e := main.Entries["H100/vllm/0.11.0"]
 	share := c.Entries["H100/vllm/0.11.0"].WeightStreamEff
-	want := a.weightBytes() / (hw.HBMGBps * 1e9) * (1/e.MemEff - 1/share) * 1000
+	want := a.streamBytes() / (hw.HBMGBps * 1e9) * (1/e.MemEff - 1/share) * 1000
 	got := fitted.Result.MeanTPOTMs - fast.Result.MeanTPOTMs
 	if math.Abs(got-want) > 0.15*want {
 		t.Errorf("weights at %.2f of HBM instead of %.2f: TPOT %.2f ms from %.2f, %.2f ms less; want about %.2f ms less",
