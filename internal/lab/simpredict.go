@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -94,12 +95,21 @@ func (sp SimPredictor) Upside(cfg engine.Config) (float64, bool) {
 
 var _ Ranged = SimPredictor{}
 
-// simGPU maps a hardware name to the simulator's catalog name
-// ("H100-SXM-80GB" → "H100").
+// simGPU maps a hardware name to the simulator's catalog name: a spelling
+// the catalog knows, or else the catalog name the hardware name contains,
+// blanks, hyphens and underscores aside, the longest first ("NVIDIA H100
+// PCIe 80GB" → "H100-PCIe", "H100-SXM-80GB" → "H100"). A name that holds
+// none is returned as it is, for the simulator to refuse.
 func simGPU(name string) string {
-	up := strings.ToUpper(name)
-	for _, g := range []string{"H200", "H100", "A100", "L40S", "B200"} {
-		if strings.Contains(up, g) {
+	if g, err := sim.LookupGPU(name); err == nil {
+		return g.Name
+	}
+	squash := strings.NewReplacer(" ", "", "-", "", "_", "").Replace
+	up := squash(strings.ToUpper(name))
+	names := sim.GPUNames()
+	slices.SortStableFunc(names, func(a, b string) int { return len(b) - len(a) })
+	for _, g := range names {
+		if strings.Contains(up, squash(strings.ToUpper(g))) {
 			return g
 		}
 	}

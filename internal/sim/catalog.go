@@ -31,21 +31,30 @@ type GPU struct {
 	// SM is the compute capability, major×10 + minor (90: Hopper): which
 	// kernels an engine may pick (vLLM's Machete needs 90).
 	SM int `json:"sm"`
+	// SMs is the streaming-multiprocessor count (the kernel-table
+	// transfer's wave quantization).
+	SMs int `json:"sms"`
 }
 
+// gpuCatalog holds NVIDIA's datasheet figures (SM counts: H100 SXM5 and
+// H200 132, H100 PCIe 114, A100 SXM4 108, L40S 142, B200 148).
 var gpuCatalog = []GPU{
-	{Name: "H100", BF16TFLOPS: 989, FP8TFLOPS: 1979, HBMGBps: 3350, MemGiB: 79.2, NVLinkGBps: 900, PCIeGBps: 64, SM: 90},
-	{Name: "H200", BF16TFLOPS: 989, FP8TFLOPS: 1979, HBMGBps: 4800, MemGiB: 139.8, NVLinkGBps: 900, PCIeGBps: 64, SM: 90},
+	{Name: "H100", BF16TFLOPS: 989, FP8TFLOPS: 1979, HBMGBps: 3350, MemGiB: 79.2, NVLinkGBps: 900, PCIeGBps: 64, SM: 90, SMs: 132},
+	// The PCIe card: HBM2e at 2 TB/s and lower clocks on 114 SMs. Its
+	// NVLink bridge joins two cards at most, so TP runs over PCIe.
+	{Name: "H100-PCIe", BF16TFLOPS: 756, FP8TFLOPS: 1513, HBMGBps: 2039, MemGiB: 79.2, NVLinkGBps: 0, PCIeGBps: 64, SM: 90, SMs: 114},
+	{Name: "H200", BF16TFLOPS: 989, FP8TFLOPS: 1979, HBMGBps: 4800, MemGiB: 139.8, NVLinkGBps: 900, PCIeGBps: 64, SM: 90, SMs: 132},
 	// A100 has no FP8 tensor cores: FP8 checkpoints run weight-only
 	// (half the weight bytes, BF16 math).
-	{Name: "A100", BF16TFLOPS: 312, FP8TFLOPS: 312, HBMGBps: 2039, MemGiB: 79.2, NVLinkGBps: 600, PCIeGBps: 32, SM: 80},
-	{Name: "L40S", BF16TFLOPS: 362, FP8TFLOPS: 733, HBMGBps: 864, MemGiB: 44.4, NVLinkGBps: 0, PCIeGBps: 32, SM: 89},
-	{Name: "B200", BF16TFLOPS: 2250, FP8TFLOPS: 4500, HBMGBps: 8000, MemGiB: 178.4, NVLinkGBps: 1800, PCIeGBps: 64, SM: 100},
+	{Name: "A100", BF16TFLOPS: 312, FP8TFLOPS: 312, HBMGBps: 2039, MemGiB: 79.2, NVLinkGBps: 600, PCIeGBps: 32, SM: 80, SMs: 108},
+	{Name: "L40S", BF16TFLOPS: 362, FP8TFLOPS: 733, HBMGBps: 864, MemGiB: 44.4, NVLinkGBps: 0, PCIeGBps: 32, SM: 89, SMs: 142},
+	{Name: "B200", BF16TFLOPS: 2250, FP8TFLOPS: 4500, HBMGBps: 8000, MemGiB: 178.4, NVLinkGBps: 1800, PCIeGBps: 64, SM: 100, SMs: 148},
 }
 
 var gpuAliases = map[string]string{
 	"h100": "H100", "h100-sxm": "H100", "h100 sxm": "H100", "h100-80gb": "H100", "h100_sxm": "H100",
-	"nvidia h100 80gb hbm3": "H100", "h100-sxm-80gb": "H100",
+	"nvidia h100 80gb hbm3": "H100", "h100-sxm-80gb": "H100", "h100-sxm5": "H100", "h100 sxm5": "H100",
+	"h100-pcie": "H100-PCIe", "h100 pcie": "H100-PCIe", "h100_pcie": "H100-PCIe", "h100-pcie-80gb": "H100-PCIe", "nvidia h100 pcie": "H100-PCIe",
 	"h200": "H200", "h200-141gb": "H200", "nvidia h200": "H200",
 	"a100": "A100", "a100-80gb": "A100", "a100-sxm": "A100", "a100_80gb": "A100", "nvidia a100-sxm4-80gb": "A100",
 	"l40s": "L40S", "nvidia l40s": "L40S",
@@ -53,7 +62,7 @@ var gpuAliases = map[string]string{
 }
 
 // LookupGPU finds a GPU by catalog name or common spelling ("H100",
-// "h100-sxm", "NVIDIA H100 80GB HBM3").
+// "h100-sxm", "NVIDIA H100 80GB HBM3", "H100 PCIe").
 func LookupGPU(name string) (GPU, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
 	if canon, ok := gpuAliases[key]; ok {

@@ -2,7 +2,11 @@ package sim
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/perflab/perflab/internal/dataset"
 )
 
 func TestCarryShare(t *testing.T) {
@@ -144,4 +148,59 @@ func TestKeepLoss(t *testing.T) {
 			t.Errorf("the roofline's GEMM share %.4f was not reset to %.4f", e.gemmEff, e.c.GEMMEff)
 		}
 	}
+}
+
+// TestH100PCIe: the PCIe card is its own GPU, found by the spellings
+// users write, with no calibration of its own: a prediction on it carries
+// the H100's shares through the kernel tables (its table transferred from
+// the SXM's), says so, and decodes slower, its HBM2e streaming the same
+// weights at 61% of the SXM's bandwidth.
+func TestH100PCIe(t *testing.T) {
+	for _, name := range []string{"H100-PCIe", "h100 pcie", "NVIDIA H100 PCIe", "h100-pcie-80gb"} {
+		g, err := LookupGPU(name)
+		if err != nil || g.Name != "H100-PCIe" {
+			t.Errorf("LookupGPU(%q) = %s, %v; want H100-PCIe", name, g.Name, err)
+		}
+	}
+	for _, name := range []string{"H100", "H100 SXM5", "NVIDIA H100 80GB HBM3"} {
+		if g, _ := LookupGPU(name); g.Name != "H100" {
+			t.Errorf("LookupGPU(%q) = %s, want H100 (the SXM)", name, g.Name)
+		}
+	}
+	if _, from, err := tableFor(mustGPU(t, "H100-PCIe")); err != nil || from != "H100" {
+		t.Fatalf("H100-PCIe kernel table from %q (%v), want transferred from the H100's", from, err)
+	}
+	reqs := make([]dataset.Request, 16)
+	for i := range reqs {
+		reqs[i] = dataset.Request{PromptLen: 1024, OutputLen: 256}
+	}
+	tpot := map[string]float64{}
+	for _, gpu := range []string{"H100", "H100-PCIe"} {
+		p := Params{Engine: EngineVLLM, Version: "0.11.0", Model: "Qwen3-8B", GPU: gpu, MaxNumSeqs: 4}
+		pr, err := PredictWith(p, DefaultCoefficients(), reqs, Load{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tpot[gpu] = pr.Result.MeanTPOTMs
+		s, err := PredictSpan(p, DefaultCoefficients(), nil, reqs, Load{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		carried := slices.ContainsFunc(s.Unseen, func(u string) bool { return strings.Contains(u, "no calibration was fitted on H100-PCIe") })
+		if carried != (gpu == "H100-PCIe") {
+			t.Errorf("%s: notes %q; want the carry named on the PCIe card alone", gpu, s.Unseen)
+		}
+	}
+	if r := tpot["H100-PCIe"] / tpot["H100"]; r < 1.2 || r > 1/0.61 {
+		t.Errorf("TPOT %.2f ms on the PCIe card, %.2f on the SXM (×%.2f): want slower, by at most the bandwidths' ratio", tpot["H100-PCIe"], tpot["H100"], r)
+	}
+}
+
+func mustGPU(t *testing.T, name string) GPU {
+	t.Helper()
+	g, err := LookupGPU(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

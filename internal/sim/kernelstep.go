@@ -133,13 +133,8 @@ func allReduceTerms(hw GPU, a Arch, tp int) (fixed, perTok float64) {
 	return calls * allReduceLatency, calls * ring * bytesTok / (bw * 1e9 * allReduceBusEff)
 }
 
-// gpuSMs is each catalog GPU's streaming-multiprocessor count (the
-// transfer's wave quantization): NVIDIA's datasheets (H100 SXM5 and H200:
-// 132; A100 SXM4: 108; L40S: 142; B200: 148).
-var gpuSMs = map[string]int{"H100": 132, "H200": 132, "A100": 108, "L40S": 142, "B200": 148}
-
 func kernelSpec(g GPU) kernels.Spec {
-	return kernels.Spec{Name: g.Name, BF16TFLOPS: g.BF16TFLOPS, FP8TFLOPS: g.FP8TFLOPS, HBMGBps: g.HBMGBps, SMs: gpuSMs[g.Name]}
+	return kernels.Spec{Name: g.Name, BF16TFLOPS: g.BF16TFLOPS, FP8TFLOPS: g.FP8TFLOPS, HBMGBps: g.HBMGBps, SMs: g.SMs}
 }
 
 // gpuTable is a GPU's kernel table: measured on it, or transferred from

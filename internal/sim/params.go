@@ -41,7 +41,8 @@ type Params struct {
 	// engine's: vLLM's least-loaded balancer, SGLang's
 	// --load-balance-method).
 	Route Route `json:"route,omitempty"`
-	// GPU is a hardware catalog name ("H100", "H200", "A100", "L40S", "B200").
+	// GPU is a hardware catalog name ("H100", "H100-PCIe", "H200", "A100",
+	// "L40S", "B200") or a spelling LookupGPU knows.
 	GPU string `json:"gpu"`
 	// GPUs is how many GPUs the deployment has (0 = TP*DP).
 	GPUs int `json:"gpus,omitempty"`
