@@ -279,7 +279,11 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 			}
 		}
 	}
-	for lo > 0 && hi > 0 && hi-lo > o.Tolerance*lo {
+	// A bracket one tolerance wide is done: the relative slack keeps a
+	// step of exactly the tolerance (a repeat's search from its first
+	// answer) from reading as wider by a rounding error and measuring one
+	// point more.
+	for lo > 0 && hi > 0 && hi-lo > o.Tolerance*lo*(1+1e-9) {
 		mid := round((lo + hi) / 2)
 		if mid <= lo || mid >= hi {
 			break // concurrency: adjacent integers

@@ -281,3 +281,32 @@ func TestSearchStepFromAGuess(t *testing.T) {
 		t.Error("step 1.5 accepted")
 	}
 }
+
+// TestSearchStepOfOneTolerance: a step of exactly the tolerance from a
+// load that meets the SLO to one that does not is a bracket one tolerance
+// wide, and the search stops there. 3.61 × 1.05 rounds above 3.7905 in
+// floating point, so without slack in the comparison the bracket read as
+// wider than 5% by a rounding error and one more load was measured (a
+// lab's repeats, which search from the first run's answer with a step of
+// the tolerance, took three points where two do).
+func TestSearchStepOfOneTolerance(t *testing.T) {
+	slo, _ := ParseSLO("ttft_p99<=200ms")
+	for _, start := range []float64{3.61, 1, 26.7, 0.3} {
+		var loads []float64
+		o := Options{SLO: slo, Start: start, Step: 0.05, Tolerance: 0.05}
+		res, err := Search(context.Background(), o, func(_ context.Context, load float64) (Point, error) {
+			loads = append(loads, load)
+			ttft := 100.0
+			if load > start*1.02 {
+				ttft = 300
+			}
+			return Point{Completed: 1000, SuccessRate: 1, Latencies: map[string]float64{"ttft_p99": ttft, "tpot_p99": 5}}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(loads) != 2 || res.Sustainable != start {
+			t.Errorf("start %v: measured %v, found %v; want the start and one step of the tolerance", start, loads, res.Sustainable)
+		}
+	}
+}
