@@ -171,7 +171,7 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 		}
 		p, err := measure(ctx, load)
 		if err != nil {
-			return false, false, fmt.Errorf("loadsearch: measure %s %s: %w", strconv.FormatFloat(load, 'g', 6, 64), o.Axis.Unit(), err)
+			return false, false, fmt.Errorf("loadsearch: measure %s %s: %w", fmtLoad(load), o.Axis.Unit(), err)
 		}
 		p.Load = load
 		p, _ = o.SLO.Judge(p, res.MinRequests)
@@ -209,8 +209,8 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 		_, rh := o.SLO.worst(ph)
 		if rl > 1 && rl >= floorShare*rh {
 			v, _ := pl.Latency(b.Metric, b.P)
-			return fmt.Sprintf("%s p%g stays at %.4g ms (bound %g ms) from %v down to %v %s: the bound is below the latency of a lightly loaded server",
-				b.Metric, b.P, v, b.MaxMs, higher, lower, o.Axis.Unit()), true
+			return fmt.Sprintf("%s p%g stays at %.4g ms (bound %g ms) from %s down to %s %s: the bound is below the latency of a lightly loaded server",
+				b.Metric, b.P, v, b.MaxMs, fmtLoad(higher), fmtLoad(lower), o.Axis.Unit()), true
 		}
 		return "", false
 	}
@@ -231,7 +231,7 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 		lo = load
 		for k := 0; hi == 0; k++ {
 			if lo >= o.Max {
-				res.Limit = fmt.Sprintf("the highest load allowed (%v %s) meets the SLO", o.Max, o.Axis.Unit())
+				res.Limit = fmt.Sprintf("the highest load allowed (%s %s) meets the SLO", fmtLoad(o.Max), o.Axis.Unit())
 				break
 			}
 			next := lo * o.factor(k)
@@ -257,7 +257,7 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 				next = hi - 1
 			}
 			if next < o.Min || next >= hi {
-				res.Limit = fmt.Sprintf("even the lowest load allowed (%v %s) breaks the SLO", o.Min, o.Axis.Unit())
+				res.Limit = fmt.Sprintf("even the lowest load allowed (%s %s) breaks the SLO", fmtLoad(o.Min), o.Axis.Unit())
 				break
 			}
 			ok, fl, err = probe(next)
@@ -274,7 +274,7 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 				break
 			}
 			if p, _ := res.At(next); p.Limited {
-				res.Limit = fmt.Sprintf("the point at %v %s reached its limits undecided (%s); a lower load's points last longer", next, o.Axis.Unit(), p.Flag)
+				res.Limit = fmt.Sprintf("the point at %s %s reached its limits undecided (%s); a lower load's points last longer", fmtLoad(next), o.Axis.Unit(), p.Flag)
 				break
 			}
 		}
@@ -302,7 +302,7 @@ func Search(ctx context.Context, o Options, measure Measure) (*Result, error) {
 	res.Unmeasured = hiFlagged && res.Found
 	if hiFlagged && res.Limit == "" {
 		p, _ := res.At(hi)
-		res.Limit = fmt.Sprintf("the load above %v %s could not be measured: %s", lo, o.Axis.Unit(), p.Flag)
+		res.Limit = fmt.Sprintf("the load above %s %s could not be measured: %s", fmtLoad(lo), o.Axis.Unit(), p.Flag)
 	}
 	return res, nil
 }
@@ -367,3 +367,8 @@ var (
 // ErrNotFound is wrapped when no load within the search's range meets the
 // SLO.
 var ErrNotFound = errors.New("no load meets the SLO")
+
+// fmtLoad writes a load for a person: six significant digits, so a
+// bisected 3.7904999999999998 reads 3.7905 and a start/1024 floor
+// 0.0035253906250000002 reads 0.00352539.
+func fmtLoad(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }

@@ -310,3 +310,19 @@ func TestSearchStepOfOneTolerance(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchLimitReadsLoads: the loads a Limit names are written for a
+// person, not with every digit a float holds (0.1+0.2 is
+// 0.30000000000000004).
+func TestSearchLimitReadsLoads(t *testing.T) {
+	slo, _ := ParseSLO("ttft_p99<=200ms")
+	a, b := 0.1, 0.2 // added at run time: a constant 0.1 + 0.2 is exactly 0.3
+	o := Options{SLO: slo, Start: 0.1, Max: a + b}
+	res, err := Search(context.Background(), o, func(_ context.Context, load float64) (Point, error) { return queue(100)(load), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "the highest load allowed (0.3 req/s) meets the SLO"; res.Limit != want {
+		t.Errorf("limit %q, want %q", res.Limit, want)
+	}
+}
