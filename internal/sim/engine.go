@@ -85,6 +85,10 @@ type Engine struct {
 	arch Arch
 	hw   GPU
 	c    Coef
+	// carryBW is the source GPU's memory bandwidth over hw's when c was
+	// carried from a calibration fitted on another GPU (carryCoef); 0
+	// when it was fitted on hw or not carried.
+	carryBW float64
 
 	blockSize   int
 	totalBlocks int
@@ -156,11 +160,12 @@ func New(p Params, c *Coefficients) (*Engine, error) {
 	}
 	hw, _ := LookupGPU(p.GPU)
 	coef, from := c.For(p)
+	var carryBW float64
 	if c.StepModel != StepKernels {
-		coef, _ = carryCoef(coef, from, hw, arch)
+		coef, carryBW = carryCoef(coef, from, hw, arch)
 	}
 	k, _ := KindOf(p.Engine) // WithDefaults refused an engine without one
-	e := &Engine{p: p, kind: k, arch: arch, hw: hw, c: coef, seen: map[int]int{}, newRatio: 0.7, graphDQL: 1,
+	e := &Engine{p: p, kind: k, arch: arch, hw: hw, c: coef, carryBW: carryBW, seen: map[int]int{}, newRatio: 0.7, graphDQL: 1,
 		fault: faultFor(p, arch)}
 	e.emit = e.queueEvent
 	if err := e.sizeMemory(); err != nil {

@@ -653,17 +653,18 @@ func TestExternalSources(t *testing.T) {
 	}
 }
 
-// The bounds TestExternalSources holds a kind's whole set to (2026-11-27:
-// served total tok/s 19.8% MAPE, in range 78/78, TTFT 74/78, TPOT 67/68,
-// 26 of 31 required orderings; offline 20.1%, 173/173).
+// The bounds TestExternalSources holds a kind's whole set to (2026-11-27,
+// since a carried loss splits into the engine core's part and host time:
+// served total tok/s 16.1% MAPE, in range 78/78, TTFT 74/78, TPOT 65/68,
+// 26 of 31 required orderings; offline 20.0%, 173/173).
 const (
-	externalServedTPSMAPE   = 0.205
+	externalServedTPSMAPE   = 0.165
 	externalOrderingsMissed = 5
 	externalOfflineMAPE     = 0.205
 	externalOfflineCoverage = 0.97
 )
 
-var externalServedCoverage = [3]float64{0.95, 0.92, 0.95}
+var externalServedCoverage = [3]float64{0.95, 0.92, 0.94}
 
 // externalSelected is whether SIM_EXTERNAL_SOURCES (only) selects the
 // source file name: "1" all of them, "served" every source measured

@@ -11,9 +11,9 @@ import (
 
 func TestCarryShare(t *testing.T) {
 	for _, tc := range []struct {
-		name                            string
-		eff, pSrc, kSrc, pDst, kDst, bw float64
-		want                            float64
+		name                               string
+		eff, pSrc, kSrc, pDst, kDst, scale float64
+		want                               float64
 	}{
 		// On the GPU it was fitted on, a share comes back unchanged,
 		// below the kernels' share and above it.
@@ -29,7 +29,7 @@ func TestCarryShare(t *testing.T) {
 		{"above the kernels, as a ratio, capped at 1", 0.99, 989, 0.68, 312, 0.88, 1.64, 1},
 		{"nothing to split with", 0.36, 989, 0, 312, 0.88, 1.64, 0.36},
 	} {
-		if got := carryShare(tc.eff, tc.pSrc, tc.kSrc, tc.pDst, tc.kDst, tc.bw); math.Abs(got-tc.want) > 1e-12 {
+		if got := carryShare(tc.eff, tc.pSrc, tc.kSrc, tc.pDst, tc.kDst, tc.scale); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("%s: carryShare = %.6f, want %.6f", tc.name, got, tc.want)
 		}
 	}
@@ -45,13 +45,13 @@ func TestCarryCoef(t *testing.T) {
 		t.Fatal(err)
 	}
 	h100, _ := LookupGPU("H100")
-	if got, carried := carryCoef(c, from, h100, dense); carried || got.GEMMEff != c.GEMMEff || got.MemEff != c.MemEff {
-		t.Errorf("carried to the GPU it was fitted on: %v, %+v", carried, got)
+	if got, bw := carryCoef(c, from, h100, dense); bw != 0 || got.GEMMEff != c.GEMMEff || got.MemEff != c.MemEff {
+		t.Errorf("carried to the GPU it was fitted on: bandwidth ratio %v, %+v", bw, got)
 	}
 	a100, _ := LookupGPU("A100")
-	got, carried := carryCoef(c, from, a100, dense)
-	if !carried {
-		t.Fatal("not carried to the A100")
+	got, bw := carryCoef(c, from, a100, dense)
+	if want := h100.HBMGBps / a100.HBMGBps; bw != want {
+		t.Fatalf("carried to the A100 with bandwidth ratio %v, want %v", bw, want)
 	}
 	// The A100's tensor cores reach a larger share of a smaller peak, and
 	// the loss does not grow with the peak: every share rises, but no
@@ -82,7 +82,7 @@ func TestCarryCoef(t *testing.T) {
 	if got.StepMs != c.StepMs || got.SeqUs != c.SeqUs || got.FrontendMs != c.FrontendMs {
 		t.Errorf("software costs changed in the carry: %+v -> %+v", c, got)
 	}
-	if _, carried := carryCoef(c, "*", a100, dense); carried {
+	if _, bw := carryCoef(c, "*", a100, dense); bw != 0 {
 		t.Error("the generic prior names no GPU, and was carried")
 	}
 }
@@ -146,6 +146,65 @@ func TestKeepLoss(t *testing.T) {
 		}
 		if f == 0 && e.gemmEff != e.c.GEMMEff {
 			t.Errorf("the roofline's GEMM share %.4f was not reset to %.4f", e.gemmEff, e.c.GEMMEff)
+		}
+	}
+}
+
+// TestCarriedLossSplits: carried to another GPU, a served engine's loss
+// beyond the kernels is the engine core's part (offlineLossShare), scaled
+// by the GPUs' memory bandwidths, plus the rest as time; an offline engine
+// core on that GPU keeps the first part alone. Both are checked against
+// carryShare's arithmetic from the fitted shares, and the served A100
+// against the carry with the whole loss scaled, which it must beat.
+func TestCarriedLossSplits(t *testing.T) {
+	p := Params{Engine: "trtllm", Version: "1.2.0rc1", Model: "Qwen3-14B", GPU: "A100"}
+	fitted, from := DefaultCoefficients().Lookup("A100", "trtllm", "1.2.0rc1")
+	src, err := LookupGPU(strings.SplitN(from, "/", 2)[0])
+	if err != nil || src.Name != "H100" {
+		t.Fatalf("A100 TensorRT-LLM borrows %q, want an H100 fit (the test assumes one)", from)
+	}
+	dst := mustGPU(t, "A100")
+	st, _, err := tableFor(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dt, _, err := tableFor(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, _ := sharesOf(st, src)
+	kd, _ := sharesOf(dt, dst)
+	bw := src.HBMGBps / dst.HBMGBps
+	s := offlineLossShare
+	served, err := New(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offline, _ := New(p, nil)
+	offline.withoutAPIServer()
+	for _, c := range []struct {
+		name                  string
+		fitted, pSrc, pDst    float64
+		kSrc, kDst            float64
+		gotServed, gotOffline float64
+	}{
+		{"mem_eff", fitted.MemEff, src.HBMGBps, dst.HBMGBps, ks.mem, kd.mem, served.c.MemEff, offline.c.MemEff},
+		{"gemm_eff", fitted.GEMMEff, src.BF16TFLOPS, dst.BF16TFLOPS, ks.gemm, kd.gemm, served.c.GEMMEff, offline.c.GEMMEff},
+		{"attn_eff", fitted.AttnEff, src.BF16TFLOPS, dst.BF16TFLOPS, ks.attn, kd.attn, served.c.AttnEff, offline.c.AttnEff},
+	} {
+		if c.fitted >= c.kSrc {
+			t.Fatalf("%s fitted %.3f at or above the table's %.3f: the test needs a loss to split", c.name, c.fitted, c.kSrc)
+		}
+		want := carryShare(c.fitted, c.pSrc, c.kSrc, c.pDst, c.kDst, s*bw+1-s)
+		if math.Abs(c.gotServed-want) > 1e-9 {
+			t.Errorf("served %s on the A100 %.5f, want %.5f", c.name, c.gotServed, want)
+		}
+		if whole := carryShare(c.fitted, c.pSrc, c.kSrc, c.pDst, c.kDst, bw); !(c.gotServed > whole) {
+			t.Errorf("served %s on the A100 %.5f, not above %.5f with the whole loss scaled by bandwidth", c.name, c.gotServed, whole)
+		}
+		want = carryShare(c.fitted, c.pSrc, c.kSrc, c.pDst, c.kDst, s*bw)
+		if math.Abs(c.gotOffline-want) > 1e-9 {
+			t.Errorf("offline %s on the A100 %.5f, want %.5f (the engine core's part of the loss, scaled by bandwidth)", c.name, c.gotOffline, want)
 		}
 	}
 }

@@ -19,10 +19,17 @@ import (
 // same process (python/sglang/bench_offline_throughput.py).
 // None parses HTTP, applies a chat template, tokenizes or streams a
 // chunk per step, which is what FrontendMs and OutputUs price.
+// Of the loss beyond the kernels it keeps the engine core's part
+// (offlineLossShare), which on a GPU the calibration was carried to is
+// what the carry scaled by bandwidth (lossScale).
 func (e *Engine) withoutAPIServer() {
 	e.c.FrontendMs = 0
 	e.c.OutputUs = 0
-	e.keepLoss(offlineLossShare)
+	f := offlineLossShare
+	if e.carryBW > 0 {
+		f = offlineLossShare * e.carryBW / lossScale(e.carryBW)
+	}
+	e.keepLoss(f)
 }
 
 // OfflineResult is what the offline throughput benchmarks report for one
