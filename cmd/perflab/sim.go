@@ -47,7 +47,7 @@ the way the engine would reject it. The server listens on the argv's
 	set := &o.set
 	f.StringVar(&o.engine, settings.FlagEngine, "vllm", "engine to imitate: "+engine.KindList())
 	f.StringVar(&o.version, settings.FlagEngineVersion, "", "engine version (default: "+defaultVersionsHelp()+")")
-	f.StringVar(&set.GPU, settings.FlagGPU, settings.DefaultGPU, "GPU: H100, H200, A100, L40S or B200")
+	f.StringVar(&set.GPU, settings.FlagGPU, settings.DefaultGPU, gpuFlagHelp())
 	f.BoolVar(&set.NoFaults, settings.FlagNoFaults, false, "do not reproduce known engine bugs (the simulated engine never crashes)")
 	f.Float64Var(&o.occupiedGiB, "gpu-occupied-gib", 0, "GiB of each GPU held by other processes at start (vLLM's start-up memory guard refuses when the rest is below gpu_memory_utilization × total)")
 	f.StringVar(&set.Coefficients, settings.FlagCoefficients, "", "coefficients JSON from perflab sim calibrate (default: the embedded calibration)")
@@ -150,3 +150,9 @@ func defaultVersionsHelp() string {
 // engineDisplay is engine.DisplayName, for functions whose parameter
 // named engine shadows the package.
 func engineDisplay(name string) string { return engine.DisplayName(name) }
+
+// gpuFlagHelp lists the hardware catalog for a --gpu flag, so the help
+// text cannot fall behind it.
+func gpuFlagHelp() string {
+	return "GPU: " + strings.Join(sim.GPUNames(), ", ") + ` (H100 is the SXM; spellings such as "NVIDIA H100 PCIe" are read too)`
+}

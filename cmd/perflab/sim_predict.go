@@ -57,7 +57,7 @@ figures (requests/s, input, output and total tokens/s, latency, per GPU).`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.engine, "engine", "vllm", "engine to simulate: vllm, sglang or trtllm")
 	fl.StringVar(&f.version, "engine-version", "", "engine version (default: the simulator's default for the engine)")
-	fl.StringVar(&f.gpu, "gpu", "H100", "GPU model (H100 (the SXM), H100-PCIe, H200, A100, L40S, B200)")
+	fl.StringVar(&f.gpu, "gpu", "H100", gpuFlagHelp())
 	fl.IntVar(&f.gpus, "gpus", 0, "GPUs available (default: what the argv's parallelism needs)")
 	fl.StringVar(&f.coefficients, "coefficients", "", "coefficients JSON from perflab sim calibrate (default: the embedded calibration)")
 	fl.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer name or path for sampling the dataset (default: the argv's model)")
