@@ -76,6 +76,10 @@ func LookupGPU(name string) (GPU, error) {
 	return GPU{}, fmt.Errorf("unknown GPU %q (known: %s)", name, strings.Join(GPUNames(), ", "))
 }
 
+// fp8Cores reports whether g has FP8 tensor cores (Ada and Hopper on):
+// without them an FP8 checkpoint runs weight-only, with 16-bit math.
+func (g GPU) fp8Cores() bool { return g.FP8TFLOPS > g.BF16TFLOPS }
+
 // GPUNames lists the hardware catalog.
 func GPUNames() []string {
 	out := make([]string, len(gpuCatalog))
@@ -177,6 +181,14 @@ func (a Arch) streamBytes() float64 {
 		body -= embed // the LM head, read at 16 bits below
 	}
 	return body*a.linearBytesPerParam() + embed*2
+}
+
+// weightOnly reports whether a's linear layers run weight-only on hw: an
+// INT4/INT8 checkpoint anywhere, an FP8 one on a GPU without FP8 tensor
+// cores. Its weights stream at their own size and its GEMMs run 16-bit
+// math through a kernel that dequantizes them.
+func (a Arch) weightOnly(hw GPU) bool {
+	return a.WeightBits > 0 || (a.FP8Weights && !hw.fp8Cores())
 }
 
 // quantSuffixes are the checkpoint suffixes that name a weight-only

@@ -286,14 +286,15 @@ func (e *Engine) setupRoofline() {
 	e.flopsPerTok = 2*active/tp - e.headFlops
 	e.peak = e.hw.BF16TFLOPS * 1e12
 	e.gemmEff = e.c.GEMMEff
-	if a.WeightBits > 0 && e.kind.intGEMM != nil {
-		// Weight-only INT4/INT8: the weights stream at their own size,
-		// but once the batch makes the GEMM compute-bound the kernel
-		// that dequantizes them runs below the 16-bit GEMM's rate.
+	switch {
+	case a.weightOnly(e.hw) && e.kind.intGEMM != nil:
+		// Weight-only INT4/INT8 (or FP8 without FP8 tensor cores): the
+		// weights stream at their own size, but once the batch makes
+		// the GEMM compute-bound the kernel that dequantizes them runs
+		// below the 16-bit GEMM's rate.
 		share, _ := e.kind.intGEMM(p, e.hw)
 		e.gemmEff *= share
-	}
-	if a.FP8Weights {
+	case a.FP8Weights:
 		e.peak = e.hw.FP8TFLOPS * 1e12
 		e.gemmEff = e.c.FP8Eff
 	}

@@ -654,12 +654,13 @@ func TestExternalSources(t *testing.T) {
 }
 
 // The bounds TestExternalSources holds a kind's whole set to (2026-11-27,
-// since a carried loss splits into the engine core's part and host time:
-// served total tok/s 16.1% MAPE, in range 78/78, TTFT 74/78, TPOT 65/68,
-// 26 of 31 required orderings; offline 20.0%, 173/173).
+// since a carried loss splits into the engine core's part and host time
+// and an FP8 checkpoint on the A100 runs weight-only: served total tok/s
+// 15.5% MAPE, in range 78/78, TTFT 74/78, TPOT 65/68, 25 of 31 required
+// orderings; offline 20.0%, 173/173).
 const (
-	externalServedTPSMAPE   = 0.165
-	externalOrderingsMissed = 5
+	externalServedTPSMAPE   = 0.16
+	externalOrderingsMissed = 6
 	externalOfflineMAPE     = 0.205
 	externalOfflineCoverage = 0.97
 )

@@ -112,10 +112,12 @@ func carryCoef(c Coef, key string, hw GPU, a Arch) (Coef, float64) {
 	bw := src.HBMGBps / hw.HBMGBps
 	scale := lossScale(bw)
 	c.GEMMEff = carryShare(c.GEMMEff, src.BF16TFLOPS, ks.gemm, hw.BF16TFLOPS, kd.gemm, scale)
-	if hw.FP8TFLOPS > hw.BF16TFLOPS {
-		// Without FP8 tensor cores an FP8 checkpoint runs weight-only,
-		// through a dequantizing kernel no table times (Marlin on the
-		// A100): its share stays as borrowed.
+	if hw.fp8Cores() {
+		// Without FP8 tensor cores an FP8 checkpoint runs weight-only
+		// (Arch.weightOnly), at the 16-bit share carried above times
+		// what the engine's dequantizing kernel keeps of it (vLLM's FP8
+		// Marlin); where that kernel was not read, at the FP8 share as
+		// borrowed.
 		c.FP8Eff = carryShare(c.FP8Eff, src.FP8TFLOPS, ks.fp8, hw.FP8TFLOPS, kd.fp8, scale)
 	}
 	c.MemEff = carryShare(c.MemEff, src.HBMGBps, ks.mem, hw.HBMGBps, kd.mem, scale)
@@ -151,7 +153,7 @@ func (e *Engine) keepLoss(f float64) {
 	// The carry to the same GPU with the loss scaled by f.
 	scale := func(eff, kern float64) float64 { return carryShare(eff, 1, kern, 1, kern, f) }
 	e.c.GEMMEff = scale(e.c.GEMMEff, k.gemm)
-	if e.hw.FP8TFLOPS > e.hw.BF16TFLOPS {
+	if e.hw.fp8Cores() {
 		e.c.FP8Eff = scale(e.c.FP8Eff, k.fp8)
 	}
 	e.c.MemEff = scale(e.c.MemEff, k.mem)

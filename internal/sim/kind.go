@@ -234,7 +234,15 @@ const marlinLargeBatch = 0.67
 // W4A16/W8A16) on Hopper goes through choose_mp_linear_kernel, which puts
 // Machete first: a CUTLASS wgmma kernel, priced at the 16-bit rate.
 // AWQ Marlin calls the Marlin kernel directly on every GPU.
+//
+// An FP8 checkpoint reaches it only on a GPU without FP8 tensor cores
+// (weightOnly), where Fp8LinearMethod sets use_marlin (below compute
+// capability 8.9, fp8.py at v0.11.0) and runs the FP8 Marlin kernel:
+// weight-only, 16-bit math, priced as Marlin.
 func vllmIntGEMM(p Params, hw GPU) (float64, string) {
+	if p.Quantization == "fp8" {
+		return marlinLargeBatch, "FP8 Marlin (the GPU has no FP8 tensor cores)"
+	}
 	switch p.QuantMethod {
 	case "awq":
 		return 1, "AWQ (dequantized to 16 bits, then the 16-bit GEMM)"
@@ -258,10 +266,10 @@ func WeightOnlyKernel(p Params) (kernel string, share float64, ok bool) {
 	}
 	a, err := p.arch()
 	k, known := KindOf(p.Engine)
-	if err != nil || a.WeightBits == 0 || !known || k.intGEMM == nil {
+	hw, _ := LookupGPU(p.GPU)
+	if err != nil || !a.weightOnly(hw) || !known || k.intGEMM == nil {
 		return "", 0, false
 	}
-	hw, _ := LookupGPU(p.GPU)
 	share, kernel = k.intGEMM(p, hw)
 	return kernel, share, true
 }

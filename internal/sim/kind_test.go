@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"maps"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -133,6 +134,7 @@ func TestVLLMIntGEMM(t *testing.T) {
 		{"Qwen3-8B-GPTQ-Int4", "", "H100", "Machete", 1},
 		{"Qwen3-8B-GPTQ-Int8", "gptq_marlin", "H200", "Machete", 1},
 		{"Qwen3-8B-GPTQ-Int4", "gptq", "A100", "GPTQ ExLlamaV2 (priced as Marlin)", marlinLargeBatch},
+		{"Qwen3-14B-FP8", "", "A100", "FP8 Marlin (the GPU has no FP8 tensor cores)", marlinLargeBatch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.model+"/"+tt.quant+"/"+tt.gpu, func(t *testing.T) {
@@ -154,6 +156,44 @@ func TestVLLMIntGEMM(t *testing.T) {
 	}
 	if p, _ := (Params{Engine: EngineVLLM, Model: "Qwen3-8B", GPU: "A100"}).WithDefaults(); p.QuantMethod != "" {
 		t.Errorf("a 16-bit checkpoint got method %q", p.QuantMethod)
+	}
+}
+
+// TestFP8WithoutFP8Cores: an FP8 checkpoint on a GPU without FP8 tensor
+// cores is weight-only. Under vLLM (FP8 Marlin) its GEMMs run at the
+// 16-bit peak and share times Marlin's, its weights streaming at 8 bits;
+// on the H100 it keeps the FP8 tensor cores and the FP8 share; SGLang,
+// whose FP8 kernel choice was not read, keeps the FP8 share on both.
+// WeightOnlyKernel names the kernel for sim predict's note.
+func TestFP8WithoutFP8Cores(t *testing.T) {
+	for _, tc := range []struct {
+		engine, gpu string
+		marlin      bool
+	}{
+		{EngineVLLM, "A100", true},
+		{EngineVLLM, "H100", false},
+		{EngineSGLang, "A100", false},
+	} {
+		p := Params{Engine: tc.engine, Model: "Qwen3-14B-FP8", GPU: tc.gpu}
+		e, err := New(p, nil)
+		if err != nil {
+			t.Fatalf("%s on %s: %v", tc.engine, tc.gpu, err)
+		}
+		peak, eff := e.hw.FP8TFLOPS*1e12, e.c.FP8Eff
+		if tc.marlin {
+			peak, eff = e.hw.BF16TFLOPS*1e12, e.c.GEMMEff*marlinLargeBatch
+		}
+		if e.peak != peak || math.Abs(e.gemmEff-eff) > 1e-12 {
+			t.Errorf("%s on %s: GEMMs at %.3g FLOP/s × %.4f, want %.3g × %.4f", tc.engine, tc.gpu, e.peak, e.gemmEff, peak, eff)
+		}
+		bf16, _ := New(Params{Engine: tc.engine, Model: "Qwen3-14B", GPU: tc.gpu}, nil)
+		if r := e.weightBytes / bf16.weightBytes; r > 0.55 {
+			t.Errorf("%s on %s: an FP8 step streams %.2f of the BF16 weights, want about half", tc.engine, tc.gpu, r)
+		}
+		kernel, _, ok := WeightOnlyKernel(p)
+		if ok != tc.marlin || (ok && !strings.Contains(kernel, "FP8 Marlin")) {
+			t.Errorf("%s on %s: WeightOnlyKernel = %q, %v; want FP8 Marlin named: %v", tc.engine, tc.gpu, kernel, ok, tc.marlin)
+		}
 	}
 }
 

@@ -115,8 +115,8 @@ func (c *Coefficients) smallBatchBound(p Params) (*Coefficients, string) {
 		return nil, ""
 	}
 	a, err := p.arch()
-	if err != nil || a.WeightBits > 0 {
-		return nil, "" // the whole steps time no weight-only INT4/INT8 kernel
+	if err != nil || a.weightOnly(hw) {
+		return nil, "" // the whole steps time no weight-only kernel
 	}
 	share, from, ok := stepShare(hw, a.FP8Weights)
 	if !ok {
