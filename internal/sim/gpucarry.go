@@ -82,6 +82,16 @@ func lossScale(bw float64) float64 {
 	return offlineLossShare*bw + 1 - offlineLossShare
 }
 
+// coreLossKept is the share of an engine's loss, as New carried it with
+// bandwidth ratio bw (0: not carried), that its engine core keeps
+// offline: the bandwidth-scaled part of lossScale alone.
+func coreLossKept(bw float64) float64 {
+	if bw <= 0 {
+		return offlineLossShare
+	}
+	return offlineLossShare * bw / lossScale(bw)
+}
+
 // carryCoef carries c, fitted on the GPU key names (a coefficient key:
 // "GPU/engine/version" or a GPU pool), to hw for a model of architecture
 // a, and returns the source GPU's memory bandwidth over hw's. It returns c

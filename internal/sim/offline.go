@@ -25,11 +25,7 @@ import (
 func (e *Engine) withoutAPIServer() {
 	e.c.FrontendMs = 0
 	e.c.OutputUs = 0
-	f := offlineLossShare
-	if e.carryBW > 0 {
-		f = offlineLossShare * e.carryBW / lossScale(e.carryBW)
-	}
-	e.keepLoss(f)
+	e.keepLoss(coreLossKept(e.carryBW))
 }
 
 // OfflineResult is what the offline throughput benchmarks report for one
