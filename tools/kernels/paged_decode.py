@@ -24,7 +24,7 @@ Pages are drawn at random from a pool of several GiB, as a long-running
 server's free list hands them out, and every launch in a timed CUDA graph gets
 its own block table, so L2 holds almost nothing of a launch's cache.
 
-Usage: python3 tools/kernels/paged_decode.py --out paged.json [--budget 150]
+Usage: python3 tools/kernels/paged_decode.py --out paged.json [--budget 150] [--splits-only]
 """
 
 import argparse
@@ -180,6 +180,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget", type=float, default=150.0)
+    ap.add_argument("--splits-only", action="store_true", help="only the split sweep (after the checks)")
     args = ap.parse_args()
     t0 = time.time()
     dev = "cuda"
@@ -221,7 +222,7 @@ def main():
     if doc["errors"]:
         sys.exit(1)
 
-    for L in CONTEXTS:
+    for L in (() if args.splits_only else CONTEXTS):
         for b in BATCHES:
             for g in GROUPS:
                 if time.time() - t0 > args.budget:
@@ -268,6 +269,37 @@ def main():
                 doc["rows"].append(row)
                 save()
                 torch.cuda.empty_cache()
+    # How the split count sets a long context's time at small batch: with
+    # one split a (sequence, KV head) pair is one program, so 8 programs
+    # stream a batch-1 cache on a 132-SM GPU. This is the time a decode
+    # kernel that does not split the context would take, the hypothesis
+    # the in-sample vLLM 0.11 long-context steps raise (docs/sim-fidelity.md).
+    for L in (4096, 32768):
+        for b in (1, 8):
+            g = 8
+            kvbytes = 2 * b * L * KV_HEADS * HEAD_DIM * 2
+            q = torch.randn(b, KV_HEADS * g, HEAD_DIM, device=dev, dtype=torch.bfloat16)
+            bts = tables(b, L, 16, 16, POOL_TOKENS, dev)
+            for sp in (1, 2, 4, 8, 16, 32):
+                if time.time() - t0 > args.budget:
+                    doc["truncated"].append("splits b=%d L=%d s=%d" % (b, L, sp))
+                    continue
+                o = torch.empty(b, sp, KV_HEADS * g, HEAD_DIM, device=dev, dtype=torch.float32)
+                lse = torch.empty(b, sp, KV_HEADS * g, device=dev, dtype=torch.float32)
+
+                def mk(bt, sp=sp, o=o, lse=lse):
+                    return lambda: launch(q, K, V, bt, o, lse, L, 16, g, sp)
+                try:
+                    us, _ = graph_time_us([mk(bt) for bt in bts], kvbytes / 2.5e12 * 1e6)
+                    row = {"group": g, "batch": b, "context": L, "page": 16, "splits": sp,
+                           "programs": b * KV_HEADS * sp, "us": round(us, 3),
+                           "gbps": round(kvbytes / (us * 1e-6) / 1e9, 1),
+                           "gbps_per_program": round(kvbytes / (us * 1e-6) / 1e9 / (b * KV_HEADS * sp), 2)}
+                    doc.setdefault("split_rows", []).append(row)
+                    print(json.dumps(row), flush=True)
+                except Exception as e:
+                    doc["errors"].append("splits b=%d L=%d s=%d: %r" % (b, L, sp, e))
+            save()
     doc["seconds"] = round(time.time() - t0, 1)
     save()
     print("done in %.0f s, %d rows, %d errors" % (doc["seconds"], len(doc["rows"]), len(doc["errors"])), flush=True)
