@@ -28,17 +28,20 @@ Usage: python3 tools/kernels/paged_decode.py --out paged.json [--budget 150] [--
 """
 
 import argparse
-import datetime
 import json
 import math
-import statistics
-import subprocess
+import os
 import sys
 import time
 
 import torch
 import triton
 import triton.language as tl
+
+# The collector's timing and provenance, so that this script's figures
+# are taken the way the kernel tables' are.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from collect import Timer, provenance  # noqa: E402
 
 GROUPS = (4, 8)            # query heads per KV head: Qwen3-8B/Llama-8B, Qwen3-32B
 KV_HEADS = 8
@@ -130,52 +133,6 @@ def reference(q, K, V, bt, L, page, g):
     return torch.einsum("bhgl,blhd->bhgd", p, v).reshape(b, KV_HEADS * g, HEAD_DIM)
 
 
-def graph_time_us(fns, est_us, target_ms=4.0, replays=5):
-    reps = max(len(fns), 2, int(min(400, target_ms * 1000.0 / max(est_us, 1.0))))
-    for f in fns[:2]:
-        f()
-    torch.cuda.synchronize()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fns[0]()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(reps):
-            fns[i % len(fns)]()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        a = torch.cuda.Event(enable_timing=True)
-        e = torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        e.record()
-        e.synchronize()
-        times.append(a.elapsed_time(e) * 1000.0 / reps)
-    del g
-    return statistics.median(times), reps
-
-
-def provenance():
-    props = torch.cuda.get_device_properties(0)
-    p = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-         "torch": torch.__version__, "cuda": torch.version.cuda, "triton": triton.__version__,
-         "gpu": props.name, "sm_count": props.multi_processor_count,
-         "l2_bytes": getattr(props, "L2_cache_size", None),
-         "collector": "tools/kernels/paged_decode.py"}
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout.strip()
-        p["driver"] = out.splitlines()[0] if out else None
-    except Exception as e:
-        p["driver_error"] = repr(e)
-    return p
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -186,8 +143,17 @@ def main():
     dev = "cuda"
     torch.manual_seed(0)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    doc = {"format": "perflab-kernels-paged/1", "provenance": provenance(), "rows": [], "checks": [],
+    prov = provenance(torch)
+    prov["collector"] = "tools/kernels/paged_decode.py"
+    prov["triton"] = triton.__version__
+    doc = {"format": "perflab-kernels-paged/1", "provenance": prov, "rows": [], "checks": [],
            "errors": [], "truncated": []}
+    timer = Timer(torch, target_ms=4.0)
+    slow = Timer(torch, target_ms=20.0)
+
+    def graph_time_us(fns, est_us, t=timer):
+        us, _, reps = t.time_us(fns, est_us)
+        return us, reps
 
     def save():
         with open(args.out, "w") as f:
@@ -197,7 +163,7 @@ def main():
     V = torch.randn(POOL_TOKENS, KV_HEADS, HEAD_DIM, device=dev, dtype=torch.bfloat16)
     # Read bandwidth in this run, for the rows' ratio to the GPU.
     big = K.view(-1)
-    us, _ = graph_time_us([lambda: big.sum(dtype=torch.float32)], 3000, target_ms=20)
+    us, _ = graph_time_us([lambda: big.sum(dtype=torch.float32)], 3000, t=slow)
     doc["read_gbps"] = round(big.numel() * 2 / (us * 1e-6) / 1e9, 1)
     print("read bandwidth %.0f GB/s" % doc["read_gbps"], flush=True)
 
