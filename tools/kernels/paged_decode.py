@@ -116,10 +116,16 @@ def combine(o, lse):
 
 
 def tables(b, L, page, n, pool_tokens, dev):
-    """n block tables of b sequences each, pages drawn at random."""
+    """n block tables of b sequences each, pages drawn at random without
+    replacement: two sequences of one launch on the same page would read it
+    once from L2 (the first runs drew with replacement, and their contiguous
+    64 x 32k baseline, 64 draws from 128 regions, read faster than the
+    GPU's bandwidth)."""
     pages = L // page
     npool = pool_tokens // page
-    return [torch.randint(0, npool, (b, pages), dtype=torch.int32, device=dev) for _ in range(n)]
+    assert b * pages <= npool, "pool too small for distinct pages"
+    return [torch.randperm(npool, device=dev)[:b * pages].view(b, pages).to(torch.int32).contiguous()
+            for _ in range(n)]
 
 
 def reference(q, K, V, bt, L, page, g):
