@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ErrOOM is wrapped by New when the model and its KV cache do not fit.
@@ -99,6 +100,11 @@ type Engine struct {
 	budget      int
 	graphMax    int
 	graphDQL    int // tokens per decoding sequence in a graph (vLLM: 1 + draft tokens)
+	// graphSizes, when set, are the only batch sizes with a CUDA graph:
+	// an engine that does not pad a batch up to the next captured size
+	// runs any other size eagerly (TensorRT-LLM's default). nil: every
+	// batch up to graphMax is padded into a graph (vLLM, SGLang).
+	graphSizes []int
 
 	// per-step roofline constants (per replica, per GPU)
 	weightBytes   float64 // weights read per step
@@ -452,7 +458,7 @@ func (e *Engine) stepTime(items []work) float64 {
 		gpu = tGemm + tAttn + tComm
 	}
 	cpu := (e.c.StepMs+e.c.SeqUs*seqs/1000)/1000 + e.c.PrefillUs*prefillTok/1e6
-	if int(seqs)*e.graphDQL > e.graphMax || (prefills > 0 && !e.kind.graphsPrefill) {
+	if !e.graphed(int(seqs)) || (prefills > 0 && !e.kind.graphsPrefill) {
 		// No CUDA graph for this batch: kernel launches are exposed.
 		cpu += e.c.EagerMs / 1000
 	}
@@ -460,6 +466,19 @@ func (e *Engine) stepTime(items []work) float64 {
 		return math.Max(gpu, cpu) + 0.15*math.Min(gpu, cpu)
 	}
 	return gpu + cpu
+}
+
+// graphed reports whether a decode step of n sequences replays a captured
+// CUDA graph.
+func (e *Engine) graphed(n int) bool {
+	if n*e.graphDQL > e.graphMax {
+		return false
+	}
+	if e.graphSizes == nil {
+		return true
+	}
+	_, ok := slices.BinarySearch(e.graphSizes, n)
+	return ok
 }
 
 func (e *Engine) queueEvent(s *seq, t float64, tokens int, done bool, err error) {

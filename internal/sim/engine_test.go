@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/perflab/perflab/internal/dataset"
@@ -245,6 +246,101 @@ func TestVLLMGraphCap(t *testing.T) {
 				t.Errorf("graph cap %d, want %d", e.graphMax, tt.want)
 			}
 		})
+	}
+}
+
+// TestTRTLLMGraphSizes: trtllm-serve captures every decode batch up to 31,
+// then only 32, 64 and 128, and pads none, so 33 running requests run
+// eagerly where 32 replay a graph. Offline runs keep every batch up to 128
+// padded into a graph (trtllmBenchGraphs says why).
+func TestTRTLLMGraphSizes(t *testing.T) {
+	upTo31 := func(tail ...int) []int {
+		var s []int
+		for n := 1; n < 32; n++ {
+			s = append(s, n)
+		}
+		return append(s, tail...)
+	}
+	padded := func(tail ...int) []int {
+		s := []int{1, 2, 4}
+		for n := 8; n <= 128; n += 8 {
+			s = append(s, n)
+		}
+		return append(s, tail...)
+	}
+	for _, tt := range []struct {
+		max     int
+		padding bool
+		want    []int
+	}{
+		{128, false, upTo31(32, 64, 128)},
+		{0, false, upTo31(32, 64, 128)},
+		{64, false, upTo31(32, 64)},
+		{100, false, upTo31(32, 64, 100)},
+		{256, false, upTo31(32, 64, 128, 256)},
+		{300, false, upTo31(32, 64, 128, 256, 300)},
+		{1024, false, upTo31(32, 64, 128, 256, 512, 1024)},
+		{128, true, padded()},
+		{12, true, []int{1, 2, 4, 8, 12}},
+		{512, true, padded(256, 512)},
+	} {
+		if got := TRTLLMGraphSizes(tt.max, tt.padding); !slices.Equal(got, tt.want) {
+			t.Errorf("max %d, padding %v: sizes %v, want %v", tt.max, tt.padding, got, tt.want)
+		}
+	}
+
+	p := Params{Engine: "trtllm", Model: "Qwen3-8B", GPU: "H100"}
+	served, err := New(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offline, _ := New(p, nil)
+	offline.withoutAPIServer()
+	for _, tt := range []struct {
+		n               int
+		served, offline bool
+	}{
+		{1, true, true}, {31, true, true}, {32, true, true}, {33, false, true},
+		{63, false, true}, {64, true, true}, {65, false, true}, {128, true, true},
+		{129, false, false},
+	} {
+		if got := served.graphed(tt.n); got != tt.served {
+			t.Errorf("trtllm-serve, batch %d: graphed %v, want %v", tt.n, got, tt.served)
+		}
+		if got := offline.graphed(tt.n); got != tt.offline {
+			t.Errorf("offline, batch %d: graphed %v, want %v", tt.n, got, tt.offline)
+		}
+	}
+
+	pp := p
+	pp.GraphPadding = true
+	paddedEngine, err := New(pp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]bool{3: true, 33: true, 127: true, 128: true, 129: false} {
+		if got := paddedEngine.graphed(n); got != want {
+			t.Errorf("enable_padding, batch %d: graphed %v, want %v", n, got, want)
+		}
+	}
+
+	// What a client sees: one more request in flight past 32 costs more
+	// per token than one more below it, by the eager step.
+	tpot := func(p Params, c int) float64 {
+		pr, err := Predict(p, fixedReqs(4*c, 200, 300), Load{MaxConcurrency: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr.Result.MeanTPOTMs
+	}
+	below, at, past := tpot(p, 31), tpot(p, 32), tpot(p, 33)
+	t.Logf("mean TPOT at 31, 32, 33 in flight: %.2f, %.2f, %.2f ms", below, at, past)
+	if !(past-at > 3*(at-below)) || past-at < 1 {
+		t.Errorf("mean TPOT at 31, 32, 33 in flight: %.2f, %.2f, %.2f ms; want the step past 32 to jump", below, at, past)
+	}
+	// enable_padding rounds 33 up to the graph of 40.
+	if at, past := tpot(pp, 32), tpot(pp, 33); past-at > 0.5 {
+		t.Errorf("enable_padding: mean TPOT at 32, 33 in flight: %.2f, %.2f ms; want no eager step", at, past)
 	}
 }
 

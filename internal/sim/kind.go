@@ -55,6 +55,10 @@ type Kind struct {
 	// scanDecodes reports whether the decodes of a step that holds a
 	// prefill run through the chunked linear-attention scan (nil: never).
 	scanDecodes func(e *Engine) bool
+	// offlineGraphs sets the CUDA graphs the engine's own offline
+	// benchmark configures, where they differ from a served engine's
+	// (nil: the same).
+	offlineGraphs func(e *Engine)
 	// route is the data-parallel front end's routing as argv sets it
 	// (nil: vLLM's least-loaded balancer).
 	route func(argv []string) Route
@@ -96,6 +100,7 @@ var kinds = []*Kind{
 		noCache:          trtllmNoCache,
 		schedule:         (*Engine).scheduleTRT,
 		budgetCapsPrompt: true,
+		offlineGraphs:    trtllmBenchGraphs,
 	},
 }
 
@@ -176,8 +181,78 @@ func sglangStatePool(e *Engine, rest float64) (kv float64, maxSeqs int) {
 func trtllmMemory(e *Engine, total, weights, act float64) float64 {
 	nonTorch := 0.6 * gib
 	e.blockSize = 32
-	e.graphMax = 128
+	sizes := trtllmGraphs(e.p)
+	e.graphMax = sizes[len(sizes)-1]
+	if !e.p.GraphPadding {
+		e.graphSizes = sizes
+	}
 	return (total - weights - act - nonTorch - 1.0*gib) * e.p.MemFraction
+}
+
+// trtllmGraphMax is cuda_graph_config's max_batch_size when neither it nor
+// batch_sizes is given: TensorRT-LLM's LLM API turns CUDA graphs on by
+// default (TorchLlmArgs.cuda_graph_config's default factory) and caps them
+// at 128 (validate_cuda_graph_config, tensorrt_llm/llmapi/llm_args.py).
+const trtllmGraphMax = 128
+
+// trtllmGraphs are the sizes p captures: its own, or the default config's.
+func trtllmGraphs(p Params) []int {
+	if len(p.GraphBatchSizes) > 0 {
+		return p.GraphBatchSizes
+	}
+	return TRTLLMGraphSizes(trtllmGraphMax, p.GraphPadding)
+}
+
+// TRTLLMGraphSizes are the batch sizes TensorRT-LLM captures for
+// cuda_graph_config's max_batch_size max (CudaGraphConfig.
+// _generate_cuda_graph_batch_sizes): with enable_padding 1, 2, 4 and every
+// multiple of 8 up to 128; without it (the default) every size up to 31,
+// then 32, 64 and 128; then the powers of two from 256 below max, and max
+// itself. Without padding a decode batch of another size is not rounded
+// up (CUDAGraphRunner pads only with enable_padding and otherwise replays
+// a graph only for a captured size: maybe_get_cuda_graph,
+// tensorrt_llm/_torch/pyexecutor/cuda_graph_runner.py) and runs eagerly,
+// so trtllm-serve at 40 running requests pays the eager step.
+func TRTLLMGraphSizes(max int, padding bool) []int {
+	if max < 1 {
+		max = trtllmGraphMax
+	}
+	var s []int
+	if padding {
+		s = []int{1, 2, 4}
+		for n := 8; n <= 128; n += 8 {
+			s = append(s, n)
+		}
+	} else {
+		for n := 1; n < 32; n++ {
+			s = append(s, n)
+		}
+		s = append(s, 32, 64, 128)
+	}
+	for n := 256; n < max; n *= 2 {
+		s = append(s, n)
+	}
+	s = slices.DeleteFunc(s, func(n int) bool { return n > max })
+	if s[len(s)-1] != max {
+		s = append(s, max)
+	}
+	return s
+}
+
+// trtllmBenchGraphs: trtllm-bench throughput configures graphs of its own,
+// padded, up to the benchmark's max batch size (get_settings in
+// tensorrt_llm/bench/benchmark/utils/general.py), but every offline table
+// the simulator is checked on except one ran the TensorRT engine backend
+// (0.15 to 0.17), which launches no PyTorch kernels, and the offline loss
+// share was fitted with graphs padded up to 128 and eager steps above.
+// Modelling trtllm-bench's padding took the offline tables from 20.0 to
+// 21.3% (docs/sim-fidelity.md, "TensorRT-LLM replays a CUDA graph only at
+// the sizes it captured"), so offline runs keep that cap until the engine
+// backend is modelled.
+func trtllmBenchGraphs(e *Engine) {
+	e.graphSizes = nil
+	sizes := trtllmGraphs(e.p)
+	e.graphMax = sizes[len(sizes)-1]
 }
 
 func vllmNoCache(p Params, hw GPU, weights float64) error {

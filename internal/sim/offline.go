@@ -26,6 +26,9 @@ func (e *Engine) withoutAPIServer() {
 	e.c.FrontendMs = 0
 	e.c.OutputUs = 0
 	e.keepLoss(coreLossKept(e.carryBW))
+	if e.kind.offlineGraphs != nil && !e.p.EnforceEager {
+		e.kind.offlineGraphs(e)
+	}
 }
 
 // OfflineResult is what the offline throughput benchmarks report for one

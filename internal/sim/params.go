@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -101,6 +102,15 @@ type Params struct {
 	// EnforceEager disables CUDA graphs (vLLM --enforce-eager, SGLang
 	// --disable-cuda-graph, TensorRT-LLM without cuda_graph_config).
 	EnforceEager bool `json:"enforce_eager,omitempty"`
+	// GraphBatchSizes are the decode batch sizes TensorRT-LLM captures in
+	// CUDA graphs (its cuda_graph_config's batch_sizes, or the sizes it
+	// generates from max_batch_size: TRTLLMGraphSizes); empty: the
+	// default cuda_graph_config's.
+	GraphBatchSizes []int `json:"cuda_graph_batch_sizes,omitempty"`
+	// GraphPadding is TensorRT-LLM's cuda_graph_config.enable_padding: a
+	// decode batch is rounded up to the next captured size instead of
+	// running eagerly (vLLM and SGLang always pad).
+	GraphPadding bool `json:"cuda_graph_padding,omitempty"`
 	// AsyncScheduling overlaps CPU scheduling with GPU work (vLLM
 	// --async-scheduling; SGLang's overlap scheduler); nil = engine default.
 	AsyncScheduling *bool `json:"async_scheduling,omitempty"`
@@ -369,6 +379,12 @@ func sglangDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
 func trtllmDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
 	if p.PerformanceMode != "" {
 		return fmt.Errorf("%w: TensorRT-LLM has no performance mode", ErrBadParams)
+	}
+	if len(p.GraphBatchSizes) > 0 {
+		p.GraphBatchSizes = slices.Sorted(slices.Values(p.GraphBatchSizes))
+		if p.GraphBatchSizes[0] < 1 {
+			return fmt.Errorf("%w: cuda_graph_config.batch_sizes %v: a batch size below 1", ErrBadParams, p.GraphBatchSizes)
+		}
 	}
 	if p.MemFraction == 0 {
 		p.MemFraction = 0.9
