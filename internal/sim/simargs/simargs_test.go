@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -480,5 +481,52 @@ func TestAttentionDPIsRead(t *testing.T) {
 	p.GPU = "H100"
 	if _, err := sim.New(p, nil); !errors.Is(err, sim.ErrBadParams) {
 		t.Errorf("the simulator took attention DP: err = %v, want ErrBadParams", err)
+	}
+}
+
+// TestTRTLLMGraphConfig: cuda_graph_config's sizes, as TorchLlmArgs'
+// validator settles them; a batch between them runs eagerly unless
+// enable_padding is on.
+func TestTRTLLMGraphConfig(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, yaml string
+		sizes      []int
+		padding    bool
+		eager      bool
+		err        string
+	}{
+		{name: "empty mapping: the default 128", yaml: "cuda_graph_config: {}", sizes: sim.TRTLLMGraphSizes(128, false)},
+		{name: "max batch size", yaml: "cuda_graph_config:\n  max_batch_size: 256", sizes: sim.TRTLLMGraphSizes(256, false)},
+		{name: "padding", yaml: "cuda_graph_config:\n  enable_padding: true\n  max_batch_size: 64", sizes: []int{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64}, padding: true},
+		{name: "explicit sizes sorted", yaml: "cuda_graph_config:\n  batch_sizes: [64, 1, 8]", sizes: []int{1, 8, 64}},
+		{name: "both, agreeing", yaml: "cuda_graph_config:\n  batch_sizes: [1, 2, 4, 8]\n  max_batch_size: 8\n  enable_padding: true", sizes: []int{1, 2, 4, 8}, padding: true},
+		{name: "null disables graphs", yaml: "cuda_graph_config: null", eager: true},
+		{name: "both, disagreeing", yaml: "cuda_graph_config:\n  batch_sizes: [1, 8]\n  max_batch_size: 8", err: "Please don't set both cuda_graph_config.batch_sizes and cuda_graph_config.max_batch_size.\ncuda_graph_config.batch_sizes: [1, 8], cuda_graph_config.max_batch_size: 8"},
+		{name: "unknown key", yaml: "cuda_graph_config:\n  padding_enabled: true", err: "cuda_graph_config.padding_enabled"},
+		{name: "size zero", yaml: "cuda_graph_config:\n  batch_sizes: [0, 4]", err: "cuda_graph_config.batch_sizes.0"},
+		{name: "negative max", yaml: "cuda_graph_config:\n  max_batch_size: -1", err: "greater than or equal to 0"},
+		{name: "not a list", yaml: "cuda_graph_config:\n  batch_sizes: 8", err: "a valid list"},
+		{name: "not a mapping", yaml: "cuda_graph_config: 8", err: "CudaGraphConfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			yml := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".yaml")
+			if err := os.WriteFile(yml, []byte(tc.yaml+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p, err := Parse("trtllm", "1.2.0rc1", []string{"trtllm-serve", "Qwen/Qwen3-14B", "--extra_llm_api_options", yml}, nil)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(p.GraphBatchSizes, tc.sizes) || p.GraphPadding != tc.padding || p.EnforceEager != tc.eager {
+				t.Errorf("sizes %v padding %v eager %v, want %v %v %v", p.GraphBatchSizes, p.GraphPadding, p.EnforceEager, tc.sizes, tc.padding, tc.eager)
+			}
+		})
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -214,13 +216,7 @@ func trtllmExtra(path string, pr *sim.Params, srv *Server, read func(string) ([]
 			off, err = getBool(k, v)
 			pr.AsyncScheduling = boolp(!off)
 		case "cuda_graph_config":
-			// null disables CUDA graphs; a mapping (even empty) enables them.
-			pr.EnforceEager = v == nil
-			if v != nil {
-				if _, ok := v.(map[string]any); !ok {
-					return bad(k, "a valid dictionary or instance of CudaGraphConfig", v)
-				}
-			}
+			err = trtllmGraphs(path, v, pr, getInt, getBool, bad)
 		case "kv_cache_config":
 			err = trtllmKV(path, v, pr, getInt, getBool, bad)
 		case "return_perf_metrics":
@@ -302,6 +298,84 @@ func trtllmKV(path string, v any, pr *sim.Params, getInt func(string, any) (int,
 		}
 	}
 	return nil
+}
+
+// trtllmGraphs applies cuda_graph_config: null disables CUDA graphs; a
+// mapping (even empty) enables them, with the sizes TorchLlmArgs'
+// validate_cuda_graph_config settles on (tensorrt_llm/llmapi/llm_args.py):
+// batch_sizes sorted, or generated from max_batch_size (128 when 0) and
+// enable_padding; both given must agree.
+func trtllmGraphs(path string, v any, pr *sim.Params, getInt func(string, any) (int, error), getBool func(string, any) (bool, error), bad func(string, string, any) error) error {
+	pr.EnforceEager = v == nil
+	if v == nil {
+		return nil
+	}
+	g, ok := v.(map[string]any)
+	if !ok {
+		return bad("cuda_graph_config", "a valid dictionary or instance of CudaGraphConfig", v)
+	}
+	var extra []string
+	for k := range g {
+		if !contains([]string{"batch_sizes", "max_batch_size", "enable_padding"}, k) {
+			extra = append(extra, "cuda_graph_config."+k)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return pydanticExtra(path, "CudaGraphConfig", extra)
+	}
+	padding, maxBS := false, 0
+	var err error
+	if x, ok := g["enable_padding"]; ok {
+		if padding, err = getBool("cuda_graph_config.enable_padding", x); err != nil {
+			return err
+		}
+	}
+	if x, ok := g["max_batch_size"]; ok {
+		if maxBS, err = getInt("cuda_graph_config.max_batch_size", x); err != nil {
+			return err
+		}
+		if maxBS < 0 {
+			return bad("cuda_graph_config.max_batch_size", "greater than or equal to 0", x)
+		}
+	}
+	var sizes []int
+	if x, ok := g["batch_sizes"]; ok && x != nil {
+		list, ok := x.([]any)
+		if !ok {
+			return bad("cuda_graph_config.batch_sizes", "a valid list", x)
+		}
+		for i, e := range list {
+			n, err := getInt(fmt.Sprintf("cuda_graph_config.batch_sizes.%d", i), e)
+			if err != nil {
+				return err
+			}
+			if n < 1 {
+				return bad(fmt.Sprintf("cuda_graph_config.batch_sizes.%d", i), "greater than 0", e)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	switch {
+	case len(sizes) == 0:
+		sizes = sim.TRTLLMGraphSizes(maxBS, padding)
+	default:
+		sort.Ints(sizes)
+		if maxBS != 0 && !slices.Equal(sizes, sim.TRTLLMGraphSizes(maxBS, padding)) {
+			return startupError("trtllm", "ValueError", fmt.Sprintf("Please don't set both cuda_graph_config.batch_sizes and cuda_graph_config.max_batch_size.\ncuda_graph_config.batch_sizes: %s, cuda_graph_config.max_batch_size: %d", pyInts(sizes), maxBS))
+		}
+	}
+	pr.GraphBatchSizes, pr.GraphPadding = sizes, padding
+	return nil
+}
+
+// pyInts prints a list of ints as Python does.
+func pyInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return "[" + strings.Join(s, ", ") + "]"
 }
 
 func trtllmSpec(v any, pr *sim.Params, getInt func(string, any) (int, error), bad func(string, string, any) error) error {
