@@ -502,7 +502,7 @@ func TestTRTLLMGraphConfig(t *testing.T) {
 		{name: "explicit sizes sorted", yaml: "cuda_graph_config:\n  batch_sizes: [64, 1, 8]", sizes: []int{1, 8, 64}},
 		{name: "both, agreeing", yaml: "cuda_graph_config:\n  batch_sizes: [1, 2, 4, 8]\n  max_batch_size: 8\n  enable_padding: true", sizes: []int{1, 2, 4, 8}, padding: true},
 		{name: "null disables graphs", yaml: "cuda_graph_config: null", eager: true},
-		{name: "both, disagreeing", yaml: "cuda_graph_config:\n  batch_sizes: [1, 8]\n  max_batch_size: 8", err: "Please don't set both cuda_graph_config.batch_sizes and cuda_graph_config.max_batch_size.\ncuda_graph_config.batch_sizes: [1, 8], cuda_graph_config.max_batch_size: 8"},
+		{name: "both, disagreeing", yaml: "cuda_graph_config:\n  batch_sizes: [1, 8]\n  max_batch_size: 8", err: "both,_disagreeing.yaml: Please don't set both cuda_graph_config.batch_sizes and cuda_graph_config.max_batch_size.\ncuda_graph_config.batch_sizes: [1, 8], cuda_graph_config.max_batch_size: 8"},
 		{name: "unknown key", yaml: "cuda_graph_config:\n  padding_enabled: true", err: "cuda_graph_config.padding_enabled"},
 		{name: "size zero", yaml: "cuda_graph_config:\n  batch_sizes: [0, 4]", err: "cuda_graph_config.batch_sizes.0"},
 		{name: "negative max", yaml: "cuda_graph_config:\n  max_batch_size: -1", err: "greater than or equal to 0"},
@@ -529,4 +529,30 @@ func TestTRTLLMGraphConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzTRTLLMOptions feeds the options file arbitrary YAML: it parses or
+// fails with an error, and any CUDA-graph sizes it accepts are ascending and
+// at least 1, as the simulated engine needs them.
+func FuzzTRTLLMOptions(f *testing.F) {
+	for _, s := range []string{
+		"cuda_graph_config: {}",
+		"cuda_graph_config:\n  batch_sizes: [64, 1, 8]\n  enable_padding: true",
+		"cuda_graph_config:\n  max_batch_size: 300",
+		"cuda_graph_config:\n  batch_sizes: [1, 8]\n  max_batch_size: 8",
+		"cuda_graph_config: null\nkv_cache_config:\n  dtype: fp8",
+		"cuda_graph_config:\n  batch_sizes: [1.5, -2]",
+	} {
+		f.Add(s)
+	}
+	argv := []string{"trtllm-serve", "Qwen/Qwen3-14B", "--extra_llm_api_options", "x.yaml"}
+	f.Fuzz(func(t *testing.T, yml string) {
+		p, err := ParseFiles("trtllm", "1.2.0rc1", argv, nil, map[string]string{"x.yaml": yml})
+		if err != nil {
+			return
+		}
+		if !slices.IsSorted(p.GraphBatchSizes) || (len(p.GraphBatchSizes) > 0 && p.GraphBatchSizes[0] < 1) {
+			t.Errorf("accepted CUDA-graph sizes %v from %q", p.GraphBatchSizes, yml)
+		}
+	})
 }

@@ -362,7 +362,7 @@ func trtllmGraphs(path string, v any, pr *sim.Params, getInt func(string, any) (
 	default:
 		sort.Ints(sizes)
 		if maxBS != 0 && !slices.Equal(sizes, sim.TRTLLMGraphSizes(maxBS, padding)) {
-			return startupError("trtllm", "ValueError", fmt.Sprintf("Please don't set both cuda_graph_config.batch_sizes and cuda_graph_config.max_batch_size.\ncuda_graph_config.batch_sizes: %s, cuda_graph_config.max_batch_size: %d", pyInts(sizes), maxBS))
+			return startupError("trtllm", "ValueError", fmt.Sprintf("%s: Please don't set both cuda_graph_config.batch_sizes and cuda_graph_config.max_batch_size.\ncuda_graph_config.batch_sizes: %s, cuda_graph_config.max_batch_size: %d", path, pyInts(sizes), maxBS))
 		}
 	}
 	pr.GraphBatchSizes, pr.GraphPadding = sizes, padding
