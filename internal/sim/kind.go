@@ -249,10 +249,10 @@ func TRTLLMGraphSizes(max int, padding bool) []int {
 // 21.3% (docs/sim-fidelity.md, "TensorRT-LLM replays a CUDA graph only at
 // the sizes it captured"), so offline runs keep that cap until the engine
 // backend is modelled.
+// trtllmMemory already set graphMax to the largest size, so dropping the
+// exact sizes pads every batch up to it.
 func trtllmBenchGraphs(e *Engine) {
 	e.graphSizes = nil
-	sizes := trtllmGraphs(e.p)
-	e.graphMax = sizes[len(sizes)-1]
 }
 
 func vllmNoCache(p Params, hw GPU, weights float64) error {

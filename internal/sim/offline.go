@@ -26,7 +26,7 @@ func (e *Engine) withoutAPIServer() {
 	e.c.FrontendMs = 0
 	e.c.OutputUs = 0
 	e.keepLoss(coreLossKept(e.carryBW))
-	if e.kind.offlineGraphs != nil && !e.p.EnforceEager {
+	if e.kind.offlineGraphs != nil {
 		e.kind.offlineGraphs(e)
 	}
 }
