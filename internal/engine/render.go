@@ -41,6 +41,31 @@ func (c Command) String() string {
 	return b.String()
 }
 
+// Script is the command as a user pastes it into a shell: each file the
+// argv refers to written first with a quoted here-document (TensorRT-LLM's
+// options file, as its own deployment guides write it), then String's
+// line. Without files it is String.
+func (c Command) Script() string {
+	if len(c.Files) == 0 {
+		return c.String()
+	}
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(c.Files)) {
+		body := c.Files[name]
+		if body != "" && !strings.HasSuffix(body, "\n") {
+			body += "\n"
+		}
+		// The delimiter must not be a line of the body.
+		delim := "EOF"
+		for i := 1; slices.Contains(strings.Split(body, "\n"), delim); i++ {
+			delim = "EOF" + strconv.Itoa(i)
+		}
+		fmt.Fprintf(&b, "cat > %s <<'%s'\n%s%s\n", shellQuote(name), delim, body, delim)
+	}
+	b.WriteString(c.String())
+	return b.String()
+}
+
 // shellQuote quotes s for a POSIX shell when it holds anything but plainly
 // safe characters. Braces are quoted: bash would brace-expand
 // --speculative-config={"a":1,"b":2} into two words.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -443,6 +444,39 @@ func TestCommandString(t *testing.T) {
 	want := `A=1 B='x y' vllm serve m '--speculative-config={"method":"mtp","num_speculative_tokens":4}' 'it'\''s' ''`
 	if got := cmd.String(); got != want {
 		t.Errorf("String() = %s\nwant       %s", got, want)
+	}
+}
+
+// TestCommandScript runs Script's text in bash (a real shell, in a
+// scratch directory): the files come out byte for byte (a last line gets
+// its newline), a body holding the here-document's delimiter as a line
+// included, and the command line runs after them with its words intact.
+func TestCommandScript(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	files := map[string]string{
+		TRTLLMOptionsFile: "cuda_graph_config:\n  enable_padding: true\n",
+		"odd name.yaml":   "a: $HOME `x`\nEOF\nb: 'q'",
+	}
+	cmd := Command{Argv: []string{"cat", TRTLLMOptionsFile, "odd name.yaml"}, Files: files, Env: map[string]string{"A": "1"}}
+	script := cmd.Script()
+	if !strings.HasSuffix(script, "\n"+cmd.String()) {
+		t.Errorf("script does not end with the command line:\n%s", script)
+	}
+	run := exec.Command(bash, "-c", script)
+	run.Dir = t.TempDir()
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s\nscript:\n%s", err, out, script)
+	}
+	want := files[TRTLLMOptionsFile] + files["odd name.yaml"] + "\n"
+	if string(out) != want {
+		t.Errorf("files read back %q, want %q\nscript:\n%s", out, want, script)
+	}
+	if plain := (Command{Argv: []string{"vllm", "serve", "m"}}); plain.Script() != plain.String() {
+		t.Errorf("Script() without files = %q, want String()", plain.Script())
 	}
 }
 

@@ -53,7 +53,7 @@ func (f *Fleet) Bench(ctx context.Context, w Want, b bench.Config, salt string) 
 	}
 	// Launched with the engine's metrics endpoint on, and recorded so.
 	w.Command = WithMetrics(w.Config, cmd)
-	out.Command = w.Command.String()
+	out.Command = w.Command.Script()
 	out.Served, err = f.Serve(ctx, w)
 	if err != nil {
 		return out, err

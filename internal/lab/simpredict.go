@@ -41,7 +41,7 @@ func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw labspe
 	if err != nil {
 		return Prediction{FailureClass: FailInvalidConfig, Reason: err.Error()}, nil
 	}
-	out := Prediction{Command: cmd.String()}
+	out := Prediction{Command: cmd.Script()}
 	p, err := simargs.ParseFiles(cfg.Engine, cfg.Version, cmd.Argv, cmd.Env, cmd.Files)
 	if err != nil {
 		out.FailureClass, out.Reason = FailStartupCrash, err.Error()

@@ -178,7 +178,12 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				if side.c == nil {
 					continue
 				}
-				p("%s (`%s`):\n\n", side.label, side.c.Command)
+				if strings.Contains(side.c.Command, "\n") {
+					// A script that writes an options file first reads as one.
+					p("%s:\n\n```bash\n%s\n```\n\n", side.label, side.c.Command)
+				} else {
+					p("%s (`%s`):\n\n", side.label, side.c.Command)
+				}
 				if side.c.Status != "ok" {
 					p("Failed: %s — %s\n\n", nonEmpty(side.c.Failure, "failed"), firstLine(side.c.Reason))
 				} else if side.c.Block != "" {

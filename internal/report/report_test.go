@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -293,5 +295,55 @@ func TestRepeatsShowTheMean(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}
+	}
+}
+
+// TestScriptCommandInReport: a serving command that writes its options file
+// first (TensorRT-LLM's, engine.Command.Script) is printed whole wherever
+// the report quotes a command: the recommended block, the other cases (as
+// a block, not inline code, which cannot hold lines), the HTML, and one
+// CSV field.
+func TestScriptCommandInReport(t *testing.T) {
+	run, trials := fixture(t)
+	const script = "cat > extra_llm_api_options.yaml <<'EOF'\ncuda_graph_config:\n  enable_padding: true\nEOF\ntrtllm-serve Qwen/Qwen3-14B --extra_llm_api_options=extra_llm_api_options.yaml"
+	for i := range trials {
+		if strings.Contains(trials[i].Command, "Qwen3-14B-FP8") {
+			trials[i].Command = script
+		}
+	}
+	r, err := Build(run, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := WriteAll(r, dir); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	if n := strings.Count(string(md), "```bash\n"+script+"\n```"); n < 2 {
+		t.Errorf("the script is printed as a bash block %d times, want the recommended command and the other case:\n%s", n, md)
+	}
+	if strings.Contains(string(md), "(`cat > ") {
+		t.Errorf("a script printed as inline code:\n%s", md)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, "report.html"))
+	if !strings.Contains(stdhtml.UnescapeString(string(raw)), script) {
+		t.Error("html lacks the whole script")
+	}
+	f, err := os.Open(filepath.Join(dir, "report.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("csv: %v", err)
+	}
+	found := false
+	for _, row := range rows {
+		found = found || slices.Contains(row, script)
+	}
+	if !found {
+		t.Errorf("no csv field holds the script: %q", rows)
 	}
 }
