@@ -47,6 +47,11 @@ type Config struct {
 	GPUMemoryFraction float64 `json:"gpu_memory_fraction,omitempty" yaml:"gpu_memory_fraction,omitempty"`
 	// EnforceEager disables CUDA graphs / torch.compile.
 	EnforceEager bool `json:"enforce_eager,omitempty" yaml:"enforce_eager,omitempty"`
+	// CUDAGraphPadding pads a decode batch up to the next captured
+	// CUDA-graph size so that it replays a graph instead of running
+	// eagerly (nil = the engine's default, Kind.PadsGraphs: vLLM and SGLang
+	// pad, TensorRT-LLM does not).
+	CUDAGraphPadding *bool `json:"cuda_graph_padding,omitempty" yaml:"cuda_graph_padding,omitempty"`
 	// AsyncScheduling enables vLLM's --async-scheduling (nil = default).
 	AsyncScheduling *bool `json:"async_scheduling,omitempty" yaml:"async_scheduling,omitempty"`
 	// ReasoningParser, e.g. "qwen3".

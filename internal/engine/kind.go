@@ -41,6 +41,13 @@ type Kind struct {
 	// these knobs (vLLM's --async-scheduling and --performance-mode); on
 	// another engine a search skips a non-default value.
 	AsyncScheduling, PerformanceMode bool
+	// PadsGraphs says whether the engine, left to its default, pads a
+	// decode batch up to the next size it captured a CUDA graph for.
+	// vLLM always does (it has no switch); SGLang does unless
+	// --disable-cuda-graph-padding; TensorRT-LLM's cuda_graph_config
+	// enable_padding defaults to false, so a batch between two captured
+	// sizes runs eagerly.
+	PadsGraphs bool
 	// Programs are the executables (base names) that start the engine's
 	// server; Modules are the Python modules (python3 -m M) that do, a
 	// trailing "." matching any module under that package.
@@ -120,7 +127,7 @@ var kinds = []*Kind{
 		}},
 		Programs: []string{"vllm"}, Modules: []string{"vllm."}, DefaultPort: 8000,
 		Protocol:        vllmProtocol{},
-		AsyncScheduling: true, PerformanceMode: true, Baseline: true, ResultBackend: "openai-chat",
+		AsyncScheduling: true, PerformanceMode: true, PadsGraphs: true, Baseline: true, ResultBackend: "openai-chat",
 		Defaults: Defaults{GPUMemoryFraction: 0.9, MaxNumSeqs: 256, MaxNumBatchedTokens: 8192, ChunkedPrefill: true, StepOverheadMs: 9},
 		// The route exists only under VLLM_SERVER_DEV_MODE=1
 		// (vllm/entrypoints/openai/api_server.py at v0.11.0,
@@ -146,7 +153,7 @@ var kinds = []*Kind{
 			"0.5.9":       "lmsysorg/sglang:v0.5.9",
 		}},
 		Programs: []string{"sglang"}, Modules: []string{"sglang.launch_server"}, DefaultPort: 30000,
-		Protocol: sglangProtocol{}, ResultBackend: SGLang,
+		Protocol: sglangProtocol{}, ResultBackend: SGLang, PadsGraphs: true,
 		Defaults: Defaults{GPUMemoryFraction: 0.87, MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192, ChunkedPrefill: true, StepOverheadMs: 6.5},
 		// flush_cache refuses while requests are running (between two
 		// measurements none are) and answers 400 when it could not flush

@@ -76,6 +76,10 @@ func (r *renderer) sglang() {
 	if c.EnforceEager {
 		r.flag("--disable-cuda-graph")
 	}
+	if c.CUDAGraphPadding != nil && !*c.CUDAGraphPadding {
+		// SGLang pads by default; the flag is its only spelling.
+		r.flag("--disable-cuda-graph-padding")
+	}
 	if c.AsyncScheduling != nil && !*c.AsyncScheduling {
 		// SGLang overlaps scheduling with the GPU by default.
 		r.flag("--disable-overlap-schedule")

@@ -300,6 +300,8 @@ var knobCases = []struct {
 	{"max_model_len=32768", func(c *Config) { c.MaxModelLen = 32768 }},
 	{"gpu_memory_fraction=0.85", func(c *Config) { c.GPUMemoryFraction = 0.85 }},
 	{"enforce_eager", func(c *Config) { c.EnforceEager = true }},
+	{"cuda_graph_padding=true", func(c *Config) { c.CUDAGraphPadding = bp(true) }},
+	{"cuda_graph_padding=false", func(c *Config) { c.CUDAGraphPadding = bp(false) }},
 	{"async_scheduling=true", func(c *Config) { c.AsyncScheduling = bp(true) }},
 	{"async_scheduling=false", func(c *Config) { c.AsyncScheduling = bp(false) }},
 	{"reasoning_parser=qwen3", func(c *Config) { c.ReasoningParser = "qwen3" }},
@@ -350,6 +352,7 @@ func TestRenderFacts(t *testing.T) {
 		file    string // substring of the options file
 		unsupp  string // knob expected in an UnsupportedError
 		invalid string // field expected in a ValidationError
+		noFile  bool   // no options file is written
 	}{
 		{name: "vllm 0.11 attention via env", cfg: Config{Engine: VLLM, Version: "0.11.0", Model: "m", AttentionBackend: "FLASHINFER"}, env: "VLLM_ATTENTION_BACKEND=FLASHINFER"},
 		{name: "vllm 0.17 attention via flag", cfg: Config{Engine: VLLM, Version: "0.17.1", Model: "m", AttentionBackend: "FLASHINFER"}, argv: "--attention-backend=FLASHINFER"},
@@ -374,6 +377,12 @@ func TestRenderFacts(t *testing.T) {
 		{name: "trtllm yaml knobs", cfg: Config{Engine: TRTLLM, Model: "m", AttentionBackend: "FLASHINFER", KVCacheDtype: "fp8", PrefixCaching: bp(false)},
 			argv: "--extra_llm_api_options=extra_llm_api_options.yaml", file: "attn_backend: FLASHINFER\nkv_cache_config:\n  dtype: fp8\n  enable_block_reuse: false\n"},
 		{name: "trtllm cuda graphs off", cfg: Config{Engine: TRTLLM, Model: "m", EnforceEager: true}, file: "cuda_graph_config: null\n"},
+		{name: "trtllm cuda graph padding", cfg: Config{Engine: TRTLLM, Model: "m", CUDAGraphPadding: bp(true)},
+			argv: "--extra_llm_api_options=extra_llm_api_options.yaml", file: "cuda_graph_config:\n  enable_padding: true\n"},
+		{name: "trtllm padding off is its default", cfg: Config{Engine: TRTLLM, Model: "m", CUDAGraphPadding: bp(false)}, argv: "trtllm-serve m", noFile: true},
+		{name: "sglang padding off", cfg: Config{Engine: SGLang, Model: "m", CUDAGraphPadding: bp(false)}, argv: "--disable-cuda-graph-padding"},
+		{name: "vllm always pads", cfg: Config{Engine: VLLM, Model: "m", CUDAGraphPadding: bp(false)}, unsupp: "cuda_graph_padding"},
+		{name: "padding without graphs", cfg: Config{Engine: TRTLLM, Model: "m", EnforceEager: true, CUDAGraphPadding: bp(true)}, unsupp: "cuda_graph_padding"},
 		{name: "trtllm mtp", cfg: Config{Engine: TRTLLM, Model: "m", Speculative: &Speculative{Method: "mtp", NumSpeculativeTokens: 3}}, file: "decoding_type: MTP\n  num_nextn_predict_layers: 3\n"},
 		{name: "trtllm no online fp8", cfg: Config{Engine: TRTLLM, Model: "m", Quantization: QuantFP8}, unsupp: "quantization"},
 		{name: "trtllm no eagle1", cfg: Config{Engine: TRTLLM, Model: "m", Speculative: &Speculative{Method: "eagle", DraftModel: "d", NumSpeculativeTokens: 3}}, unsupp: "speculative.method"},
@@ -417,6 +426,9 @@ func TestRenderFacts(t *testing.T) {
 				}
 			} else if _, ok := cmd.Env["VLLM_ATTENTION_BACKEND"]; ok {
 				t.Errorf("unexpected env %v", cmd.Env)
+			}
+			if _, ok := cmd.Files[TRTLLMOptionsFile]; tt.noFile && ok {
+				t.Errorf("options file written: %q", cmd.Files[TRTLLMOptionsFile])
 			}
 			if tt.file != "" && !strings.Contains(cmd.Files[TRTLLMOptionsFile], tt.file) {
 				t.Errorf("options file %q lacks %q", cmd.Files[TRTLLMOptionsFile], tt.file)

@@ -68,9 +68,17 @@ func (r *renderer) trtllm() {
 	if len(kv) > 0 {
 		opts = append(opts, yaml.MapItem{Key: "kv_cache_config", Value: kv})
 	}
-	if c.EnforceEager {
+	switch {
+	case c.EnforceEager:
 		// A null cuda_graph_config turns CUDA graphs off.
 		opts = append(opts, yaml.MapItem{Key: "cuda_graph_config", Value: nil})
+	case c.CUDAGraphPadding != nil && *c.CUDAGraphPadding:
+		// The block replaces the default CudaGraphConfig whole; its other
+		// fields keep their defaults (graphs up to 128), and with padding
+		// on CudaGraphConfig._generate_cuda_graph_batch_sizes captures 1,
+		// 2, 4 and every multiple of 8 (llmapi/llm_args.py), and a batch
+		// between two of them replays the larger.
+		opts = append(opts, yaml.MapItem{Key: "cuda_graph_config", Value: yaml.MapSlice{{Key: "enable_padding", Value: true}}})
 	}
 	if c.AsyncScheduling != nil && !*c.AsyncScheduling {
 		opts = append(opts, yaml.MapItem{Key: "disable_overlap_scheduler", Value: true})

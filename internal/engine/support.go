@@ -26,6 +26,9 @@ func support(c Config) []error {
 	no := func(knob, value, hint string) {
 		errs = append(errs, &UnsupportedError{Engine: c.Engine, Version: ver, Knob: knob, Value: value, Hint: hint})
 	}
+	if c.EnforceEager && c.CUDAGraphPadding != nil {
+		no("cuda_graph_padding", fmt.Sprint(*c.CUDAGraphPadding), "enforce_eager runs without CUDA graphs, so there is no batch to pad")
+	}
 	if k, ok := KindOf(c.Engine); ok {
 		k.support(k, c, v, no)
 	}
@@ -46,6 +49,9 @@ func vllmSupport(k *Kind, c Config, v version, no func(knob, value, hint string)
 	}
 	if c.PerformanceMode != "" && !v.atLeast(vllmPerformanceModeSince) {
 		no("performance_mode", c.PerformanceMode, "--performance-mode exists from vLLM "+vllmPerformanceModeSince)
+	}
+	if c.CUDAGraphPadding != nil && !*c.CUDAGraphPadding {
+		no("cuda_graph_padding", "false", "vLLM always pads a batch to the next captured size (compilation_config.cudagraph_capture_sizes); it has no switch to turn that off")
 	}
 	if s := c.Speculative; s != nil && s.Method == "draft_model" && !v.atLeast(vllmDraftModelSince) {
 		no("speculative.method", s.Method, "the V1 engine of this version has no draft-model speculation; use eagle3, mtp or ngram")

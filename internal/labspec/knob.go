@@ -29,13 +29,15 @@ const (
 	KnobAsyncScheduling     = "async_scheduling"
 	KnobEnforceEager        = "enforce_eager"
 	KnobGPUMemoryFraction   = "gpu_memory_fraction"
+	KnobCUDAGraphPadding    = "cuda_graph_padding"
 )
 
 // KnobOrder is the order knobs are applied and printed in.
 var KnobOrder = []string{
 	KnobEngine, KnobQuantization, KnobKVCacheDtype, KnobAttentionBackend, KnobParallelism,
 	KnobMaxNumSeqs, KnobMaxNumBatchedTokens, KnobChunkedPrefill, KnobPrefixCaching,
-	KnobSpeculative, KnobPerformanceMode, KnobAsyncScheduling, KnobEnforceEager, KnobGPUMemoryFraction,
+	KnobSpeculative, KnobPerformanceMode, KnobCUDAGraphPadding, KnobAsyncScheduling, KnobEnforceEager,
+	KnobGPUMemoryFraction,
 }
 
 // knob knows one knob's spelling and how it lands in an engine.Config.
@@ -223,6 +225,20 @@ var knobs = map[string]knob{
 				return false
 			}
 			cfg.AsyncScheduling = parseTri(v)
+			return true
+		},
+	},
+	KnobCUDAGraphPadding: {
+		check: checkBool,
+		apply: func(cfg *engine.Config, _ *Spec, v string) bool {
+			b := parseTri(v)
+			// The engine's own default is no change: leaving it unset keeps
+			// the candidate's config (and its hash) the incumbent's, so a
+			// stage does not measure the same server twice.
+			if k, ok := engine.KindOf(cfg.Engine); ok && b != nil && *b == k.PadsGraphs {
+				b = nil
+			}
+			cfg.CUDAGraphPadding = b
 			return true
 		},
 	},
@@ -463,17 +479,23 @@ func DefaultStages() []Stage {
 	var out []Stage
 	for _, k := range []string{KnobEngine, KnobQuantization, KnobAttentionBackend, KnobParallelism,
 		KnobMaxNumSeqs, KnobMaxNumBatchedTokens, KnobChunkedPrefill, KnobPrefixCaching,
-		KnobSpeculative, KnobPerformanceMode} {
+		KnobSpeculative, KnobPerformanceMode, KnobCUDAGraphPadding} {
 		st := Stage{Name: k, Knob: k}
 		if k == KnobAttentionBackend {
-			st.PerEngine = map[string][]string{}
-			for _, ek := range engine.Kinds() {
-				st.PerEngine[ek.Name] = ek.AttentionCandidates
-			}
+			st.PerEngine = attentionCandidates()
 		} else {
 			st.Values = defaultValues(k)
 		}
 		out = append(out, st)
+	}
+	return out
+}
+
+// attentionCandidates are each engine's default attention backends.
+func attentionCandidates() map[string][]string {
+	out := map[string][]string{}
+	for _, ek := range engine.Kinds() {
+		out[ek.Name] = ek.AttentionCandidates
 	}
 	return out
 }
@@ -497,6 +519,10 @@ func defaultValues(k string) []string {
 	case KnobPerformanceMode:
 		return []string{"throughput"}
 	case KnobEnforceEager:
+		return []string{"true"}
+	case KnobCUDAGraphPadding:
+		// Padding on is the change worth a trial: it is the default of
+		// every engine but TensorRT-LLM, where it is one.
 		return []string{"true"}
 	case KnobAttentionBackend:
 		return nil

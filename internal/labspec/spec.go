@@ -657,11 +657,16 @@ func (s *Spec) validate(line func(string) int) error {
 			return bad(p, "stage %q: unknown knob %q (want one of %s)", st.Name, k, strings.Join(KnobNames(), ", "))
 		}
 		if k != KnobEngine && len(st.Values) == 0 && len(st.PerEngine) == 0 {
-			if len(defaultValues(k)) == 0 {
+			if len(defaultValues(k)) == 0 && k != KnobAttentionBackend {
 				return bad(p, "stage %q: no candidate values", st.Name)
 			}
 		}
 		for j, v := range st.Values {
+			if k == KnobEngine && v == "" {
+				// The default engine stage's "derived from engines" marker:
+				// a stored run's normalized spec carries it.
+				continue
+			}
 			if err := kn.check(v); err != nil {
 				return bad(fmt.Sprintf("%s.values[%d]", p, j), "stage %q: %v", st.Name, err)
 			}
@@ -760,8 +765,27 @@ func (s *Spec) fillDefaults() {
 		s.Stages = DefaultStages()
 	}
 	for i := range s.Stages {
-		if s.Stages[i].Knob == "" {
-			s.Stages[i].Knob = s.Stages[i].Name
+		st := &s.Stages[i]
+		if st.Knob == "" {
+			st.Knob = st.Name
+		}
+		// A stage that names only its knob tries the knob's default
+		// candidates, as it would among the default stages (the engine
+		// and parallelism stages derive theirs from the spec).
+		if len(st.Values) == 0 && len(st.PerEngine) == 0 && st.Knob != KnobEngine && st.Knob != KnobParallelism {
+			if st.Knob == KnobAttentionBackend {
+				st.PerEngine = attentionCandidates()
+			} else {
+				st.Values = defaultValues(st.Knob)
+			}
+		}
+		// Only the spec's engines: the normalized spec is stored with the
+		// run and must parse again, and validate refuses a per_engine
+		// entry for an engine the spec does not list.
+		for eng := range st.PerEngine {
+			if !slices.ContainsFunc(s.Engines, func(e EngineSpec) bool { return e.Name == eng }) {
+				delete(st.PerEngine, eng)
+			}
 		}
 	}
 	if s.Combinations == nil {

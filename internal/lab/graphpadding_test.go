@@ -1,0 +1,73 @@
+package lab
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/perflab/perflab/internal/labspec"
+)
+
+const paddingSpec = `
+name: padding
+model: Qwen/Qwen3-14B
+hardware: {gpu: H100-SXM-80GB, count: 1}
+engines: [{name: %s}]
+tuning: {name: rnd, dataset: random, input_len: 1000, output_len: 200, num_prompts: 240, max_concurrency: 48, seed: 7}
+no_generalization: true
+stages:
+  - name: cuda_graph_padding
+search: {disable: true}
+combinations: false
+repeats: 1
+`
+
+// TestGraphPaddingStage runs the cuda_graph_padding stage on the simulator
+// (standing in for the engines and the GPU). TensorRT-LLM pads no batch by
+// default, so at 48 requests in flight its decode steps run between its
+// captured sizes 32 and 64 eagerly; the stage's one default candidate turns
+// padding on, is measured, and is kept, and the command the lab recommends
+// carries cuda_graph_config.enable_padding. SGLang pads by default, so the
+// same stage has nothing to try and no trial is spent.
+func TestGraphPaddingStage(t *testing.T) {
+	for _, tc := range []struct {
+		engine string
+		kept   bool
+	}{{"trtllm", true}, {"sglang", false}} {
+		t.Run(tc.engine, func(t *testing.T) {
+			s := mustSpec(t, strings.Replace(paddingSpec, "%s", tc.engine, 1))
+			r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+			l := &Lab{Spec: s, Store: newMemStore(), Runner: r, Guide: r}
+			sum, err := l.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sum.Stages) != 1 {
+				t.Fatalf("%d stages, want 1", len(sum.Stages))
+			}
+			st := sum.Stages[0]
+			if !tc.kept {
+				if st.Kept != "" || len(st.Candidates) != 0 || st.Skipped == "" || sum.TrialsRun != 1 {
+					t.Fatalf("SGLang: stage kept %q, %d candidates, skipped %q, %d trials; want nothing tried beside the baseline",
+						st.Kept, len(st.Candidates), st.Skipped, sum.TrialsRun)
+				}
+				return
+			}
+			if len(st.Candidates) != 1 {
+				t.Fatalf("%d candidates, want 1: %+v", len(st.Candidates), st.Candidates)
+			}
+			c := st.Candidates[0]
+			t.Logf("baseline %.1f tok/s, TPOT %.2f ms; padded %.1f tok/s (%+.1f%%), TPOT %.2f ms",
+				sum.Baseline.TotalThroughput, sum.Baseline.MeanTPOTMs, c.TotalThroughput, 100*c.Gain, c.MeanTPOTMs)
+			if c.Decision != "kept" || c.Point[labspec.KnobCUDAGraphPadding] != "true" {
+				t.Fatalf("candidate %s: %s (%s), want padding kept", c.Name, c.Decision, c.Reason)
+			}
+			if !(c.MeanTPOTMs < sum.Baseline.MeanTPOTMs) {
+				t.Errorf("padded TPOT %.2f ms not below the eager baseline's %.2f ms", c.MeanTPOTMs, sum.Baseline.MeanTPOTMs)
+			}
+			if sum.Winner == nil || !strings.Contains(sum.Winner.Command, "enable_padding: true") {
+				t.Errorf("winner's command does not pad: %+v", sum.Winner)
+			}
+		})
+	}
+}
