@@ -38,7 +38,13 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	if len(r.Cases) > 0 {
 		p("Comparison of benchmark results before and after optimization:\n\n")
-		p("| Benchmark Case | baseline (vLLM without any optimizations) | Optimized |\n")
+		// The baseline is the spec's first engine at its defaults, which
+		// is vLLM in the reference reports but need not be.
+		who := ""
+		if r.Baseline != nil && r.Baseline.Engine != "" {
+			who = engineTitle(r.Baseline.Engine) + " "
+		}
+		p("| Benchmark Case | baseline (%swithout any optimizations) | Optimized |\n", who)
 		p("|----------|-------------------------------------------|-----------|\n")
 		for _, c := range r.Cases {
 			p("| **%s** | %s | %s |\n", c.Workload, caseCell(c.Baseline, "", r.NoiseFloor), caseCell(c.Optimized, changeTag(c), r.NoiseFloor))

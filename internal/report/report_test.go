@@ -347,3 +347,24 @@ func TestScriptCommandInReport(t *testing.T) {
 		t.Errorf("no csv field holds the script: %q", rows)
 	}
 }
+
+// TestBaselineHeaderNamesItsEngine: the before/after table names the
+// baseline's own engine; it said vLLM whatever the baseline ran.
+func TestBaselineHeaderNamesItsEngine(t *testing.T) {
+	run, trials := fixture(t)
+	for i := range trials {
+		trials[i].Config = json.RawMessage(`{"engine":"trtllm","tensor_parallel":1}`)
+	}
+	r, err := Build(run, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	if !strings.Contains(md, "| baseline (TensorRT-LLM without any optimizations) |") || strings.Contains(md, "vLLM without") {
+		t.Errorf("before/after header does not name TensorRT-LLM:\n%s", md)
+	}
+}
