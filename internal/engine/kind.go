@@ -30,6 +30,11 @@ type Kind struct {
 	// AttentionBackendEnum names, SGLang's --attention-backend choices,
 	// TensorRT-LLM's attn_backend values); Validate refuses any other.
 	AttentionBackends []string
+	// AttentionDefault is the backend the engine runs when none is named,
+	// where that does not depend on the GPU or the model (TensorRT-LLM's
+	// attn_backend defaults to TRTLLM); empty where it does (vLLM's and
+	// SGLang's choice follows the platform and the attention kind).
+	AttentionDefault string
 	// AttentionCandidates are the backends a default search tries: the
 	// common ones, which every supported GPU and model runs.
 	AttentionCandidates []string
@@ -167,6 +172,7 @@ var kinds = []*Kind{
 		Name: TRTLLM, Display: "TensorRT-LLM", DefaultVersion: "1.2.0rc1",
 		Aliases:             []string{"trt-llm", "tensorrt-llm", "tensorrt_llm"},
 		AttentionBackends:   []string{"TRTLLM", "FLASHINFER", "VANILLA"},
+		AttentionDefault:    "TRTLLM", // TorchLlmArgs.attn_backend, llmapi/llm_args.py
 		AttentionCandidates: []string{"TRTLLM", "FLASHINFER"},
 		Image: ImageRepo{Repo: "nvcr.io/nvidia/tensorrt-llm/release", Pinned: map[string]string{
 			"1.2.0rc1": "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc1",

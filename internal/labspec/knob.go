@@ -150,6 +150,12 @@ var knobs = map[string]knob{
 			}
 			if k, ok := engine.KindOf(cfg.Engine); ok && k.HasAttentionBackend(v) {
 				cfg.AttentionBackend = v
+				if v == k.AttentionDefault {
+					// Naming the default changes nothing the engine
+					// does: left unset, the candidate is the incumbent's
+					// config and is not measured again.
+					cfg.AttentionBackend = ""
+				}
 				return true
 			}
 			return false

@@ -27,6 +27,22 @@ func TestAttentionKnobFollowsKinds(t *testing.T) {
 			}
 		}
 	}
+	// An engine's fixed default backend, named, is the engine left at its
+	// default: the candidate is the incumbent and is not run again.
+	defaults := 0
+	for _, k := range engine.Kinds() {
+		if k.AttentionDefault == "" {
+			continue
+		}
+		defaults++
+		cfg := engine.Config{Engine: k.Name}
+		if !kb.apply(&cfg, nil, k.AttentionDefault) || cfg.AttentionBackend != "" {
+			t.Errorf("%s: its default %s set %q, want unset", k.Name, k.AttentionDefault, cfg.AttentionBackend)
+		}
+	}
+	if defaults == 0 {
+		t.Error("no engine has a fixed default backend: TensorRT-LLM's attn_backend defaults to TRTLLM")
+	}
 	if err := kb.check("NOT_A_BACKEND"); err == nil {
 		t.Error("an unknown backend name passed")
 	}
