@@ -625,6 +625,7 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 	seen := map[string]bool{}
 	if inc != nil {
 		seen[labspec.ConfigHash(inc.spec.Config)] = true
+		seen[labspec.SameServer(inc.spec.Config)] = true
 	}
 	for _, v := range s.StageValues(st, eng) {
 		p := incPt.With(st.Knob, v)
@@ -635,11 +636,13 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		if !ok {
 			continue
 		}
-		h := labspec.ConfigHash(cfg)
-		if seen[h] {
+		// A candidate that starts the server the incumbent or an earlier
+		// candidate starts is the same measurement.
+		h, srv := labspec.ConfigHash(cfg), labspec.SameServer(cfg)
+		if seen[h] || seen[srv] {
 			continue
 		}
-		seen[h] = true
+		seen[h], seen[srv] = true, true
 		// What the engine package knows the engine/version cannot run is
 		// not worth a trial (it would only fail as invalid_config).
 		if why := labspec.Unsupported(cfg); why != "" {

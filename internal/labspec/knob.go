@@ -466,6 +466,20 @@ func Unsupported(cfg engine.Config) string {
 	return strings.Join(out, "; ")
 }
 
+// SameServer is what a config starts, for telling two candidates apart:
+// the engine, its version and the exact command, files and environment it
+// renders to. Configs that differ only in spelling an engine default
+// (SGLang's chunked prefill set to true renders nothing, nor does
+// TensorRT-LLM's set to false) start the same server, so a lab measures
+// one of them. A config that does not render is its ConfigHash.
+func SameServer(cfg engine.Config) string {
+	cmd, err := engine.Render(cfg)
+	if err != nil {
+		return "config " + ConfigHash(cfg)
+	}
+	return cfg.Engine + " " + cfg.EffectiveVersion() + "\n" + cmd.Script()
+}
+
 // ConfigHash is a short stable hash of a normalized config.
 func ConfigHash(cfg engine.Config) string {
 	b, _ := json.Marshal(cfg)

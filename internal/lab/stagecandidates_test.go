@@ -71,3 +71,43 @@ func TestGraphPaddingStage(t *testing.T) {
 		})
 	}
 }
+
+// TestStageSkipsTheSameServer: a candidate whose config differs from the
+// incumbent's only in spelling out the engine's default renders the same
+// command, starts the same server, and is not measured again. SGLang chunks
+// prefills unless told not to (true renders nothing), TensorRT-LLM does not
+// unless told to (false renders nothing); vLLM's true is spelled
+// --enable-chunked-prefill, a different command line, and is measured.
+func TestStageSkipsTheSameServer(t *testing.T) {
+	const spec = `
+name: same
+model: Qwen/Qwen3-14B
+engines: [{name: %s}]
+tuning: {name: rnd, dataset: random, input_len: 512, output_len: 128, num_prompts: 100, seed: 42}
+no_generalization: true
+stages:
+  - name: chunked_prefill
+    values: ["true", "false"]
+combinations: false
+search: {disable: true}
+repeats: 1
+`
+	for _, tc := range []struct{ engine, want string }{
+		{"sglang", "false"},
+		{"trtllm", "true"},
+		{"vllm", "false,true"},
+	} {
+		s := mustSpec(t, strings.Replace(spec, "%s", tc.engine, 1))
+		sum, err := analyticLab(s, newMemStore()).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range sum.Stages[0].Candidates {
+			got = append(got, c.Point[labspec.KnobChunkedPrefill])
+		}
+		if g := strings.Join(sortedStrings(got), ","); g != tc.want {
+			t.Errorf("%s: candidates chunked_prefill=%s, want %s", tc.engine, g, tc.want)
+		}
+	}
+}
