@@ -158,6 +158,8 @@ func workloadInfo(w labspec.Workload, model string) WorkloadInfo {
 		desc += fmt.Sprintf(", max concurrency %d", ld.MaxConcurrency)
 		args = append(args, "--max-concurrency", strconv.Itoa(ld.MaxConcurrency))
 	}
-	a := strings.Join(args, " ")
-	return WorkloadInfo{Name: w.Name, Description: desc, Perflab: "perflab bench " + a, VLLM: "vllm bench serve " + a}
+	// Quoted as a shell needs: a dataset under a directory with a space
+	// in its name is one argument.
+	line := func(prog ...string) string { return engine.Command{Argv: append(prog, args...)}.String() }
+	return WorkloadInfo{Name: w.Name, Description: desc, Perflab: line("perflab", "bench"), VLLM: line("vllm", "bench", "serve")}
 }
