@@ -38,6 +38,11 @@ type Kind struct {
 	// AttentionCandidates are the backends a default search tries: the
 	// common ones, which every supported GPU and model runs.
 	AttentionCandidates []string
+	// QuantizationCandidates are the precisions a default search tries:
+	// online FP8 where the engine quantizes a BF16 checkpoint itself (vLLM,
+	// SGLang), the pre-quantized -FP8 checkpoint where it cannot
+	// (trtllm-serve has no online quantization).
+	QuantizationCandidates []string
 	// Image is where the engine's official images are.
 	Image ImageRepo
 	// Protocol is how a running server of the engine answers perflab.
@@ -125,7 +130,8 @@ var kinds = []*Kind{
 		Name: VLLM, Display: "vLLM", DefaultVersion: "0.17.1",
 		AttentionBackends: []string{"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION",
 			"TREE_ATTN", "FLASHMLA", "FLASH_ATTN_MLA", "CUTLASS_MLA", "TRITON_MLA", "FLASHINFER_MLA", "XFORMERS"},
-		AttentionCandidates: []string{"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"},
+		AttentionCandidates:    []string{"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"},
+		QuantizationCandidates: []string{QuantFP8},
 		Image: ImageRepo{Repo: "vllm/vllm-openai", TagPrefix: "v", Pinned: map[string]string{
 			"0.11.0": "vllm/vllm-openai:v0.11.0",
 			"0.17.1": "vllm/vllm-openai:v0.17.1",
@@ -152,7 +158,8 @@ var kinds = []*Kind{
 		Name: SGLang, Display: "SGLang", DefaultVersion: "0.5.9",
 		AttentionBackends: []string{"fa3", "flashinfer", "triton", "torch_native", "flex_attention",
 			"flashmla", "cutlass_mla", "trtllm_mha", "trtllm_mla", "fa4", "aiter", "wave", "nsa"},
-		AttentionCandidates: []string{"fa3", "flashinfer", "triton"},
+		AttentionCandidates:    []string{"fa3", "flashinfer", "triton"},
+		QuantizationCandidates: []string{QuantFP8},
 		Image: ImageRepo{Repo: "lmsysorg/sglang", TagPrefix: "v", Pinned: map[string]string{
 			"0.5.5.post1": "lmsysorg/sglang:v0.5.5.post1",
 			"0.5.9":       "lmsysorg/sglang:v0.5.9",
@@ -170,10 +177,11 @@ var kinds = []*Kind{
 	},
 	{
 		Name: TRTLLM, Display: "TensorRT-LLM", DefaultVersion: "1.2.0rc1",
-		Aliases:             []string{"trt-llm", "tensorrt-llm", "tensorrt_llm"},
-		AttentionBackends:   []string{"TRTLLM", "FLASHINFER", "VANILLA"},
-		AttentionDefault:    "TRTLLM", // TorchLlmArgs.attn_backend, llmapi/llm_args.py
-		AttentionCandidates: []string{"TRTLLM", "FLASHINFER"},
+		Aliases:                []string{"trt-llm", "tensorrt-llm", "tensorrt_llm"},
+		AttentionBackends:      []string{"TRTLLM", "FLASHINFER", "VANILLA"},
+		AttentionDefault:       "TRTLLM", // TorchLlmArgs.attn_backend, llmapi/llm_args.py
+		AttentionCandidates:    []string{"TRTLLM", "FLASHINFER"},
+		QuantizationCandidates: []string{QuantFP8Checkpoint},
 		Image: ImageRepo{Repo: "nvcr.io/nvidia/tensorrt-llm/release", Pinned: map[string]string{
 			"1.2.0rc1": "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc1",
 		}},

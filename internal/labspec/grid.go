@@ -39,10 +39,7 @@ func (s *Spec) Axes(ks []string) map[string][]string {
 			}
 		}
 		if !found {
-			st := Stage{Name: k, Knob: k, Values: defaultValues(k)}
-			if k == KnobAttentionBackend {
-				st = DefaultStages()[2]
-			}
+			st := Stage{Name: k, Knob: k, Values: defaultValues(k), PerEngine: perEngineDefaults(k)}
 			for _, e := range s.Engines {
 				for _, v := range s.StageValues(st, e.Name) {
 					set[v] = true

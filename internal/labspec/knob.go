@@ -501,8 +501,8 @@ func DefaultStages() []Stage {
 		KnobMaxNumSeqs, KnobMaxNumBatchedTokens, KnobChunkedPrefill, KnobPrefixCaching,
 		KnobSpeculative, KnobPerformanceMode, KnobCUDAGraphPadding} {
 		st := Stage{Name: k, Knob: k}
-		if k == KnobAttentionBackend {
-			st.PerEngine = attentionCandidates()
+		if pe := perEngineDefaults(k); pe != nil {
+			st.PerEngine = pe
 		} else {
 			st.Values = defaultValues(k)
 		}
@@ -511,11 +511,21 @@ func DefaultStages() []Stage {
 	return out
 }
 
-// attentionCandidates are each engine's default attention backends.
-func attentionCandidates() map[string][]string {
+// perEngineDefaults are a knob's default candidates where they differ by
+// engine (each Kind's attention backends; its precisions), else nil.
+func perEngineDefaults(k string) map[string][]string {
+	var of func(*engine.Kind) []string
+	switch k {
+	case KnobAttentionBackend:
+		of = func(ek *engine.Kind) []string { return ek.AttentionCandidates }
+	case KnobQuantization:
+		of = func(ek *engine.Kind) []string { return ek.QuantizationCandidates }
+	default:
+		return nil
+	}
 	out := map[string][]string{}
 	for _, ek := range engine.Kinds() {
-		out[ek.Name] = ek.AttentionCandidates
+		out[ek.Name] = of(ek)
 	}
 	return out
 }

@@ -106,7 +106,7 @@ stages:
 		t.Fatal(err)
 	}
 	want := map[string]map[string][]string{
-		KnobQuantization:     {"vllm": {"fp8"}, "trtllm": {"fp8"}},
+		KnobQuantization:     {"vllm": {"fp8"}, "trtllm": {"fp8-checkpoint"}},
 		KnobAttentionBackend: {"vllm": nil, "trtllm": nil},
 		KnobCUDAGraphPadding: {"vllm": {"true"}, "trtllm": {"true"}},
 		KnobMaxNumSeqs:       {"vllm": {"64"}, "trtllm": {"64"}},
@@ -144,5 +144,43 @@ stages:
 	}
 	if again, err := ParseSpec("stored", []byte(d.YAML())); err != nil || again.Key() != d.Key() {
 		t.Errorf("default stages: round trip %v (key %v)", err, again != nil && again.Key() == d.Key())
+	}
+}
+
+// TestDefaultQuantizationRuns: each engine's default precision candidate is
+// one its engine can run. The default stage tried online FP8 everywhere,
+// which trtllm-serve refuses, so a TensorRT-LLM incumbent never got FP8.
+func TestDefaultQuantizationRuns(t *testing.T) {
+	s, err := ParseSpec("q.yaml", []byte(`
+name: q
+model: Qwen/Qwen3-14B
+engines: [{name: vllm}, {name: sglang}, {name: trtllm}]
+tuning: {name: rnd, dataset: random, input_len: 100, output_len: 10}
+no_generalization: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st Stage
+	for _, x := range s.Stages {
+		if x.Knob == KnobQuantization {
+			st = x
+		}
+	}
+	for _, e := range s.Engines {
+		vs := s.StageValues(st, e.Name)
+		if len(vs) == 0 {
+			t.Errorf("%s: no quantization candidate", e.Name)
+		}
+		for _, v := range vs {
+			cfg, ok := s.Config(Point{KnobEngine: e.Name, KnobQuantization: v})
+			if !ok {
+				t.Errorf("%s %s: does not apply", e.Name, v)
+				continue
+			}
+			if why := Unsupported(cfg); why != "" {
+				t.Errorf("%s %s: %s", e.Name, v, why)
+			}
+		}
 	}
 }

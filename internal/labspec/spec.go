@@ -657,7 +657,7 @@ func (s *Spec) validate(line func(string) int) error {
 			return bad(p, "stage %q: unknown knob %q (want one of %s)", st.Name, k, strings.Join(KnobNames(), ", "))
 		}
 		if k != KnobEngine && len(st.Values) == 0 && len(st.PerEngine) == 0 {
-			if len(defaultValues(k)) == 0 && k != KnobAttentionBackend {
+			if len(defaultValues(k)) == 0 && perEngineDefaults(k) == nil {
 				return bad(p, "stage %q: no candidate values", st.Name)
 			}
 		}
@@ -773,8 +773,8 @@ func (s *Spec) fillDefaults() {
 		// candidates, as it would among the default stages (the engine
 		// and parallelism stages derive theirs from the spec).
 		if len(st.Values) == 0 && len(st.PerEngine) == 0 && st.Knob != KnobEngine && st.Knob != KnobParallelism {
-			if st.Knob == KnobAttentionBackend {
-				st.PerEngine = attentionCandidates()
+			if pe := perEngineDefaults(st.Knob); pe != nil {
+				st.PerEngine = pe
 			} else {
 				st.Values = defaultValues(st.Knob)
 			}
