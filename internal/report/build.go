@@ -71,6 +71,11 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 			c = *t
 		} else {
 			c = Candidate{Key: sc.TrialKey, Command: sc.Command, GPUs: sc.GPUs, Status: "failed", Failure: sc.FailureClass}
+			if sc.Decision == "skipped" && sc.FailureClass == "" {
+				// Never launched (unsupported, hopeless, out of budget):
+				// nothing failed, and the summary says why.
+				c.Status, c.Reason = statusNotRun, sc.Reason
+			}
 		}
 		c.Name, c.Stage, c.Gain = nonEmpty(sc.Name, c.Name), stage, sc.Gain
 		if len(c.Repeats) == 0 {

@@ -114,6 +114,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 		for _, c := range shown {
 			p("#### %s\n\n", c.Name)
+			if c.Status == statusNotRun {
+				p("Not run: %s\n\n", nonEmpty(c.Reason, "the lab did not launch it"))
+				continue
+			}
 			if c.Command != "" {
 				p("Serving script:\n\n```bash\n%s\n```\n\n", c.Command)
 			} else {
@@ -190,7 +194,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				} else {
 					p("%s (`%s`):\n\n", side.label, side.c.Command)
 				}
-				if side.c.Status != "ok" {
+				if side.c.Status == statusNotRun {
+					p("Not run: %s\n\n", nonEmpty(side.c.Reason, "the lab did not launch it"))
+				} else if side.c.Status != "ok" {
 					p("Failed: %s — %s\n\n", nonEmpty(side.c.Failure, "failed"), firstLine(side.c.Reason))
 				} else if side.c.Block != "" {
 					p("```\n%s```\n\n", ensureNL(side.c.Block))
@@ -267,6 +273,9 @@ func anyOK(r *Report) bool {
 func caseCell(c *Candidate, tag string, noise float64) string {
 	if c == nil {
 		return "-"
+	}
+	if c.Status == statusNotRun {
+		return "not run"
 	}
 	if c.Status != "ok" {
 		return "failed: " + nonEmpty(c.Failure, "error")

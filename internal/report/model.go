@@ -259,15 +259,22 @@ func rel(a, b float64) *float64 {
 	return &r
 }
 
+// statusNotRun is the Status of a candidate the lab decided not to launch.
+const statusNotRun = "not run"
+
 // ranking renders "A (x tok/s) > B (y tok/s)" from the successful
-// candidates, best first; failed ones are named after it with their class.
+// candidates, best first; failed ones are named after it with their class,
+// then those never run.
 func ranking(cands []Candidate) string {
 	ok := make([]Candidate, 0, len(cands))
-	var failed []string
+	var failed, notRun []string
 	for _, c := range cands {
-		if c.Status == "ok" {
+		switch c.Status {
+		case "ok":
 			ok = append(ok, c)
-		} else {
+		case statusNotRun:
+			notRun = append(notRun, c.Name)
+		default:
 			failed = append(failed, fmt.Sprintf("%s (%s)", c.Name, nonEmpty(c.Failure, "failed")))
 		}
 	}
@@ -282,6 +289,12 @@ func ranking(cands []Candidate) string {
 			s += "; "
 		}
 		s += "failed: " + strings.Join(failed, ", ")
+	}
+	if len(notRun) > 0 {
+		if s != "" {
+			s += "; "
+		}
+		s += "not run: " + strings.Join(notRun, ", ")
 	}
 	return s
 }

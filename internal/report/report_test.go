@@ -368,3 +368,38 @@ func TestBaselineHeaderNamesItsEngine(t *testing.T) {
 		t.Errorf("before/after header does not name TensorRT-LLM:\n%s", md)
 	}
 }
+
+// TestNotRunIsNotAFailure: a candidate the lab never launched (the engine
+// package said its engine cannot run it) is shown as not run, with the
+// reason, in its stage; it used to read "Serving script: not recorded" and
+// "Failed: failed — " beside a summary table that said it was skipped.
+func TestNotRunIsNotAFailure(t *testing.T) {
+	run, trials := fixture(t)
+	var sum map[string]any
+	if err := json.Unmarshal(run.Summary, &sum); err != nil {
+		t.Fatal(err)
+	}
+	const why = `unsupported: engine: vllm 0.17.1 does not support cuda_graph_padding="false": vLLM always pads`
+	stages := sum["stages"].([]any)
+	st := stages[1].(map[string]any)
+	st["candidates"] = append(st["candidates"].([]any), map[string]any{
+		"name": "SGLang + cuda_graph_padding=false", "decision": "skipped", "reason": why, "why": "unsupported", "gpus": 1})
+	run.Summary, _ = json.Marshal(sum)
+	r, err := Build(run, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	_, section, _ := strings.Cut(md, "#### SGLang + cuda_graph_padding=false\n\n")
+	section, _, _ = strings.Cut(section, "####")
+	if !strings.HasPrefix(section, "Not run: "+why) || strings.Contains(section, "Failed") || strings.Contains(section, "not recorded") {
+		t.Errorf("the never-launched candidate's section reads:\n%s", section)
+	}
+	if !strings.Contains(r.Stages[1].Ranking, "not run: SGLang + cuda_graph_padding=false") || strings.Contains(r.Stages[1].Ranking, "padding=false (failed)") {
+		t.Errorf("ranking = %q", r.Stages[1].Ranking)
+	}
+}
