@@ -101,6 +101,14 @@ func (e *Events) Stage(name string, n int) {
 	e.emit(labprogress.Event{Type: labprogress.EventStage, Candidates: n})
 }
 
+// StageSkipped implements stageSkipper.
+func (e *Events) StageSkipped(name, why string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stage = name
+	e.emit(labprogress.Event{Type: labprogress.EventStage, Skipped: why})
+}
+
 // TrialStarted implements trialStarter.
 func (e *Events) TrialStarted(t TrialSpec) {
 	e.mu.Lock()

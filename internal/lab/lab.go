@@ -660,6 +660,10 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 			ss.Skipped = fmt.Sprintf("no candidate applies to %s", eng)
 		} else {
 			ss.Skipped = fmt.Sprintf("no candidate %s can run is left", eng)
+			if sk, ok := l.Progress.(stageSkipper); ok {
+				c := ss.Candidates[0]
+				sk.StageSkipped(st.Name, fmt.Sprintf("%s: %s: %s", ss.Skipped, c.Name, c.Reason))
+			}
 		}
 		return inc, incScore, nil
 	}

@@ -26,6 +26,13 @@ type Progress interface {
 	Done(sum *Summary)
 }
 
+// stageSkipper is a Progress that is told of a stage that runs nothing
+// though it had candidates, so a user sees why on the console and not only
+// in the report: a value the spec names that its engine cannot run.
+type stageSkipper interface {
+	StageSkipped(name, why string)
+}
+
 // asider is a Progress that keeps time the lab spent on other work than
 // trials (the guide's predictions before the joint search) out of the
 // trial rate its ETA uses: charged to the trials, a few seconds of

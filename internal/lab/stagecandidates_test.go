@@ -1,10 +1,12 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
 
+	"github.com/perflab/perflab/internal/labprogress"
 	"github.com/perflab/perflab/internal/labspec"
 )
 
@@ -109,5 +111,24 @@ repeats: 1
 		if g := strings.Join(sortedStrings(got), ","); g != tc.want {
 			t.Errorf("%s: candidates chunked_prefill=%s, want %s", tc.engine, g, tc.want)
 		}
+	}
+}
+
+// TestSkippedStageSaysWhyOnTheConsole: a stage whose every candidate its
+// engine cannot run (here vLLM asked not to pad, which it cannot) prints
+// why on the progress lines; it printed nothing, and the reason was only in
+// the report.
+func TestSkippedStageSaysWhyOnTheConsole(t *testing.T) {
+	s := mustSpec(t, strings.Replace(strings.Replace(paddingSpec, "%s", "vllm", 1),
+		"  - name: cuda_graph_padding\n", "  - name: cuda_graph_padding\n    values: [\"false\"]\n", 1))
+	var out bytes.Buffer
+	l := analyticLab(s, newMemStore())
+	l.Progress = NewEvents(&labprogress.LineProgress{W: &out})
+	if _, err := l.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := "== stage cuda_graph_padding: skipped, no candidate vllm can run is left: vLLM + cuda_graph_padding=false: unsupported: engine: vllm"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("progress lines lack %q:\n%s", want, out.String())
 	}
 }

@@ -1,6 +1,7 @@
 package labprogress
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/perflab/perflab/internal/report"
@@ -68,9 +69,13 @@ type Event struct {
 	Stored  int    `json:"stored,omitempty"`
 
 	// Stage is the current stage; Candidates its size (stage events).
-	Stage      string      `json:"stage,omitempty"`
-	Candidates int         `json:"candidates,omitempty"`
-	Trial      *TrialEvent `json:"trial,omitempty"`
+	Stage      string `json:"stage,omitempty"`
+	Candidates int    `json:"candidates,omitempty"`
+	// Skipped says why a stage runs no candidate though it had some: each
+	// was one its engine cannot run, or one the guide ruled out (stage
+	// events).
+	Skipped string      `json:"skipped,omitempty"`
+	Trial   *TrialEvent `json:"trial,omitempty"`
 
 	// Done counts the trials ended so far (stored ones included), Ran
 	// those run now; Planned is the plan's estimate, never below Done.
@@ -127,3 +132,16 @@ type SinkFunc func(e Event)
 
 // Event implements Sink.
 func (f SinkFunc) Event(e Event) { f(e) }
+
+// StageLine is the line a stage event prints: its candidates, or why it
+// runs none.
+func (e Event) StageLine() string {
+	if e.Skipped != "" {
+		return fmt.Sprintf("== stage %s: skipped, %s\n", e.Stage, e.Skipped)
+	}
+	noun := "candidates"
+	if e.Candidates == 1 {
+		noun = "candidate"
+	}
+	return fmt.Sprintf("== stage %s: %d %s\n", e.Stage, e.Candidates, noun)
+}

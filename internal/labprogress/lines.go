@@ -24,7 +24,7 @@ func (p *LineProgress) Event(e Event) {
 		fmt.Fprintf(p.W, "lab %s: %s on %dx %s, runtime %s, objective %s; engines %s; at most %d trials (--dry-run tells the path), %d already stored\n",
 			e.Name, e.Model, e.GPUs, e.GPU, e.Runtime, e.Objective, e.Engines, e.Planned, e.Stored)
 	case EventStage:
-		fmt.Fprintf(p.W, "== stage %s: %d candidates\n", e.Stage, e.Candidates)
+		io.WriteString(p.W, e.StageLine())
 	case EventTrialEnded:
 		t := e.Trial
 		how := "ran"

@@ -65,7 +65,7 @@ func (b *BarProgress) Event(e Event) {
 	switch e.Type {
 	case EventStage:
 		if p != nil {
-			fmt.Fprintf(p, "== stage %s: %d candidates\n", e.Stage, e.Candidates)
+			io.WriteString(p, e.StageLine())
 		}
 	case EventTrialEnded:
 		if bar == nil {
