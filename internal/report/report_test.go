@@ -348,13 +348,9 @@ func TestScriptCommandInReport(t *testing.T) {
 	}
 }
 
-// TestBaselineHeaderNamesItsEngine: the before/after table names the
-// baseline's own engine; it said vLLM whatever the baseline ran.
-func TestBaselineHeaderNamesItsEngine(t *testing.T) {
-	run, trials := fixture(t)
-	for i := range trials {
-		trials[i].Config = json.RawMessage(`{"engine":"trtllm","tensor_parallel":1}`)
-	}
+// markdownOf builds the report of a stored run and renders its markdown.
+func markdownOf(t *testing.T, run store.Run, trials []store.Trial) (*Report, string) {
+	t.Helper()
 	r, err := Build(run, trials)
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +359,17 @@ func TestBaselineHeaderNamesItsEngine(t *testing.T) {
 	if err := WriteMarkdown(&buf, r); err != nil {
 		t.Fatal(err)
 	}
-	md := buf.String()
+	return r, buf.String()
+}
+
+// TestBaselineHeaderNamesItsEngine: the before/after table names the
+// baseline's own engine; it said vLLM whatever the baseline ran.
+func TestBaselineHeaderNamesItsEngine(t *testing.T) {
+	run, trials := fixture(t)
+	for i := range trials {
+		trials[i].Config = json.RawMessage(`{"engine":"trtllm","tensor_parallel":1}`)
+	}
+	_, md := markdownOf(t, run, trials)
 	if !strings.Contains(md, "| baseline (TensorRT-LLM without any optimizations) |") || strings.Contains(md, "vLLM without") {
 		t.Errorf("before/after header does not name TensorRT-LLM:\n%s", md)
 	}
@@ -385,15 +391,7 @@ func TestNotRunIsNotAFailure(t *testing.T) {
 	st["candidates"] = append(st["candidates"].([]any), map[string]any{
 		"name": "SGLang + cuda_graph_padding=false", "decision": "skipped", "reason": why, "why": "unsupported", "gpus": 1})
 	run.Summary, _ = json.Marshal(sum)
-	r, err := Build(run, trials)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := WriteMarkdown(&buf, r); err != nil {
-		t.Fatal(err)
-	}
-	md := buf.String()
+	r, md := markdownOf(t, run, trials)
 	_, section, _ := strings.Cut(md, "#### SGLang + cuda_graph_padding=false\n\n")
 	section, _, _ = strings.Cut(section, "####")
 	if !strings.HasPrefix(section, "Not run: "+why) || strings.Contains(section, "Failed") || strings.Contains(section, "not recorded") {
