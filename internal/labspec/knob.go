@@ -530,12 +530,11 @@ func perEngineDefaults(k string) map[string][]string {
 	return out
 }
 
-// defaultValues are a knob's default candidates (nil: the knob needs values
-// or, for engine and parallelism, derives them from the spec).
+// defaultValues are a knob's default candidates (nil: the knob needs values,
+// its candidates are per engine (perEngineDefaults: quantization, attention
+// backend), or, for engine and parallelism, derives them from the spec).
 func defaultValues(k string) []string {
 	switch k {
-	case KnobQuantization:
-		return []string{"fp8"}
 	case KnobKVCacheDtype:
 		return []string{"fp8"}
 	case KnobMaxNumSeqs:
@@ -554,8 +553,6 @@ func defaultValues(k string) []string {
 		// Padding on is the change worth a trial: it is the default of
 		// every engine but TensorRT-LLM, where it is one.
 		return []string{"true"}
-	case KnobAttentionBackend:
-		return nil
 	case KnobEngine, KnobParallelism:
 		return []string{""} // derived
 	}
