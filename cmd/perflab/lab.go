@@ -176,6 +176,10 @@ func printPlan(ctx context.Context, w, progress io.Writer, spec *labspec.Spec, s
 	fmt.Fprintf(w, "lab %s: %s on %dx %s, runtime %s, objective %s\n", spec.Name, spec.Model, spec.Hardware.Count, spec.Hardware.GPU, spec.Runtime, spec.Objective.Metric)
 	fmt.Fprintf(w, "%-28s %8s\n", "stage", "trials")
 	for _, s := range p.Stages {
+		if s.Skipped != "" {
+			fmt.Fprintf(w, "%-28s %8d  skipped: %s\n", s.Name, s.Trials, s.Skipped)
+			continue
+		}
 		fmt.Fprintf(w, "%-28s %8d\n", s.Name, s.Trials)
 	}
 	how := "the run's own path (sim-predict)"

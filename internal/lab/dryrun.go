@@ -48,6 +48,9 @@ type DryRunPlan struct {
 type DryRunStage struct {
 	Name   string
 	Trials int
+	// Skipped says why a stage of the spec runs nothing on this path
+	// (Trials is then 0): left out of the plan, it read as ignored.
+	Skipped string
 }
 
 // DryRun walks the lab's plan without running anything: the lab itself,
@@ -67,9 +70,9 @@ func DryRun(ctx context.Context, spec *labspec.Spec, guide *PredictRunner, guide
 	}
 	l := &Lab{Spec: &sp, Store: mem, Runner: &runner, Guide: guide, GuideKey: guideKey}
 	start := time.Now()
+	dp := &dryRunProgress{w: progress, spec: spec, start: start, every: dryRunEvery, seen: map[string]bool{}}
+	l.Progress = dp
 	if progress != nil {
-		dp := &dryRunProgress{w: progress, spec: spec, start: start, every: dryRunEvery, seen: map[string]bool{}}
-		l.Progress = dp
 		// Between trials too: the joint search's guide predicts hundreds
 		// of configs before its next trial, a minute or more.
 		// Ticks finer than the interval, so a quiet spell gets its line
@@ -98,13 +101,7 @@ func DryRun(ctx context.Context, spec *labspec.Spec, guide *PredictRunner, guide
 		return nil, fmt.Errorf("lab: dry run: %w", err)
 	}
 	p := &DryRunPlan{Trials: len(trials), UpperBound: PlanOf(spec).Trials, Exact: !kind.Servers()}
-	for _, t := range trials {
-		if n := len(p.Stages); n > 0 && p.Stages[n-1].Name == t.Stage {
-			p.Stages[n-1].Trials++
-			continue
-		}
-		p.Stages = append(p.Stages, DryRunStage{Name: t.Stage, Trials: 1})
-	}
+	p.Stages = planStages(trials, dp.skipped)
 	p.UpperBound = max(p.UpperBound, p.Trials)
 	if sum.Winner != nil {
 		p.Winner = sum.Winner.Name
@@ -117,6 +114,34 @@ func DryRun(ctx context.Context, spec *labspec.Spec, guide *PredictRunner, guide
 		p.ETA = took
 	}
 	return p, nil
+}
+
+// planStages counts trials by stage, in the order they ran, with each
+// skipped stage where the path passed it.
+func planStages(trials []store.Trial, skipped []stageSkip) []DryRunStage {
+	var out []DryRunStage
+	k := 0
+	flush := func(at int) {
+		for ; k < len(skipped) && skipped[k].at <= at; k++ {
+			out = append(out, DryRunStage{Name: skipped[k].name, Skipped: skipped[k].why})
+		}
+	}
+	for i, t := range trials {
+		flush(i)
+		if n := len(out); n > 0 && out[n-1].Name == t.Stage && out[n-1].Skipped == "" {
+			out[n-1].Trials++
+			continue
+		}
+		out = append(out, DryRunStage{Name: t.Stage, Trials: 1})
+	}
+	flush(len(trials))
+	return out
+}
+
+// stageSkip is a stage that ran nothing, after at trials of the path.
+type stageSkip struct {
+	at        int
+	name, why string
 }
 
 // dryRunEvery is how long a dry run stays silent at most while the path
@@ -184,9 +209,21 @@ type dryRunProgress struct {
 	trials []store.Trial
 	seen   map[string]bool
 	last   time.Time
+	// skipped are the stages that ran nothing, for the plan's table.
+	skipped []stageSkip
 }
 
-var _ Progress = (*dryRunProgress)(nil)
+var (
+	_ Progress     = (*dryRunProgress)(nil)
+	_ stageSkipper = (*dryRunProgress)(nil)
+)
+
+// StageSkipped implements stageSkipper.
+func (p *dryRunProgress) StageSkipped(name, why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.skipped = append(p.skipped, stageSkip{at: len(p.trials), name: name, why: why})
+}
 
 func (p *dryRunProgress) Start(*labspec.Spec, int, int) {}
 func (p *dryRunProgress) Stage(string, int)             {}
@@ -221,6 +258,9 @@ func (p *dryRunProgress) quiet() {
 // line writes the projection so far; callers hold mu.
 func (p *dryRunProgress) line(now time.Time, where string) {
 	p.last = now
+	if p.w == nil {
+		return
+	}
 	c := projectCost(p.spec, p.trials)
 	fmt.Fprintf(p.w, "dry run %s: %d trials, %d configs, %d starts, %.2f GPU-hours so far (%s)\n",
 		now.Sub(p.start).Round(time.Second), len(p.trials), c.configs, c.starts, c.gpuHours, where)

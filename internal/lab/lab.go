@@ -656,14 +656,17 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		pts = append(pts, p)
 	}
 	if len(pts) == 0 {
+		why := ""
 		if len(ss.Candidates) == 0 {
 			ss.Skipped = fmt.Sprintf("no candidate applies to %s", eng)
+			why = ss.Skipped
 		} else {
 			ss.Skipped = fmt.Sprintf("no candidate %s can run is left", eng)
-			if sk, ok := l.Progress.(stageSkipper); ok {
-				c := ss.Candidates[0]
-				sk.StageSkipped(st.Name, fmt.Sprintf("%s: %s: %s", ss.Skipped, c.Name, c.Reason))
-			}
+			c := ss.Candidates[0]
+			why = fmt.Sprintf("%s: %s: %s", ss.Skipped, c.Name, c.Reason)
+		}
+		if sk, ok := l.Progress.(stageSkipper); ok {
+			sk.StageSkipped(st.Name, why)
 		}
 		return inc, incScore, nil
 	}

@@ -26,9 +26,11 @@ type Progress interface {
 	Done(sum *Summary)
 }
 
-// stageSkipper is a Progress that is told of a stage that runs nothing
-// though it had candidates, so a user sees why on the console and not only
-// in the report: a value the spec names that its engine cannot run.
+// stageSkipper is a Progress that is told of a stage that runs nothing,
+// so a user sees why on the console and in a dry run's plan, not only in
+// the report: a value the spec names that its engine cannot run, or a knob
+// with nothing to try on the incumbent's engine (padding on vLLM, which
+// always pads). Silence read as the stage being ignored.
 type stageSkipper interface {
 	StageSkipped(name, why string)
 }

@@ -3,11 +3,13 @@ package lab
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/perflab/perflab/internal/labprogress"
 	"github.com/perflab/perflab/internal/labspec"
+	"github.com/perflab/perflab/internal/store"
 )
 
 const paddingSpec = `
@@ -130,5 +132,39 @@ func TestSkippedStageSaysWhyOnTheConsole(t *testing.T) {
 	want := "== stage cuda_graph_padding: skipped, no candidate vllm can run is left: vLLM + cuda_graph_padding=false: unsupported: engine: vllm"
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("progress lines lack %q:\n%s", want, out.String())
+	}
+}
+
+// TestDryRunPlanListsSkippedStages: a stage that runs nothing on the path
+// (padding on SGLang, which pads already) is a row of the dry run's plan,
+// with its reason and between the stages around it, not left out: the
+// helper trying the product read its absence as the stage being ignored.
+func TestDryRunPlanListsSkippedStages(t *testing.T) {
+	s := mustSpec(t, strings.Replace(strings.Replace(paddingSpec, "%s", "sglang", 1),
+		"  - name: cuda_graph_padding\n",
+		"  - name: chunked\n    knob: chunked_prefill\n    values: [false]\n  - name: cuda_graph_padding\n  - name: caching\n    knob: prefix_caching\n    values: [false]\n", 1))
+	mem, err := store.Open(context.Background(), "sqlite::memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	guide := &PredictRunner{Predictor: AnalyticPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	plan, err := DryRun(context.Background(), s, guide, "analytic", mem, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, st := range plan.Stages {
+		names = append(names, st.Name)
+		if (st.Name == "cuda_graph_padding") != (st.Skipped != "") || st.Skipped != "" && st.Trials != 0 {
+			t.Errorf("stage %s: %d trials, skipped %q", st.Name, st.Trials, st.Skipped)
+		}
+	}
+	if got, want := strings.Join(names, " "), "baseline chunked cuda_graph_padding caching"; got != want {
+		t.Errorf("plan stages %q, want %q", got, want)
+	}
+	if i := slices.IndexFunc(plan.Stages, func(st DryRunStage) bool { return st.Skipped != "" }); i >= 0 &&
+		!strings.Contains(plan.Stages[i].Skipped, "no candidate applies to sglang") {
+		t.Errorf("skipped for %q", plan.Stages[i].Skipped)
 	}
 }
