@@ -132,7 +132,19 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 	js := &JointSummary{Knobs: ks}
 	l.sum.Joint = js
 	staged := inc
-	pts := s.Enumerate(inc.spec.Point, s.Axes(ks), 20000)
+	axes := s.Axes(ks)
+	if vs, ok := axes[labspec.KnobMaxNumSeqs]; ok && kindOf(s.Objective).loadSLO(s.Objective) == nil {
+		// A load search sweeps the load, so only a workload run as
+		// written has a fixed number of requests in flight.
+		n := s.Tuning.InFlightCap()
+		kept, dropped := labspec.TrimUnbinding(vs, n, inc.spec.Point[labspec.KnobMaxNumSeqs])
+		axes[labspec.KnobMaxNumSeqs] = kept
+		if len(dropped) > 0 {
+			js.LeftOut = fmt.Sprintf("max_num_seqs %s not searched: %s never has more than %d requests in flight, so a larger limit admits the same batches",
+				strings.Join(dropped, ", "), s.Tuning.Name, n)
+		}
+	}
+	pts := s.Enumerate(inc.spec.Point, axes, 20000)
 	js.Space = len(pts)
 	if l.Progress != nil {
 		l.Progress.Stage("joint search (guide)", len(pts))

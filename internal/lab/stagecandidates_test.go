@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -166,5 +167,47 @@ func TestDryRunPlanListsSkippedStages(t *testing.T) {
 	if i := slices.IndexFunc(plan.Stages, func(st DryRunStage) bool { return st.Skipped != "" }); i >= 0 &&
 		!strings.Contains(plan.Stages[i].Skipped, "no candidate applies to sglang") {
 		t.Errorf("skipped for %q", plan.Stages[i].Skipped)
+	}
+}
+
+// TestJointSearchLeavesOutUnreachedBatchLimits: with 48 requests in flight
+// at most, every max_num_seqs of 48 or more admits them all, so the joint
+// search ranks the smallest such limit and the engine's default and none
+// of the larger ones (the helper's run spent trials on 512, 1024 and
+// 2048), and the report says which it left out. A workload with more
+// requests in flight than every limit keeps them all.
+func TestJointSearchLeavesOutUnreachedBatchLimits(t *testing.T) {
+	for _, tc := range []struct {
+		conc     int
+		leftOut  string
+		notTried []string
+	}{
+		{48, "max_num_seqs 512, 1024, 2048 not searched", []string{"max_num_seqs=512", "max_num_seqs=1024", "max_num_seqs=2048"}},
+		{4000, "", nil},
+	} {
+		t.Run(fmt.Sprint(tc.conc), func(t *testing.T) {
+			spec := strings.NewReplacer("max_concurrency: 48", fmt.Sprintf("max_concurrency: %d", tc.conc), "num_prompts: 240", "num_prompts: 5000",
+				"search: {disable: true}", "search: {knobs: [max_num_seqs], max_trials: 10}",
+				"  - name: cuda_graph_padding\n", "  - name: caching\n    knob: prefix_caching\n    values: [false]\n").Replace(strings.Replace(paddingSpec, "%s", "vllm", 1))
+			s := mustSpec(t, spec)
+			sum, err := analyticLab(s, newMemStore()).Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := sum.Joint
+			if j == nil {
+				t.Fatal("no joint search")
+			}
+			if !strings.Contains(j.LeftOut, tc.leftOut) || (tc.leftOut == "") != (j.LeftOut == "") {
+				t.Errorf("left out %q, want %q", j.LeftOut, tc.leftOut)
+			}
+			for _, c := range j.Tried {
+				for _, bad := range tc.notTried {
+					if strings.Contains(c.Name, bad) {
+						t.Errorf("tried %s", c.Name)
+					}
+				}
+			}
+		})
 	}
 }

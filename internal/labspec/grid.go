@@ -3,6 +3,7 @@ package labspec
 import (
 	"maps"
 	"slices"
+	"strconv"
 )
 
 // DefaultSearchKnobs are the knobs that interact and are searched jointly
@@ -126,4 +127,50 @@ func (s *Spec) Enumerate(from Point, axes map[string][]string, limit int) []Poin
 	}
 	rec(0, from.Clone())
 	return out
+}
+
+// InFlightCap is the most requests the workload can have in flight at
+// once: its max_concurrency, or its num_prompts when that is fewer; 0 when
+// neither is set.
+func (w Workload) InFlightCap() int {
+	c := w.MaxConcurrency
+	if w.NumPrompts > 0 && (c == 0 || w.NumPrompts < c) {
+		c = w.NumPrompts
+	}
+	return c
+}
+
+// TrimUnbinding trims a max_num_seqs axis for a workload that never has
+// more than inFlight requests in flight. Every limit at or above inFlight
+// admits every request, so on that workload they run the same batches, and
+// measuring more than one of them spends trials on one server's figures.
+// (The engines size a few buffers by the limit, vLLM's sampler warm-up and
+// SGLang's request pool, which moves the KV cache by far less than noise.)
+// It keeps the limits below inFlight, the smallest at or above it, the
+// engine's default ("") and keep (the incumbent's), and returns the rest as
+// dropped. inFlight 0 keeps everything.
+func TrimUnbinding(values []string, inFlight int, keep string) (kept, dropped []string) {
+	if inFlight <= 0 {
+		return values, nil
+	}
+	least := -1
+	for _, v := range values {
+		if n, err := strconv.Atoi(v); err == nil && n >= inFlight && (least < 0 || n < least) {
+			least = n
+		}
+	}
+	for _, v := range values {
+		n, err := strconv.Atoi(v)
+		if v == "" || v == keep || err != nil || n < inFlight || n == least {
+			kept = append(kept, v)
+			continue
+		}
+		dropped = append(dropped, v)
+	}
+	slices.SortFunc(dropped, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return x - y
+	})
+	return kept, dropped
 }

@@ -148,7 +148,7 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 		for i := range j.Tried {
 			r.Tried = append(r.Tried, *from(&j.Tried[i], "joint search"))
 		}
-		r.Search = &SearchInfo{Trials: sum.TuningTrials, Note: j.StopReason}
+		r.Search = &SearchInfo{Trials: sum.TuningTrials, Note: j.StopReason, LeftOut: j.LeftOut}
 		if sum.Staged != nil {
 			r.Search.GreedyBest, r.Search.GreedyConfig = sum.Staged.Score, sum.Staged.Name
 		}

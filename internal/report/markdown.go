@@ -234,6 +234,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		if s.Note != "" {
 			p("%s\n", s.Note)
 		}
+		if s.LeftOut != "" {
+			p("%s.\n", s.LeftOut)
+		}
 		p("\n")
 	}
 	if em := engineMetricsRows(r); len(em) > 0 {

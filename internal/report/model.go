@@ -183,6 +183,8 @@ type SearchInfo struct {
 	GridBest       float64 `json:"grid_best,omitempty"`
 	GridBestConfig string  `json:"grid_best_config,omitempty"`
 	Note           string  `json:"note,omitempty"`
+	// LeftOut says which knob values the search did not rank, and why.
+	LeftOut string `json:"left_out,omitempty"`
 }
 
 // tookLead says whether the joint search ended on another configuration

@@ -147,6 +147,9 @@ type JointSummary struct {
 	Hopeless int `json:"hopeless,omitempty"`
 	// Improved says whether the search beat the staged winner.
 	Improved bool `json:"improved"`
+	// LeftOut says which knob values the search did not rank, and why
+	// ("" when none): batch limits the tuning workload never reaches.
+	LeftOut string `json:"left_out,omitempty"`
 }
 
 // GeneralizationPair is the baseline and the winner on one workload.
