@@ -653,14 +653,14 @@ func TestExternalSources(t *testing.T) {
 	}
 }
 
-// The bounds TestExternalSources holds a kind's whole set to (2026-11-27,
-// since a carried loss splits into the engine core's part and host time
-// and an FP8 checkpoint on the A100 runs weight-only: served total tok/s
-// 15.5% MAPE, in range 78/78, TTFT 74/78, TPOT 65/68, 25 of 31 required
+// The bounds TestExternalSources holds a kind's whole set to (2026-11-28,
+// since the 8B latency report's 14 EAGLE3 blocks are scored at the
+// published acceptance prior with its range: served total tok/s 14.4%
+// MAPE, in range 92/92, TTFT 87/92, TPOT 79/82, 25 of 31 required
 // orderings; offline 20.1%, 173/173, since TensorRT-LLM runs uncaptured
 // batch sizes eagerly and the calibration was refitted).
 const (
-	externalServedTPSMAPE   = 0.16
+	externalServedTPSMAPE   = 0.15
 	externalOrderingsMissed = 6
 	externalOfflineMAPE     = 0.205
 	externalOfflineCoverage = 0.97
