@@ -654,7 +654,12 @@ func (s *Spec) validate(line func(string) int) error {
 		}
 		kn, ok := knobs[k]
 		if !ok {
-			return bad(p, "stage %q: unknown knob %q (want one of %s)", st.Name, k, strings.Join(KnobNames(), ", "))
+			// The line that names the knob: knob: when written, else name:.
+			kp := p + ".knob"
+			if line(kp) == 0 {
+				kp = p + ".name"
+			}
+			return bad(kp, "stage %q: unknown knob %q (want one of %s)", st.Name, k, strings.Join(KnobNames(), ", "))
 		}
 		if k != KnobEngine && len(st.Values) == 0 && len(st.PerEngine) == 0 {
 			if len(defaultValues(k)) == 0 && perEngineDefaults(k) == nil {
