@@ -609,6 +609,15 @@ func (l *Lab) generalizationSpecs(p labspec.Point, cfg engine.Config) []TrialSpe
 	return specs
 }
 
+// inFlightCap is the most requests the tuning workload has in flight, 0
+// when it is not fixed: a load search sweeps the load.
+func (l *Lab) inFlightCap() int {
+	if kindOf(l.Spec.Objective).loadSLO(l.Spec.Objective) != nil {
+		return 0
+	}
+	return l.Spec.Tuning.InFlightCap()
+}
+
 // stage runs one stage against the incumbent and returns the new incumbent.
 func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore float64) (*result, float64, error) {
 	s := l.Spec
@@ -627,7 +636,16 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		seen[labspec.ConfigHash(inc.spec.Config)] = true
 		seen[labspec.SameServer(inc.spec.Config)] = true
 	}
-	for _, v := range s.StageValues(st, eng) {
+	values := s.StageValues(st, eng)
+	var unreached map[string]bool
+	if n := l.inFlightCap(); n > 0 && st.Knob == labspec.KnobMaxNumSeqs {
+		_, dropped := labspec.TrimUnbinding(values, n, incPt[st.Knob])
+		unreached = map[string]bool{}
+		for _, v := range dropped {
+			unreached[v] = true
+		}
+	}
+	for _, v := range values {
 		p := incPt.With(st.Knob, v)
 		if st.Knob == labspec.KnobEngine {
 			p = l.switchEngine(incPt, v)
@@ -647,6 +665,11 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		// not worth a trial (it would only fail as invalid_config).
 		if why := labspec.Unsupported(cfg); why != "" {
 			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, report.WhyUnsupported, "unsupported: "+why))
+			continue
+		}
+		if unreached[v] {
+			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, report.WhyUnreached,
+				fmt.Sprintf("%s never has more than %d requests in flight, so a smaller limit of this stage admits the same batches", s.Tuning.Name, l.inFlightCap())))
 			continue
 		}
 		if why, hopeless := l.hopeless(ctx, cfg, inc, incScore); hopeless {
@@ -772,7 +795,12 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 		case !r.eligible():
 			c.Decision, c.Reason, c.Why = "skipped", r.why, r.kind
 		case r != best:
-			c.Decision, c.Reason, c.Why = "skipped", fmt.Sprintf("not the best in stage (%+.2f%%)", 100*c.Gain), report.WhyNotBest
+			// Name the run it lost to: the stage compares one run of each,
+			// and the report's ranking beside it shows the winner's mean
+			// over its repeats, which may lie below this run.
+			c.Decision, c.Why = "skipped", report.WhyNotBest
+			c.Reason = fmt.Sprintf("not the best in stage (%+.2f%%): one run each, %s %.2f > %.2f %s",
+				100*c.Gain, Label(best.spec.Point), best.score, r.score, ObjectiveUnit(l.Spec.Objective))
 		}
 		cands[i] = *c
 	}

@@ -133,10 +133,8 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 	l.sum.Joint = js
 	staged := inc
 	axes := s.Axes(ks)
-	if vs, ok := axes[labspec.KnobMaxNumSeqs]; ok && kindOf(s.Objective).loadSLO(s.Objective) == nil {
-		// A load search sweeps the load, so only a workload run as
-		// written has a fixed number of requests in flight.
-		n := s.Tuning.InFlightCap()
+	if vs, ok := axes[labspec.KnobMaxNumSeqs]; ok && l.inFlightCap() > 0 {
+		n := l.inFlightCap()
 		kept, dropped := labspec.TrimUnbinding(vs, n, inc.spec.Point[labspec.KnobMaxNumSeqs])
 		axes[labspec.KnobMaxNumSeqs] = kept
 		if len(dropped) > 0 {

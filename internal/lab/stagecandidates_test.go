@@ -10,6 +10,7 @@ import (
 
 	"github.com/perflab/perflab/internal/labprogress"
 	"github.com/perflab/perflab/internal/labspec"
+	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/store"
 )
 
@@ -209,5 +210,37 @@ func TestJointSearchLeavesOutUnreachedBatchLimits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStageLeavesOutUnreachedBatchLimits: the default max_num_seqs stage
+// (256 to 2048) under 48 requests in flight runs 256 alone; the others
+// are listed as not run, with the reason, and no trial is spent on them.
+func TestStageLeavesOutUnreachedBatchLimits(t *testing.T) {
+	s := mustSpec(t, strings.Replace(strings.Replace(paddingSpec, "%s", "vllm", 1),
+		"  - name: cuda_graph_padding\n", "  - name: max_num_seqs\n", 1))
+	sum, err := analyticLab(s, newMemStore()).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Stages) != 1 {
+		t.Fatalf("%d stages", len(sum.Stages))
+	}
+	ran, unreached := 0, 0
+	for _, c := range sum.Stages[0].Candidates {
+		switch {
+		case c.Why == report.WhyUnreached:
+			unreached++
+			if c.TrialKey != "" || !strings.Contains(c.Reason, "never has more than 48 requests in flight") {
+				t.Errorf("%s: trial %q, reason %q", c.Name, c.TrialKey, c.Reason)
+			}
+		case strings.Contains(c.Name, "max_num_seqs=256"):
+			ran++
+		default:
+			t.Errorf("candidate %s (%s: %s)", c.Name, c.Why, c.Reason)
+		}
+	}
+	if ran != 1 || unreached != 3 || sum.TrialsRun != 2 {
+		t.Errorf("ran %d, unreached %d, %d trials; want 1, 3 and 2 (the baseline's and 256's)", ran, unreached, sum.TrialsRun)
 	}
 }

@@ -23,6 +23,10 @@ const (
 	// lies below the incumbent's measured score (max_load_under_slo, where
 	// a candidate costs a whole load search).
 	WhyHopeless Why = "hopeless"
+	// WhyUnreached: not run, as its batch limit is above the most
+	// requests the tuning workload has in flight, where a smaller limit of
+	// the stage admits the same batches (labspec.TrimUnbinding).
+	WhyUnreached Why = "unreached"
 	// WhyBudget: the budget stopped it before a decision.
 	WhyBudget Why = "budget"
 	// WhyNotBest: another candidate of the step scored higher.
