@@ -124,8 +124,13 @@ func TestBenchSLONothingSustainable(t *testing.T) {
 	if !errors.Is(err, loadsearch.ErrNotFound) {
 		t.Fatalf("err %v, want ErrNotFound", err)
 	}
-	if !strings.Contains(stdout, "no lower load can meet the SLO") {
-		t.Errorf("the search does not say that no lower load can meet the SLO")
+	// Either end says why the search stopped short. On a busy machine the
+	// simulated server's TTFT falls with its load (3.6, 3.2, 2.8 ms from 8
+	// down to 2 req/s, seen 2026-11-28 beside other test binaries), more
+	// than the tenth per halving the floor rule allows, so the search goes
+	// on down to a point that --max-seconds leaves undecided.
+	if !strings.Contains(stdout, "no lower load can meet the SLO") && !strings.Contains(stdout, "a lower load's points last longer") {
+		t.Errorf("the search does not say why it stopped: neither that no lower load can meet the SLO nor that a lower load's points last longer")
 	}
 	rows := 0
 	for _, l := range strings.Split(stdout, "\n") {
