@@ -244,3 +244,61 @@ func TestStageLeavesOutUnreachedBatchLimits(t *testing.T) {
 		t.Errorf("ran %d, unreached %d, %d trials; want 1, 3 and 2 (the baseline's and 256's)", ran, unreached, sum.TrialsRun)
 	}
 }
+
+// scriptedRunner measures with inner and sets each trial's total tok/s
+// from a table: per max_num_batched_tokens (0 for the baseline), per
+// repeat.
+type scriptedRunner struct {
+	inner  Runner
+	scores map[int][]float64
+}
+
+func (r scriptedRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) {
+	m, err := r.inner.Run(ctx, t)
+	if err != nil || m.Result == nil {
+		return m, err
+	}
+	res := *m.Result
+	res.TotalTokenThroughput = r.scores[t.Config.MaxNumBatchedTokens][t.Repeat]
+	m.Result = &res
+	return m, nil
+}
+
+// TestRunnerUpWithinNoiseGetsItsRepeats: a stage picks its best on one
+// run each, then repeats it. A runner-up whose one run lies within the
+// noise floor of the best's is not beaten by that: it gets its repeats
+// too, and the higher mean goes on. Here 8192's first run (1205) edges
+// 16384's (1200), but over three runs 16384 leads (1233 against 1168), so
+// 16384 is kept and 8192 says what it lost to.
+func TestRunnerUpWithinNoiseGetsItsRepeats(t *testing.T) {
+	s := mustSpec(t, strings.NewReplacer("  - name: cuda_graph_padding\n", "  - name: batch\n    knob: max_num_batched_tokens\n    values: [8192, 16384]\n",
+		"repeats: 1", "repeats: 3").Replace(strings.Replace(paddingSpec, "%s", "vllm", 1)))
+	l := analyticLab(s, newMemStore())
+	l.Runner = scriptedRunner{inner: l.Runner, scores: map[int][]float64{
+		0:     {1000, 1010, 990},
+		8192:  {1205, 1150, 1150},
+		16384: {1200, 1250, 1250},
+	}}
+	sum, err := l.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Winner == nil || !strings.Contains(sum.Winner.Name, "max_num_batched_tokens=16384") {
+		t.Fatalf("winner %+v, want 16384", sum.Winner)
+	}
+	for _, c := range sum.Stages[0].Candidates {
+		switch {
+		case strings.Contains(c.Name, "=8192"):
+			if c.Why != report.WhyNotBest || len(c.RepeatScores) != 3 || !strings.Contains(c.Reason, "over 3 runs each") {
+				t.Errorf("8192: %s (%s), repeats %v", c.Reason, c.Why, c.RepeatScores)
+			}
+		case strings.Contains(c.Name, "=16384"):
+			if c.Decision != "kept" || len(c.RepeatScores) != 3 {
+				t.Errorf("16384: %s %s, repeats %v", c.Decision, c.Reason, c.RepeatScores)
+			}
+		}
+	}
+	if sum.TrialsRun != 9 {
+		t.Errorf("%d trials, want 9: three runs of each of the three configs", sum.TrialsRun)
+	}
+}
