@@ -84,7 +84,7 @@ func TestBadRequests(t *testing.T) {
 		field, has        string
 	}{
 		{"unknown field", "application/yaml", strings.Replace(smallSpec, "repeats: 2", "repeats: 2\nrepeatz: 3", 1), 400, 20, "repeatz", "repeatz"},
-		{"bad knob", "application/yaml", strings.Replace(smallSpec, "name: quantization", "name: quantisation", 1), 400, 14, "stages[1]", "quantisation"},
+		{"bad knob", "application/yaml", strings.Replace(smallSpec, "name: quantization", "name: quantisation", 1), 400, 14, "stages[1].name", "quantisation"},
 		{"not yaml", "application/yaml", "name: [", 400, 1, "", ""},
 		{"json spec error", "application/json", `{"name": "j", "model": "m", "hardware": {"gpu": "H100", "count": -1}}`, 400, 0, "", "count"},
 		{"dataset outside root", "application/yaml", strings.Replace(smallSpec, "tuning: {name: rnd, dataset: random,", "tuning: {name: rnd, dataset: sharegpt, path: "+filepath.Join(outside, "d.json")+",", 1), 400, 0, "tuning.path", filepath.Join(outside, "d.json")},
