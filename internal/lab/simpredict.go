@@ -67,6 +67,9 @@ func (sp SimPredictor) Predict(ctx context.Context, cfg engine.Config, hw labspe
 	}
 	recs, dur := pointWindow(w.Point, pred.Records, pred.Duration, &opt)
 	res := metrics.Compute(recs, dur, opt)
+	if a := sim.Assumptions(p, sp.Coefficients); len(a) > 0 && res.Perflab != nil {
+		res.Perflab.Assumptions = a
+	}
 	b, err := res.MarshalJSON()
 	if err != nil {
 		return out, fmt.Errorf("lab: encode prediction: %w", err)

@@ -302,3 +302,43 @@ func TestRunnerUpWithinNoiseGetsItsRepeats(t *testing.T) {
 		t.Errorf("%d trials, want 9: three runs of each of the three configs", sum.TrialsRun)
 	}
 }
+
+// TestSimulatedAssumptionsInReport: on the simulator (standing in for the
+// engine and GPU), a kept n-gram draft rests on a published acceptance,
+// not a measurement; the report says so under the recommended command and
+// beside the candidate's figures, and the baseline, which assumes
+// nothing, says nothing.
+func TestSimulatedAssumptionsInReport(t *testing.T) {
+	s := mustSpec(t, strings.NewReplacer("  - name: cuda_graph_padding\n", "  - name: speculative\n    values: [\"ngram:4\"]\n",
+		"max_concurrency: 48", "max_concurrency: 8").Replace(strings.Replace(paddingSpec, "%s", "vllm", 1)))
+	st := newMemStore()
+	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	l := &Lab{Spec: s, Store: st, Runner: r, Guide: r}
+	sum, err := l.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sum.Winner.Name, "ngram") {
+		t.Fatalf("winner %s: the test needs the draft kept", sum.Winner.Name)
+	}
+	run := st.runs[l.StoredRun().Key]
+	rep, err := report.Build(run, st.trials[run.ID])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Baseline == nil || len(rep.Baseline.Assumptions) != 0 {
+		t.Errorf("baseline assumptions %v, want none", rep.Baseline)
+	}
+	var md bytes.Buffer
+	if err := report.WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Its figures are simulated, and the simulator assumed, not measured: speculative acceptance 0.27 per draft token",
+		"The simulator assumed, not measured:\n\n- speculative acceptance 0.27",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

@@ -12,6 +12,12 @@ type Perflab struct {
 	// Warnings lists impossible or suspicious values (see Validate) and
 	// notes from the importer. Flagged, never fatal.
 	Warnings []string `json:"warnings,omitempty"`
+	// Assumptions lists what a simulated result takes as given instead of
+	// measured (sim.Assumptions: a speculative acceptance from published
+	// figures, an attention backend priced as the default), so a reader
+	// of the figures knows which knob's effect is not the simulator's to
+	// tell. Empty for measured results.
+	Assumptions []string `json:"assumptions,omitempty"`
 
 	// PeakOutputTokensPerS is the largest number of output tokens received
 	// in one 1-s bucket, counting every token a chunk carries (ChunkTokens).

@@ -14,18 +14,17 @@ import (
 // stored with it (an import's findings, in perflab.warnings) and those the
 // metrics package's Validate raises on reading it again (decoding runs
 // Validate), so a result stored before a check existed is still checked.
-func resultBlock(raw json.RawMessage) (string, []string, error) {
+func resultBlock(raw json.RawMessage) (block string, warnings, assumptions []string, err error) {
 	var res metrics.Result
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return "", nil, fmt.Errorf("decode result: %w", err)
+		return "", nil, nil, fmt.Errorf("decode result: %w", err)
 	}
-	var warnings []string
 	if res.Perflab != nil {
-		warnings = res.Perflab.Warnings
+		warnings, assumptions = res.Perflab.Warnings, res.Perflab.Assumptions
 	}
 	var b strings.Builder
 	if err := res.WriteText(&b); err != nil {
-		return "", nil, fmt.Errorf("print result: %w", err)
+		return "", nil, nil, fmt.Errorf("print result: %w", err)
 	}
-	return b.String(), warnings, nil
+	return b.String(), warnings, assumptions, nil
 }

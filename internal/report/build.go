@@ -239,7 +239,7 @@ func candidateOf(t store.Trial, defaultGPUs int) (*Candidate, error) {
 		c.Reason = nonEmpty(c.Reason, fmt.Sprintf("0 of %d requests succeeded", m.NumPrompts))
 	}
 	if t.Status == "ok" && len(t.Result) > 0 {
-		c.Block, c.Warnings, err = resultBlock(t.Result)
+		c.Block, c.Warnings, c.Assumptions, err = resultBlock(t.Result)
 		if err != nil {
 			return nil, fmt.Errorf("trial %s: %w", t.Key, err)
 		}

@@ -29,6 +29,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if r.Recommended != nil {
 		p("Recommended configuration for optimizing %s of %s on %s:\n\n", objective.WordsOf(r.Objective).Noun, r.Model, gpuPhrase(r))
 		p("```bash\n%s\n```\n\n", r.Recommended.Command)
+		if a := r.Recommended.Assumptions; len(a) > 0 {
+			p("Its figures are simulated, and the simulator assumed, not measured: %s. Measure it before relying on the gain.\n\n", strings.Join(a, "; "))
+		}
 	} else if anyOK(r) {
 		// Imported results, or a lab that stopped before deciding: results
 		// exist, but no decision was recorded to recommend from.
@@ -133,6 +136,13 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 					label += fmt.Sprintf(" (first of %d runs; the figures compared are their mean)", c.Runs)
 				}
 				p("%s:\n\n```\n%s```\n\n", label, ensureNL(c.Block))
+			}
+			if len(c.Assumptions) > 0 {
+				p("The simulator assumed, not measured:\n\n")
+				for _, a := range c.Assumptions {
+					p("- %s\n", a)
+				}
+				p("\n")
 			}
 			if len(c.Warnings) > 0 {
 				p("Warnings on this result:\n\n")

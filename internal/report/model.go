@@ -96,6 +96,9 @@ type Candidate struct {
 	// Warnings lists what the result's checks found (stored on import and
 	// raised again on reading), shown beside its figures.
 	Warnings []string `json:"warnings,omitempty"`
+	// Assumptions lists what a simulated result took as given instead of
+	// measured (metrics.Perflab.Assumptions).
+	Assumptions []string `json:"assumptions,omitempty"`
 	// Block is the vLLM-format result block.
 	Block string `json:"block,omitempty"`
 	// EngineMetrics is the server's /metrics at the end of the run.

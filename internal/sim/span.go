@@ -283,6 +283,10 @@ func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Re
 		spec = fmt.Sprintf("speculative acceptance %.2f per draft token is %s, not measured on this workload; the range holds %.2f to %.2f",
 			pri.point, pri.basis, pri.lo, pri.hi)
 	}
+	backend := ""
+	if name, dflt, ok := unfittedBackend(p, main); ok {
+		backend = fmt.Sprintf("attention backend %s has no fitted factor on this calibration: priced as the default, %s (range ±%.0f%%)", name, dflt, 100*unseenBackend)
+	}
 	s.widen(folds, p.Engine)
 	notes, factor := unseenWidening(pr0.Params, main, folds)
 	if bound != "" {
@@ -290,6 +294,10 @@ func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Re
 	}
 	if spec != "" {
 		notes = append(notes, spec)
+	}
+	if backend != "" {
+		notes = append(notes, backend)
+		factor *= 1 + unseenBackend
 	}
 	s.Unseen = notes
 	s.widenBy(factor)

@@ -24,7 +24,59 @@ const (
 	// held out, fitted on Qwen3 alone) was 34.2% off on throughput; its
 	// latencies were worse (338% / 274%), so for latency this is a floor.
 	unseenFamily = 0.34
+	// unseenBackend: an attention backend the calibration has no factor
+	// for is priced as the engine's default. Measured backends of one
+	// engine differ by up to 15% in throughput (the 8B H100 latency
+	// report, SGLang FP8 at concurrency 4: fa3 1,351, triton 1,305,
+	// flashinfer 1,143 tok/s).
+	unseenBackend = 0.15
 )
+
+// Assumptions lists what a prediction of p on the calibration c (nil: the
+// embedded one) takes as given instead of measured, each with its basis,
+// for a result's reader: the lab attaches them to a simulated trial's
+// result, and PredictSpan widens its range by each.
+func Assumptions(p Params, c *Coefficients) []string {
+	var out []string
+	if p.SpecMethod != "" && p.SpecAcceptance == 0 {
+		pri := acceptanceOf(p.SpecMethod)
+		out = append(out, fmt.Sprintf("speculative acceptance %.2f per draft token is %s, not measured on this workload (published workloads span %.2f to %.2f)",
+			pri.point, pri.basis, pri.lo, pri.hi))
+	}
+	if name, dflt, ok := unfittedBackend(p, c); ok {
+		out = append(out, fmt.Sprintf("attention backend %s has no fitted factor on %s %s: priced as the default, %s", name, p.Engine, p.Version, dflt))
+	}
+	return out
+}
+
+// unfittedBackend says whether p names an attention backend other than
+// its engine's default that the calibration has no factor for, with the
+// backend and the default.
+func unfittedBackend(p Params, c *Coefficients) (name, dflt string, ok bool) {
+	if p.AttentionBackend == "" {
+		return "", "", false
+	}
+	q, err := p.WithDefaults()
+	if err != nil {
+		return "", "", false
+	}
+	d := p
+	d.AttentionBackend = ""
+	dq, err := d.WithDefaults()
+	if err != nil || strings.EqualFold(q.AttentionBackend, dq.AttentionBackend) {
+		return "", "", false
+	}
+	if c == nil {
+		c = DefaultCoefficients()
+	}
+	coef, _ := c.For(q)
+	_, pre := coef.Backend[q.AttentionBackend]
+	_, dec := coef.BackendDecode[q.AttentionBackend]
+	if pre || dec {
+		return "", "", false
+	}
+	return q.AttentionBackend, dq.AttentionBackend, true
+}
 
 // modelFamily is a model name less its size and variant: "Llama-3.1" for
 // Llama-3.1-70B-Instruct-FP8, "Qwen3" for Qwen3-235B-A22B, "Qwen3.5" for

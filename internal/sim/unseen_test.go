@@ -107,3 +107,59 @@ func TestUnseenGPUSaysCarried(t *testing.T) {
 		}
 	}
 }
+
+// TestAssumptions: a prediction says what it takes as given: a
+// speculative acceptance the caller did not give, and an attention
+// backend the calibration has no factor for. A given acceptance, the
+// default backend and a fitted one assume nothing.
+func TestAssumptions(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		p    Params
+		want string
+	}{
+		{"plain", Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen3-14B", GPU: "H100"}, ""},
+		{"eagle3 prior", Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen3-14B", GPU: "H100", SpecMethod: "eagle3", SpecTokens: 3},
+			"speculative acceptance 0.68 per draft token is EAGLE-3 on MT-Bench"},
+		{"acceptance given", Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen3-14B", GPU: "H100", SpecMethod: "eagle3", SpecTokens: 3, SpecAcceptance: 0.5}, ""},
+		{"trtllm flashinfer", Params{Engine: "trtllm", Version: "1.2.0rc1", Model: "Qwen3-14B", GPU: "H100", AttentionBackend: "FLASHINFER"},
+			"attention backend FLASHINFER has no fitted factor on trtllm 1.2.0rc1: priced as the default, TRTLLM"},
+		{"trtllm default named", Params{Engine: "trtllm", Version: "1.2.0rc1", Model: "Qwen3-14B", GPU: "H100", AttentionBackend: "TRTLLM"}, ""},
+		{"sglang fitted", Params{Engine: "sglang", Version: "0.5.5.post1", Model: "Qwen3-14B", GPU: "H100", AttentionBackend: "flashinfer"}, ""},
+	} {
+		got := strings.Join(Assumptions(c.p, nil), "; ")
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestSpanHoldsAcceptanceRange: with no acceptance given, the range holds
+// the run at both ends of the method's published acceptance, and says so;
+// without that, n-gram drafting at 8 requests in flight, where decode
+// steps bound the run, would print a range that excludes a workload as
+// repetitive as a translation set.
+func TestSpanHoldsAcceptanceRange(t *testing.T) {
+	reqs := fixedReqs(40, 300, 120)
+	p := Params{Engine: "vllm", Version: "0.11.0", Model: "Qwen3-14B", GPU: "H100", SpecMethod: "ngram", SpecTokens: 4}
+	load := Load{MaxConcurrency: 8}
+	s, err := PredictSpan(p, nil, nil, reqs, load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pri := acceptanceOf("ngram")
+	for _, a := range []float64{pri.lo, pri.hi} {
+		q := p
+		q.SpecAcceptance = a
+		pr, err := PredictWith(q, nil, reqs, load)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tps, _, _ := s.Contains(Figures{TotalTPS: pr.Result.TotalTokenThroughput}); !tps {
+			t.Errorf("acceptance %.2f: %.1f tok/s outside the range %.1f..%.1f", a, pr.Result.TotalTokenThroughput, s.Lo.TotalTPS, s.Hi.TotalTPS)
+		}
+	}
+	if !strings.Contains(strings.Join(s.Unseen, "; "), "the range holds 0.01 to 0.75") {
+		t.Errorf("the range does not say why it is wide: %v", s.Unseen)
+	}
+}
