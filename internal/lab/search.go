@@ -266,8 +266,9 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 			break
 		}
 		if cands[0].opt <= bar {
-			js.StopReason = fmt.Sprintf("no untested config is predicted to beat the incumbent by more than the noise floor%s (best %.1f vs %.1f %s)",
-				optimism(ranged, len(ups) > 0), cands[0].opt, bar, ObjectiveUnit(s.Objective))
+			u := ObjectiveUnit(s.Objective)
+			js.StopReason = fmt.Sprintf("no untested config is predicted to beat the incumbent by more than the noise floor%s: the best of them, %s, is predicted at %.1f %s, and beating the incumbent's %.1f %s by the floor (%.2f%%) needs %.1f",
+				optimism(ranged, len(ups) > 0), Label(cands[0].p), cands[0].opt, u, incScore, u, 100*thr, bar)
 			break
 		}
 		if tried >= s.Search.MaxTrials {
