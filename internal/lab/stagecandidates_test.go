@@ -310,7 +310,7 @@ func TestRunnerUpWithinNoiseGetsItsRepeats(t *testing.T) {
 // nothing, says nothing.
 func TestSimulatedAssumptionsInReport(t *testing.T) {
 	s := mustSpec(t, strings.NewReplacer("  - name: cuda_graph_padding\n", "  - name: speculative\n    values: [\"ngram:4\"]\n",
-		"max_concurrency: 48", "max_concurrency: 8").Replace(strings.Replace(paddingSpec, "%s", "vllm", 1)))
+		"max_concurrency: 48", "max_concurrency: 8").Replace(strings.Replace(paddingSpec, "%s", "vllm, version: 0.11.0", 1)))
 	st := newMemStore()
 	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
 	l := &Lab{Spec: s, Store: st, Runner: r, Guide: r}

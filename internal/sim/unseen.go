@@ -43,6 +43,11 @@ func Assumptions(p Params, c *Coefficients) []string {
 		out = append(out, fmt.Sprintf("speculative acceptance %.2f per draft token is %s, not measured on this workload (published workloads span %.2f to %.2f)",
 			pri.point, pri.basis, pri.lo, pri.hi))
 	}
+	if q, err := p.WithDefaults(); err == nil {
+		if from, borrowed := c.Borrowed(q); borrowed {
+			out = append(out, fmt.Sprintf("no calibration of %s %s on %s fits this deployment: it borrows %s's", q.Engine, q.Version, gpuName(q.GPU), from))
+		}
+	}
 	if name, dflt, ok := unfittedBackend(p, c); ok {
 		out = append(out, fmt.Sprintf("attention backend %s has no fitted factor on %s %s: priced as the default, %s", name, p.Engine, p.Version, dflt))
 	}

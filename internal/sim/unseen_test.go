@@ -126,6 +126,8 @@ func TestAssumptions(t *testing.T) {
 			"attention backend FLASHINFER has no fitted factor on trtllm 1.2.0rc1: priced as the default, TRTLLM"},
 		{"trtllm default named", Params{Engine: "trtllm", Version: "1.2.0rc1", Model: "Qwen3-14B", GPU: "H100", AttentionBackend: "TRTLLM"}, ""},
 		{"sglang fitted", Params{Engine: "sglang", Version: "0.5.5.post1", Model: "Qwen3-14B", GPU: "H100", AttentionBackend: "flashinfer"}, ""},
+		{"unknown version", Params{Engine: "vllm", Version: "0.11.7", Model: "Qwen3-14B", GPU: "H100"},
+			"no calibration of vllm 0.11.7 on H100 fits this deployment: it borrows H100/vllm/0.11.0's"},
 	} {
 		got := strings.Join(Assumptions(c.p, nil), "; ")
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
