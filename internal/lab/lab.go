@@ -799,8 +799,8 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 			// and the report's ranking beside it shows the winner's mean
 			// over its repeats, which may lie below this run.
 			c.Decision, c.Why = "skipped", report.WhyNotBest
-			c.Reason = fmt.Sprintf("not the best in stage (%+.2f%%): one run each, %s %.2f > %.2f %s",
-				100*c.Gain, Label(best.spec.Point), best.score, r.score, ObjectiveUnit(l.Spec.Objective))
+			c.Reason = fmt.Sprintf("not the best in stage (%+.2f%%): one run each, %s", 100*c.Gain,
+				versus(Label(best.spec.Point), best.score, r.score, ObjectiveUnit(l.Spec.Objective)))
 		}
 		cands[i] = *c
 	}
@@ -879,8 +879,8 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 			cands[i].Gain = g
 		}
 		if mean(rs) <= mean(bestScores) {
-			cands[i].Reason = fmt.Sprintf("not the best in stage (%+.2f%%): over %d runs each, %s %.2f > %.2f %s",
-				100*cands[i].Gain, len(rs), Label(best.spec.Point), mean(bestScores), mean(rs), unit)
+			cands[i].Reason = fmt.Sprintf("not the best in stage (%+.2f%%): over %d runs each, %s%s", 100*cands[i].Gain, len(rs),
+				versus(Label(best.spec.Point), mean(bestScores), mean(rs), unit), tie(mean(bestScores), mean(rs), thr))
 			continue
 		}
 		cands[bi].RepeatScores, cands[bi].Score = bestScores, mean(bestScores)
@@ -888,8 +888,8 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 			cands[bi].Gain = g
 		}
 		cands[bi].Decision, cands[bi].Why = "skipped", report.WhyNotBest
-		cands[bi].Reason = fmt.Sprintf("not the best in stage (%+.2f%%): over %d runs each, %s %.2f > %.2f %s",
-			100*cands[bi].Gain, len(rs), Label(r.spec.Point), mean(rs), mean(bestScores), unit)
+		cands[bi].Reason = fmt.Sprintf("not the best in stage (%+.2f%%): over %d runs each, %s%s", 100*cands[bi].Gain, len(rs),
+			versus(Label(r.spec.Point), mean(rs), mean(bestScores), unit), tie(mean(rs), mean(bestScores), thr))
 		best, bi, bestScores = r, i, rs
 		cands[bi].Decision, cands[bi].Reason, cands[bi].Why = "", "", ""
 		floor = NoiseFloor(incScores, bestScores)
@@ -967,6 +967,27 @@ func (l *Lab) repeatPair(ctx context.Context, stage string, inc, cand *result) (
 		return incS, nil, nil
 	}
 	return incS, candS, nil
+}
+
+// versus says how the winner's score compares with a loser's:
+// "SGLang 6938.12 > 6927.18 tok/s", or "SGLang measured the same
+// (5833.93 tok/s), and the first in the stage's order goes on" when they
+// are equal at the precision shown.
+func versus(winner string, w, loser float64, unit string) string {
+	if fmt.Sprintf("%.2f", w) == fmt.Sprintf("%.2f", loser) {
+		return fmt.Sprintf("%s measured the same (%.2f %s), and the first in the stage's order goes on", winner, w, unit)
+	}
+	return fmt.Sprintf("%s %.2f > %.2f %s", winner, w, loser, unit)
+}
+
+// tie says when two means lie within the noise floor thr of each other:
+// the higher goes on, but the measurements do not tell them apart.
+func tie(w, loser, thr float64) string {
+	g, ok := relGain(w, loser)
+	if !ok || g > thr || fmt.Sprintf("%.2f", w) == fmt.Sprintf("%.2f", loser) {
+		return "" // versus says "the same"
+	}
+	return fmt.Sprintf(", a tie within the noise floor (%.2f%% <= %.2f%%): the higher mean goes on", 100*g, 100*thr)
 }
 
 // repeatOne runs r Repeats times in all (its first run reused) and returns

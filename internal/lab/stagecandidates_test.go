@@ -289,7 +289,8 @@ func TestRunnerUpWithinNoiseGetsItsRepeats(t *testing.T) {
 	for _, c := range sum.Stages[0].Candidates {
 		switch {
 		case strings.Contains(c.Name, "=8192"):
-			if c.Why != report.WhyNotBest || len(c.RepeatScores) != 3 || !strings.Contains(c.Reason, "over 3 runs each") {
+			if c.Why != report.WhyNotBest || len(c.RepeatScores) != 3 || !strings.Contains(c.Reason, "over 3 runs each") ||
+				!strings.Contains(c.Reason, "a tie within the noise floor") {
 				t.Errorf("8192: %s (%s), repeats %v", c.Reason, c.Why, c.RepeatScores)
 			}
 		case strings.Contains(c.Name, "=16384"):
@@ -339,6 +340,23 @@ func TestSimulatedAssumptionsInReport(t *testing.T) {
 	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// TestVersus: a loser's reason compares the two figures, and says when
+// they are equal at the precision shown or within the noise floor.
+func TestVersus(t *testing.T) {
+	for _, tc := range []struct {
+		w, l, thr float64
+		want      string
+	}{
+		{6938.12, 6927.18, 0.0566, "SGLang 6938.12 > 6927.18 tok/s, a tie within the noise floor (0.16% <= 5.66%): the higher mean goes on"},
+		{9344.30, 8595.53, 0.05, "SGLang 9344.30 > 8595.53 tok/s"},
+		{5833.93, 5833.931, 0, "SGLang measured the same (5833.93 tok/s), and the first in the stage's order goes on"},
+	} {
+		if got := versus("SGLang", tc.w, tc.l, "tok/s") + tie(tc.w, tc.l, tc.thr); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
 		}
 	}
 }

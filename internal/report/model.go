@@ -284,11 +284,20 @@ func ranking(cands []Candidate) string {
 		}
 	}
 	sort.SliceStable(ok, func(i, j int) bool { return ok[i].Metrics.TotalTPS > ok[j].Metrics.TotalTPS })
-	parts := make([]string, len(ok))
+	var b strings.Builder
 	for i, c := range ok {
-		parts[i] = fmt.Sprintf("%s (%s tok/s%s)", c.Name, tpsFigure(c), runsNote(c))
+		if i > 0 {
+			// Equal at the precision shown is a tie, not a ranking:
+			// "x > x" reads as false on its face.
+			sep := " > "
+			if fmt.Sprintf("%.2f", ok[i-1].Metrics.TotalTPS) == fmt.Sprintf("%.2f", c.Metrics.TotalTPS) {
+				sep = " = "
+			}
+			b.WriteString(sep)
+		}
+		fmt.Fprintf(&b, "%s (%s tok/s%s)", c.Name, tpsFigure(c), runsNote(c))
 	}
-	s := strings.Join(parts, " > ")
+	s := b.String()
 	if len(failed) > 0 {
 		if s != "" {
 			s += "; "
@@ -312,6 +321,9 @@ func summarySentence(a, b Candidate) string {
 	d := a.Metrics.TotalTPS - b.Metrics.TotalTPS
 	s := fmt.Sprintf("`%s` Total TPS = %s, `%s` Total TPS = %s. `%s` is faster by %.2f tok/s (%.2f%%)",
 		a.Name, tpsFigure(a), b.Name, tpsFigure(b), a.Name, d, 100*d/b.Metrics.TotalTPS)
+	if fmt.Sprintf("%.2f", d) == "0.00" {
+		s = fmt.Sprintf("`%s` Total TPS = %s, `%s` Total TPS = %s: the same", a.Name, tpsFigure(a), b.Name, tpsFigure(b))
+	}
 	ta, tb := a.Metrics.MeanTPOTMs, b.Metrics.MeanTPOTMs
 	if ta > 0 && tb > 0 {
 		// The reference reports' wording: "reduced by X ms (Y%)", or
@@ -321,7 +333,11 @@ func summarySentence(a, b Candidate) string {
 		if dt < 0 {
 			verb, dt, slower = "increased", -dt, " slower"
 		}
-		s += fmt.Sprintf("; Mean TPOT = %.2f ms vs %.2f ms, %s by %.2f ms (%.2f%%%s)", ta, tb, verb, dt, 100*dt/tb, slower)
+		if fmt.Sprintf("%.2f", dt) == "0.00" {
+			s += fmt.Sprintf("; Mean TPOT = %.2f ms vs %.2f ms, the same", ta, tb)
+		} else {
+			s += fmt.Sprintf("; Mean TPOT = %.2f ms vs %.2f ms, %s by %.2f ms (%.2f%%%s)", ta, tb, verb, dt, 100*dt/tb, slower)
+		}
 	}
 	return s + "."
 }

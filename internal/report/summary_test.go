@@ -19,9 +19,29 @@ func TestSummarySentence(t *testing.T) {
 			Candidate{Name: "vLLM", Metrics: Metrics{TotalTPS: 11527.14, MeanTPOTMs: 15.12}},
 			"`vLLM` Total TPS = 11527.14, `SGLang` Total TPS = 6499.41. `vLLM` is faster by 5027.73 tok/s (77.36%); Mean TPOT = 15.12 ms vs 138.86 ms, reduced by 123.74 ms (89.11%).",
 		},
+		{
+			// An exact tie (the simulator gives vLLM's three attention
+			// backends one figure): not "faster by 0.00 tok/s".
+			Candidate{Name: "vLLM", Metrics: Metrics{TotalTPS: 5833.93, MeanTPOTMs: 37.36}},
+			Candidate{Name: "vLLM + FLASHINFER", Metrics: Metrics{TotalTPS: 5833.93, MeanTPOTMs: 37.36}},
+			"`vLLM` Total TPS = 5833.93, `vLLM + FLASHINFER` Total TPS = 5833.93: the same; Mean TPOT = 37.36 ms vs 37.36 ms, the same.",
+		},
 	} {
 		if got := summarySentence(tc.a, tc.b); got != tc.want {
 			t.Errorf("got  %s\nwant %s", got, tc.want)
 		}
+	}
+}
+
+// TestRankingTies: candidates equal at the precision shown are joined by
+// "=", not ranked.
+func TestRankingTies(t *testing.T) {
+	got := ranking([]Candidate{
+		{Name: "A", Status: "ok", Metrics: Metrics{TotalTPS: 5833.93}},
+		{Name: "B", Status: "ok", Metrics: Metrics{TotalTPS: 6000}},
+		{Name: "C", Status: "ok", Metrics: Metrics{TotalTPS: 5833.931}},
+	})
+	if want := "B (6000.00 tok/s) > C (5833.93 tok/s) = A (5833.93 tok/s)"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
