@@ -307,6 +307,18 @@ func ServerPrograms() []string {
 	return out
 }
 
+// ChunksByDefault says whether the engine at version chunks prefills when
+// not told either way. vLLM's V1 engine, the default from 0.8.0, turns
+// enable_chunked_prefill on for generative models (EngineArgs
+// _set_default_args); SGLang chunks at its default --chunked-prefill-size;
+// TensorRT-LLM's enable_chunked_prefill defaults to false (Defaults).
+func (k *Kind) ChunksByDefault(version string) bool {
+	if k.Name == VLLM {
+		return version == "" || VersionAtLeast(version, "0.8.0")
+	}
+	return k.Defaults.ChunkedPrefill
+}
+
 // HasAttentionBackend reports whether the engine accepts backend b.
 func (k *Kind) HasAttentionBackend(b string) bool {
 	for _, n := range k.AttentionBackends {

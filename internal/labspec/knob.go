@@ -213,7 +213,14 @@ var knobs = map[string]knob{
 	KnobChunkedPrefill: {
 		check: checkBool,
 		apply: func(cfg *engine.Config, _ *Spec, v string) bool {
-			cfg.ChunkedPrefill = parseTri(v)
+			b := parseTri(v)
+			// The engine's default is no change (vLLM's V1 chunks already;
+			// --enable-chunked-prefill started the same server under
+			// another name, and the lab measured it again).
+			if k, ok := engine.KindOf(cfg.Engine); ok && b != nil && *b == k.ChunksByDefault(cfg.Version) {
+				b = nil
+			}
+			cfg.ChunkedPrefill = b
 			return true
 		},
 	},
