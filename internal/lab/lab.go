@@ -637,6 +637,7 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		seen[labspec.SameServer(inc.spec.Config)] = true
 	}
 	values := s.StageValues(st, eng)
+	var own []string // values that are the incumbent's own server
 	var unreached map[string]bool
 	if n := l.inFlightCap(); n > 0 && st.Knob == labspec.KnobMaxNumSeqs {
 		_, dropped := labspec.TrimUnbinding(values, n, incPt[st.Knob])
@@ -658,6 +659,9 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		// candidate starts is the same measurement.
 		h, srv := labspec.ConfigHash(cfg), labspec.SameServer(cfg)
 		if seen[h] || seen[srv] {
+			if inc != nil && (h == labspec.ConfigHash(inc.spec.Config) || srv == labspec.SameServer(inc.spec.Config)) {
+				own = append(own, st.Knob+"="+v)
+			}
 			continue
 		}
 		seen[h], seen[srv] = true, true
@@ -680,10 +684,16 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 	}
 	if len(pts) == 0 {
 		why := ""
-		if len(ss.Candidates) == 0 {
+		switch {
+		case len(ss.Candidates) == 0 && len(own) > 0:
+			// Say which values, so "parallelism on 1 GPU" does not read as
+			// a knob the engine lacks.
+			ss.Skipped = fmt.Sprintf("nothing to try on %s: %s starts the incumbent's own server", eng, strings.Join(own, ", "))
+			why = ss.Skipped
+		case len(ss.Candidates) == 0:
 			ss.Skipped = fmt.Sprintf("no candidate applies to %s", eng)
 			why = ss.Skipped
-		} else {
+		default:
 			ss.Skipped = fmt.Sprintf("no candidate %s can run is left", eng)
 			c := ss.Candidates[0]
 			why = fmt.Sprintf("%s: %s: %s", ss.Skipped, c.Name, c.Reason)
