@@ -917,6 +917,14 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 		return inc, incScore, floor, nil
 	}
 	cands[bi].Gain = gain
+	if gain <= 0 {
+		// Its one run led; its repeats did not: no gain, not a gain too
+		// small to trust.
+		cands[bi].Decision = "skipped"
+		cands[bi].Reason = fmt.Sprintf("no gain over %d runs each (%+.2f%%)", len(bestScores), 100*gain)
+		cands[bi].Why = report.WhyNoGain
+		return inc, mean(incScores), floor, nil
+	}
 	if gain <= thr {
 		cands[bi].Decision = "skipped"
 		cands[bi].Reason = fmt.Sprintf("below noise floor (%+.2f%% <= %.2f%%)", 100*gain, 100*thr)

@@ -105,6 +105,7 @@ func Build(run store.Run, trials []store.Trial) (*Report, error) {
 		st := Stage{Index: i + 1, Name: s.Name, Title: s.Name, Incumbent: from(s.Incumbent, s.Name), NoiseFloor: s.NoiseFloor}
 		if s.Skipped != "" {
 			st.Title += " (skipped: " + s.Skipped + ")"
+			st.Skipped = s.Skipped
 		}
 		st.Winner = st.Incumbent
 		for j := range s.Candidates {

@@ -190,7 +190,9 @@ func stageChart(r *Report) (*plot.Plot, error) {
 	names := []string{"baseline"}
 	vals := plotter.Values{r.Baseline.Metrics.TotalTPS}
 	for _, st := range r.Stages {
-		if st.Winner == nil {
+		// A stage that ran nothing has no bar: drawn, it read as a stage
+		// that ran and gained 0%.
+		if st.Winner == nil || st.Skipped != "" {
 			continue
 		}
 		names = append(names, st.Name)

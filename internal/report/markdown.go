@@ -109,6 +109,14 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	for _, st := range r.Stages {
 		p("### %d. %s\n\n", st.Index, st.Title)
 		shown := st.Candidates
+		if st.Skipped != "" && len(shown) == 0 {
+			// Nothing ran: reprinting the incumbent's figures read as a
+			// result of this stage.
+			if st.Incumbent != nil {
+				p("Nothing ran; the incumbent stays %s.\n\n", st.Incumbent.Name)
+			}
+			continue
+		}
 		if st.Incumbent != nil && !containsKey(shown, st.Incumbent.Key) {
 			inc := *st.Incumbent
 			inc.Name += " (incumbent)"

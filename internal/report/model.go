@@ -163,6 +163,8 @@ type Stage struct {
 	Ranking string `json:"ranking"`
 	// Summary is the 9B report's "Summary:" sentence for the best pair.
 	Summary string `json:"summary"`
+	// Skipped says why the stage ran nothing ("" when it ran).
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Workload is a benchmark dataset with the commands that reproduce it.

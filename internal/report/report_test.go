@@ -401,3 +401,35 @@ func TestNotRunIsNotAFailure(t *testing.T) {
 		t.Errorf("ranking = %q", r.Stages[1].Ranking)
 	}
 }
+
+// TestSkippedStageShowsNothingRan: a stage that ran nothing says so and
+// who stays the incumbent, without reprinting the incumbent's figures as
+// if they were the stage's result, and has no bar in the stage chart.
+func TestSkippedStageShowsNothingRan(t *testing.T) {
+	run, trials := fixture(t)
+	var sum map[string]any
+	if err := json.Unmarshal(run.Summary, &sum); err != nil {
+		t.Fatal(err)
+	}
+	stages := sum["stages"].([]any)
+	st := stages[1].(map[string]any)
+	st["candidates"] = []any{}
+	st["kept"] = ""
+	st["skipped"] = "nothing to try on sglang: parallelism=tp1 starts the incumbent's own server"
+	run.Summary, _ = json.Marshal(sum)
+	r, md := markdownOf(t, run, trials)
+	_, section, _ := strings.Cut(md, "(skipped: nothing to try on sglang: parallelism=tp1 starts the incumbent's own server)\n\n")
+	section, _, _ = strings.Cut(section, "###")
+	if !strings.HasPrefix(section, "Nothing ran; the incumbent stays ") || strings.Contains(section, "Benchmark result") || strings.Contains(section, "Result:") {
+		t.Errorf("the skipped stage's section reads:\n%s", section)
+	}
+	p, err := stageChart(r)
+	if err != nil || p == nil {
+		t.Fatalf("stage chart: %v", err)
+	}
+	for _, tk := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+		if tk.Label == r.Stages[1].Name {
+			t.Errorf("the chart has a bar for the skipped stage %s", tk.Label)
+		}
+	}
+}
