@@ -68,6 +68,12 @@ func mustSpec(t testing.TB, text string) *labspec.Spec {
 	return s
 }
 
+// simRunner predicts trials with the simulator in process, standing in
+// for the engines and the GPU, on the stand-in requests.
+func simRunner(s *labspec.Spec) *PredictRunner {
+	return &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+}
+
 func analyticLab(s *labspec.Spec, st Store) *Lab {
 	r := &PredictRunner{Predictor: AnalyticPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests), Noise: s.Noise}
 	return &Lab{Spec: s, Store: st, Runner: r, Guide: r}

@@ -26,7 +26,7 @@ func TestLoadBudgetHoldsUnderParallelSearches(t *testing.T) {
 	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}\nbudget: {max_trials: 2}", 1)
 	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["8", "32", "128", "512"]`, 1)
 	s := mustSpec(t, spec)
-	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	r := simRunner(s)
 	st := newMemStore()
 	var progress bytes.Buffer
 	l := &Lab{Spec: s, Store: st, Runner: r, Guide: r, Progress: NewProgress(&progress)}
@@ -150,7 +150,7 @@ func TestLoadConcurrencyReached(t *testing.T) {
 	spec = strings.Replace(spec, `ttft_p99<=1s,tpot_p99<=40ms,success>=99%`, `ttft_p50<=20s,success>=99%`, 1)
 	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["512"]`, 1)
 	s := mustSpec(t, spec)
-	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	r := simRunner(s)
 	sum, err := (&Lab{Spec: s, Store: newMemStore(), Runner: shyClient{r}, Guide: r}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestLoadGuidedStart(t *testing.T) {
 	racetest.SkipCPUBound(t) // whole simulated lab runs; the searches' goroutines are raced in TestLoadBudgetHoldsUnderParallelSearches
 	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
 	s := mustSpec(t, spec)
-	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	r := simRunner(s)
 	run := func(guide Guide) (map[string]float64, float64) {
 		sum, err := (&Lab{Spec: s, Store: newMemStore(), Runner: r, Guide: guide}).Run(context.Background())
 		if err != nil {
@@ -262,7 +262,7 @@ func TestLoadHopelessNotSearched(t *testing.T) {
 	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
 	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["4", "512"]`, 1)
 	s := mustSpec(t, spec)
-	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	r := simRunner(s)
 	run := func(guide Guide) (*Summary, []store.Trial) {
 		st := newMemStore()
 		l := &Lab{Spec: s, Store: st, Runner: r, Guide: guide}
@@ -312,7 +312,7 @@ func TestLoadSpecStartWins(t *testing.T) {
 		guided bool
 	}{{start: ", start: 2"}, {start: "", guided: true}} {
 		s := mustSpec(t, strings.Replace(spec, "axis: rate, max: 64", "axis: rate"+tc.start+", max: 64", 1))
-		r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+		r := simRunner(s)
 		st := newMemStore()
 		l := &Lab{Spec: s, Store: st, Runner: r, Guide: r}
 		if _, err := l.Run(context.Background()); err != nil {
@@ -359,7 +359,7 @@ func TestLoadResumeTakesNoPlaceForStoredSearch(t *testing.T) {
 	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}\nbudget: {max_trials: 3}", 1)
 	spec = strings.Replace(spec, `values: ["32", "512"]`, `values: ["8", "32", "128", "512"]`, 1)
 	s := mustSpec(t, spec)
-	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	r := simRunner(s)
 	st := newMemStore()
 	first, err := (&Lab{Spec: s, Store: st, Runner: r, Guide: r}).Run(context.Background())
 	if err != nil {
@@ -397,7 +397,7 @@ func TestLoadGeneralization(t *testing.T) {
 	spec := strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1)
 	spec = strings.Replace(spec, "no_generalization: true", "generalization: [{name: short, dataset: random, input_len: 256, output_len: 128, num_prompts: 600, seed: 7}]", 1)
 	s := mustSpec(t, spec)
-	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	r := simRunner(s)
 	sum, err := (&Lab{Spec: s, Store: newMemStore(), Runner: r, Guide: r}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -444,7 +444,7 @@ func TestLoadRepeatStartsAtFirstAnswer(t *testing.T) {
 	spec = strings.Replace(spec, "repeats: 1", "repeats: 3", 1)
 	s := mustSpec(t, spec)
 	s.Noise = labspec.Noise{}
-	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	r := simRunner(s)
 	l := &Lab{Spec: s, Store: newMemStore(), Runner: r, Guide: r}
 	sum, err := l.Run(context.Background())
 	if err != nil {

@@ -60,7 +60,7 @@ func TestMaxLoadUnderSLO(t *testing.T) {
 	if ObjectiveUnit(s.Objective) != "req/s within SLO" {
 		t.Fatalf("unit %q", ObjectiveUnit(s.Objective))
 	}
-	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	r := simRunner(s)
 	st := newMemStore()
 	sum, err := (&Lab{Spec: s, Store: st, Runner: r, Guide: r}).Run(context.Background())
 	if err != nil {
@@ -225,7 +225,7 @@ func TestLoadReport(t *testing.T) {
 	defer st.Close()
 	spec := strings.Replace(strings.Replace(loadSpec, "search: {max_trials: 3}", "search: {disable: true}", 1), `values: ["32", "512"]`, `values: ["8", "512"]`, 1)
 	s := mustSpec(t, spec)
-	pr := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	pr := simRunner(s)
 	var lines bytes.Buffer
 	sum, err := (&Lab{Spec: s, Store: st, Runner: slowClient{pr, 2.5}, Guide: pr, Progress: NewEvents(&labprogress.LineProgress{W: &lines})}).Run(ctx)
 	if err != nil {

@@ -181,7 +181,7 @@ func TestSimMoEPerGPU(t *testing.T) {
 	}
 	s := mustSpec(t, fmt.Sprintf(perGPUSpec, "throughput_per_gpu", 400))
 	st := newMemStore()
-	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	r := simRunner(s)
 	l := &Lab{Spec: s, Store: st, Runner: r, Guide: r}
 	sum, err := l.Run(context.Background())
 	if err != nil {

@@ -42,7 +42,7 @@ func TestGraphPaddingStage(t *testing.T) {
 	}{{"trtllm", true}, {"sglang", false}} {
 		t.Run(tc.engine, func(t *testing.T) {
 			s := mustSpec(t, strings.Replace(paddingSpec, "%s", tc.engine, 1))
-			r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+			r := simRunner(s)
 			l := &Lab{Spec: s, Store: newMemStore(), Runner: r, Guide: r}
 			sum, err := l.Run(context.Background())
 			if err != nil {
@@ -314,7 +314,7 @@ func TestSimulatedAssumptionsInReport(t *testing.T) {
 	s := mustSpec(t, strings.NewReplacer("  - name: cuda_graph_padding\n", "  - name: speculative\n    values: [\"ngram:4\"]\n",
 		"max_concurrency: 48", "max_concurrency: 8").Replace(strings.Replace(paddingSpec, "%s", "vllm, version: 0.11.0", 1)))
 	st := newMemStore()
-	r := &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
+	r := simRunner(s)
 	l := &Lab{Spec: s, Store: st, Runner: r, Guide: r}
 	sum, err := l.Run(context.Background())
 	if err != nil {
