@@ -689,7 +689,7 @@ func (s *Spec) validate(line func(string) int) error {
 	}
 	for i, k := range s.Search.Knobs {
 		if _, ok := knobs[k]; !ok {
-			return bad(fmt.Sprintf("$.search.knobs[%d]", i), "search: unknown knob %q", k)
+			return bad(fmt.Sprintf("$.search.knobs[%d]", i), "search: unknown knob %q (want one of %s)", k, strings.Join(KnobNames(), ", "))
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ func TestParseSpecErrors(t *testing.T) {
 		{"unknown field", head + "bogus: 1\n", "unknown field", 5},
 		{"bad engine", "name: x\nmodel: m\nengines:\n  - name: vlm\n", `engine "vlm"`, 4},
 		{"unknown knob", head + "stages:\n  - name: turbo\n", `unknown knob "turbo"`, 6},
+		{"unknown search knob lists the knobs", head + "search: {knobs: [max_num_batched_token]}\n", `search: unknown knob "max_num_batched_token" (want one of engine, quantization`, 5},
 		{"unknown knob on its knob line", head + "stages:\n  - name: my stage\n    knob: max_num_seq\n    values: [128]\n", `unknown knob "max_num_seq"`, 7},
 		{"bad value", head + "stages:\n  - name: max_num_seqs\n    values: [\"0\"]\n", "positive integer", 7},
 		{"bad rate", head + "tuning: {name: t, request_rate: fast}\n", "request_rate", 5},
