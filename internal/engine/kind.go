@@ -58,6 +58,13 @@ type Kind struct {
 	// enable_padding defaults to false, so a batch between two captured
 	// sizes runs eagerly.
 	PadsGraphs bool
+	// LeastMaxNumSeqs is the smallest running-request cap the engine picks
+	// when none is given, on any GPU (0: not known). vLLM's
+	// get_batch_defaults gives 256 below 70 GiB and on the A100, 1024
+	// above, doubled in throughput mode; TensorRT-LLM's max_batch_size
+	// defaults to 2048. SGLang's depends on its KV pool, and is 48 under
+	// speculative decoding, so it is left unknown.
+	LeastMaxNumSeqs int
 	// Programs are the executables (base names) that start the engine's
 	// server; Modules are the Python modules (python3 -m M) that do, a
 	// trailing "." matching any module under that package.
@@ -139,7 +146,8 @@ var kinds = []*Kind{
 		Programs: []string{"vllm"}, Modules: []string{"vllm."}, DefaultPort: 8000,
 		Protocol:        vllmProtocol{},
 		AsyncScheduling: true, PerformanceMode: true, PadsGraphs: true, Baseline: true, ResultBackend: "openai-chat",
-		Defaults: Defaults{GPUMemoryFraction: 0.9, MaxNumSeqs: 256, MaxNumBatchedTokens: 8192, ChunkedPrefill: true, StepOverheadMs: 9},
+		LeastMaxNumSeqs: 256,
+		Defaults:        Defaults{GPUMemoryFraction: 0.9, MaxNumSeqs: 256, MaxNumBatchedTokens: 8192, ChunkedPrefill: true, StepOverheadMs: 9},
 		// The route exists only under VLLM_SERVER_DEV_MODE=1
 		// (vllm/entrypoints/openai/api_server.py at v0.11.0,
 		// vllm/entrypoints/serve/cache/api_router.py at v0.17.1), and it
@@ -180,6 +188,7 @@ var kinds = []*Kind{
 		Aliases:                []string{"trt-llm", "tensorrt-llm", "tensorrt_llm"},
 		AttentionBackends:      []string{"TRTLLM", "FLASHINFER", "VANILLA"},
 		AttentionDefault:       "TRTLLM", // TorchLlmArgs.attn_backend, llmapi/llm_args.py
+		LeastMaxNumSeqs:        2048,
 		AttentionCandidates:    []string{"TRTLLM", "FLASHINFER"},
 		QuantizationCandidates: []string{QuantFP8Checkpoint},
 		Image: ImageRepo{Repo: "nvcr.io/nvidia/tensorrt-llm/release", Pinned: map[string]string{

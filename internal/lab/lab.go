@@ -609,6 +609,29 @@ func (l *Lab) generalizationSpecs(p labspec.Point, cfg engine.Config) []TrialSpe
 	return specs
 }
 
+// allUnreached says whether every candidate was left out as a batch limit
+// the workload never reaches: nothing the engine refused.
+func allUnreached(cs []Candidate) bool {
+	for _, c := range cs {
+		if c.Why != report.WhyUnreached {
+			return false
+		}
+	}
+	return len(cs) > 0
+}
+
+// defaultAdmits says whether every given engine, left to its default
+// running-request cap, admits n requests at once.
+func (l *Lab) defaultAdmits(n int, engines ...string) bool {
+	for _, e := range engines {
+		k, ok := engine.KindOf(e)
+		if !ok || k.LeastMaxNumSeqs < n {
+			return false
+		}
+	}
+	return len(engines) > 0
+}
+
 // inFlightCap is the most requests the tuning workload has in flight, 0
 // when it is not fixed: a load search sweeps the load.
 func (l *Lab) inFlightCap() int {
@@ -637,13 +660,27 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		seen[labspec.SameServer(inc.spec.Config)] = true
 	}
 	values := s.StageValues(st, eng)
-	var own []string // values that are the incumbent's own server
-	var unreached map[string]bool
+	var own []string                // values that are the incumbent's own server
+	var unreached map[string]string // value: why it is not run
 	if n := l.inFlightCap(); n > 0 && st.Knob == labspec.KnobMaxNumSeqs {
-		_, dropped := labspec.TrimUnbinding(values, n, incPt[st.Knob])
-		unreached = map[string]bool{}
+		// The incumbent admits every request already when its limit is
+		// unset and its engine's least default reaches n, or set at n or
+		// more: then no limit at or above n is a change.
+		admits := l.defaultAdmits(n, eng)
+		if v := incPt[st.Knob]; v != "" {
+			m, err := strconv.Atoi(v)
+			admits = err == nil && m >= n
+		}
+		kept, dropped := labspec.TrimUnbinding(values, n, incPt[st.Knob], admits)
+		same := "the incumbent admits them all already"
+		for _, v := range kept {
+			if m, err := strconv.Atoi(v); err == nil && m >= n && v != incPt[st.Knob] {
+				same = fmt.Sprintf("%s=%s, which this stage runs, admits them all too", st.Knob, v)
+			}
+		}
+		unreached = map[string]string{}
 		for _, v := range dropped {
-			unreached[v] = true
+			unreached[v] = fmt.Sprintf("%s never has more than %d requests in flight, and %s", s.Tuning.Name, n, same)
 		}
 	}
 	for _, v := range values {
@@ -671,9 +708,8 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, report.WhyUnsupported, "unsupported: "+why))
 			continue
 		}
-		if unreached[v] {
-			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, report.WhyUnreached,
-				fmt.Sprintf("%s never has more than %d requests in flight, so a smaller limit of this stage admits the same batches", s.Tuning.Name, l.inFlightCap())))
+		if why, ok := unreached[v]; ok {
+			ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, report.WhyUnreached, why))
 			continue
 		}
 		if why, hopeless := l.hopeless(ctx, cfg, inc, incScore); hopeless {
@@ -692,6 +728,9 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 			why = ss.Skipped
 		case len(ss.Candidates) == 0:
 			ss.Skipped = fmt.Sprintf("no candidate applies to %s", eng)
+			why = ss.Skipped
+		case allUnreached(ss.Candidates):
+			ss.Skipped = fmt.Sprintf("nothing to try on %s: %s", eng, ss.Candidates[0].Reason)
 			why = ss.Skipped
 		default:
 			ss.Skipped = fmt.Sprintf("no candidate %s can run is left", eng)

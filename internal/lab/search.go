@@ -135,11 +135,20 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 	axes := s.Axes(ks)
 	if vs, ok := axes[labspec.KnobMaxNumSeqs]; ok && l.inFlightCap() > 0 {
 		n := l.inFlightCap()
-		kept, dropped := labspec.TrimUnbinding(vs, n, inc.spec.Point[labspec.KnobMaxNumSeqs])
+		var engs []string
+		for _, e := range s.Engines {
+			engs = append(engs, e.Name)
+		}
+		admits := l.defaultAdmits(n, engs...)
+		kept, dropped := labspec.TrimUnbinding(vs, n, inc.spec.Point[labspec.KnobMaxNumSeqs], admits)
 		axes[labspec.KnobMaxNumSeqs] = kept
+		same := "so a larger limit admits the same batches"
+		if admits {
+			same = "which every engine's default limit admits already"
+		}
 		if len(dropped) > 0 {
-			js.LeftOut = fmt.Sprintf("max_num_seqs %s not searched: %s never has more than %d requests in flight, so a larger limit admits the same batches",
-				strings.Join(dropped, ", "), s.Tuning.Name, n)
+			js.LeftOut = fmt.Sprintf("max_num_seqs %s not searched: %s never has more than %d requests in flight, %s",
+				strings.Join(dropped, ", "), s.Tuning.Name, n, same)
 		}
 	}
 	pts := s.Enumerate(inc.spec.Point, axes, 20000)

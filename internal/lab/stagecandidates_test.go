@@ -184,7 +184,10 @@ func TestJointSearchLeavesOutUnreachedBatchLimits(t *testing.T) {
 		leftOut  string
 		notTried []string
 	}{
-		{48, "max_num_seqs 512, 1024, 2048 not searched", []string{"max_num_seqs=512", "max_num_seqs=1024", "max_num_seqs=2048"}},
+		// vLLM's least default, 256, admits 48 already: every limit is
+		// the default's server.
+		{48, "max_num_seqs 256, 512, 1024, 2048 not searched: rnd never has more than 48 requests in flight, which every engine's default limit admits already",
+			[]string{"max_num_seqs=256", "max_num_seqs=512", "max_num_seqs=1024", "max_num_seqs=2048"}},
 		{4000, "", nil},
 	} {
 		t.Run(fmt.Sprint(tc.conc), func(t *testing.T) {
@@ -215,34 +218,51 @@ func TestJointSearchLeavesOutUnreachedBatchLimits(t *testing.T) {
 }
 
 // TestStageLeavesOutUnreachedBatchLimits: the default max_num_seqs stage
-// (256 to 2048) under 48 requests in flight runs 256 alone; the others
-// are listed as not run, with the reason, and no trial is spent on them.
+// (256 to 2048) under 48 requests in flight. On vLLM, whose default limit
+// is 256 at least, every candidate is the incumbent's batches and none
+// runs; on SGLang, whose default depends on its KV pool, 256 runs and the
+// larger limits do not. Each not run says why, and no trial is spent.
 func TestStageLeavesOutUnreachedBatchLimits(t *testing.T) {
-	s := mustSpec(t, strings.Replace(strings.Replace(paddingSpec, "%s", "vllm", 1),
-		"  - name: cuda_graph_padding\n", "  - name: max_num_seqs\n", 1))
-	sum, err := analyticLab(s, newMemStore()).Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sum.Stages) != 1 {
-		t.Fatalf("%d stages", len(sum.Stages))
-	}
-	ran, unreached := 0, 0
-	for _, c := range sum.Stages[0].Candidates {
-		switch {
-		case c.Why == report.WhyUnreached:
-			unreached++
-			if c.TrialKey != "" || !strings.Contains(c.Reason, "never has more than 48 requests in flight") {
-				t.Errorf("%s: trial %q, reason %q", c.Name, c.TrialKey, c.Reason)
+	for _, tc := range []struct {
+		engine    string
+		ran       int
+		unreached int
+		why       string
+	}{
+		{"vllm", 0, 4, "rnd never has more than 48 requests in flight, and the incumbent admits them all already"},
+		{"sglang", 1, 3, "rnd never has more than 48 requests in flight, and max_num_seqs=256, which this stage runs, admits them all too"},
+	} {
+		t.Run(tc.engine, func(t *testing.T) {
+			s := mustSpec(t, strings.Replace(strings.Replace(paddingSpec, "%s", tc.engine, 1),
+				"  - name: cuda_graph_padding\n", "  - name: max_num_seqs\n", 1))
+			sum, err := analyticLab(s, newMemStore()).Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
 			}
-		case strings.Contains(c.Name, "max_num_seqs=256"):
-			ran++
-		default:
-			t.Errorf("candidate %s (%s: %s)", c.Name, c.Why, c.Reason)
-		}
-	}
-	if ran != 1 || unreached != 3 || sum.TrialsRun != 2 {
-		t.Errorf("ran %d, unreached %d, %d trials; want 1, 3 and 2 (the baseline's and 256's)", ran, unreached, sum.TrialsRun)
+			if len(sum.Stages) != 1 {
+				t.Fatalf("%d stages", len(sum.Stages))
+			}
+			ran, unreached := 0, 0
+			for _, c := range sum.Stages[0].Candidates {
+				switch {
+				case c.Why == report.WhyUnreached:
+					unreached++
+					if c.TrialKey != "" || c.Reason != tc.why {
+						t.Errorf("%s: trial %q, reason %q, want %q", c.Name, c.TrialKey, c.Reason, tc.why)
+					}
+				case strings.Contains(c.Name, "max_num_seqs=256"):
+					ran++
+				default:
+					t.Errorf("candidate %s (%s: %s)", c.Name, c.Why, c.Reason)
+				}
+			}
+			if tc.ran == 0 && sum.Stages[0].Skipped != "nothing to try on "+tc.engine+": "+tc.why {
+				t.Errorf("stage skipped %q", sum.Stages[0].Skipped)
+			}
+			if ran != tc.ran || unreached != tc.unreached || sum.TrialsRun != 1+tc.ran {
+				t.Errorf("ran %d, unreached %d, %d trials; want %d, %d and %d", ran, unreached, sum.TrialsRun, tc.ran, tc.unreached, 1+tc.ran)
+			}
+		})
 	}
 }
 

@@ -148,14 +148,16 @@ func (w Workload) InFlightCap() int {
 // SGLang's request pool, which moves the KV cache by far less than noise.)
 // It keeps the limits below inFlight, the smallest at or above it, the
 // engine's default ("") and keep (the incumbent's), and returns the rest as
-// dropped. inFlight 0 keeps everything.
-func TrimUnbinding(values []string, inFlight int, keep string) (kept, dropped []string) {
+// dropped. When defaultAdmits says the engine's default already admits
+// inFlight requests, no limit at or above it is kept but keep: each is the
+// default's server. inFlight 0 keeps everything.
+func TrimUnbinding(values []string, inFlight int, keep string, defaultAdmits bool) (kept, dropped []string) {
 	if inFlight <= 0 {
 		return values, nil
 	}
 	least := -1
 	for _, v := range values {
-		if n, err := strconv.Atoi(v); err == nil && n >= inFlight && (least < 0 || n < least) {
+		if n, err := strconv.Atoi(v); err == nil && n >= inFlight && (least < 0 || n < least) && !defaultAdmits {
 			least = n
 		}
 	}

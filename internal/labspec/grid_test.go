@@ -10,16 +10,21 @@ func TestTrimUnbinding(t *testing.T) {
 		values        []string
 		inFlight      int
 		keep          string
+		admits        bool
 		kept, dropped string
 	}{
-		{[]string{"", "1024", "2048", "256", "512"}, 48, "", " 256", "512 1024 2048"},
-		{[]string{"", "1024", "2048", "256", "512"}, 48, "1024", " 1024 256", "512 2048"},
-		{[]string{"", "1024", "2048", "256", "512"}, 300, "", " 256 512", "1024 2048"},
-		{[]string{"", "1024", "2048", "256", "512"}, 512, "", " 256 512", "1024 2048"},
-		{[]string{"", "1024", "2048", "256", "512"}, 5000, "", " 1024 2048 256 512", ""},
-		{[]string{"", "1024", "256"}, 0, "", " 1024 256", ""},
+		{[]string{"", "1024", "2048", "256", "512"}, 48, "", false, " 256", "512 1024 2048"},
+		{[]string{"", "1024", "2048", "256", "512"}, 48, "1024", false, " 1024 256", "512 2048"},
+		{[]string{"", "1024", "2048", "256", "512"}, 300, "", false, " 256 512", "1024 2048"},
+		{[]string{"", "1024", "2048", "256", "512"}, 512, "", false, " 256 512", "1024 2048"},
+		{[]string{"", "1024", "2048", "256", "512"}, 5000, "", false, " 1024 2048 256 512", ""},
+		{[]string{"", "1024", "256"}, 0, "", false, " 1024 256", ""},
+		// The default admits 48 already (vLLM's least is 256): every limit
+		// at or above 48 is the default's server.
+		{[]string{"", "1024", "2048", "256", "512"}, 48, "", true, "", "256 512 1024 2048"},
+		{[]string{"", "1024", "2048", "256", "512"}, 300, "", true, " 256", "512 1024 2048"},
 	} {
-		kept, dropped := TrimUnbinding(tc.values, tc.inFlight, tc.keep)
+		kept, dropped := TrimUnbinding(tc.values, tc.inFlight, tc.keep, tc.admits)
 		if got := strings.Join(kept, " "); got != tc.kept {
 			t.Errorf("%v at %d: kept %q, want %q", tc.values, tc.inFlight, got, tc.kept)
 		}
