@@ -138,7 +138,7 @@ generalization:
   - {name: short, dataset: random, input_len: 128, output_len: 4, num_prompts: 24, seed: 42}
 stages:
   - name: max_num_seqs
-    values: ["32", "64"]
+    values: ["16", "32"]
   - name: parallelism
     values: [tp2-dp1, tp4-dp1, tp8-dp1]
 search: {disable: true}
