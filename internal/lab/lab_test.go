@@ -74,6 +74,12 @@ func simRunner(s *labspec.Spec) *PredictRunner {
 	return &PredictRunner{Predictor: SimPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests)}
 }
 
+// simLab is a lab on st whose runner and guide are both simRunner's.
+func simLab(s *labspec.Spec, st Store) *Lab {
+	r := simRunner(s)
+	return &Lab{Spec: s, Store: st, Runner: r, Guide: r}
+}
+
 func analyticLab(s *labspec.Spec, st Store) *Lab {
 	r := &PredictRunner{Predictor: AnalyticPredictor{}, Hardware: s.Hardware, Requests: CachedRequests(StandinRequests), Noise: s.Noise}
 	return &Lab{Spec: s, Store: st, Runner: r, Guide: r}

@@ -181,8 +181,7 @@ func TestSimMoEPerGPU(t *testing.T) {
 	}
 	s := mustSpec(t, fmt.Sprintf(perGPUSpec, "throughput_per_gpu", 400))
 	st := newMemStore()
-	r := simRunner(s)
-	l := &Lab{Spec: s, Store: st, Runner: r, Guide: r}
+	l := simLab(s, st)
 	sum, err := l.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

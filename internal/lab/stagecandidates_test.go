@@ -334,8 +334,7 @@ func TestSimulatedAssumptionsInReport(t *testing.T) {
 	s := mustSpec(t, strings.NewReplacer("  - name: cuda_graph_padding\n", "  - name: speculative\n    values: [\"ngram:4\"]\n",
 		"max_concurrency: 48", "max_concurrency: 8").Replace(strings.Replace(paddingSpec, "%s", "vllm, version: 0.11.0", 1)))
 	st := newMemStore()
-	r := simRunner(s)
-	l := &Lab{Spec: s, Store: st, Runner: r, Guide: r}
+	l := simLab(s, st)
 	sum, err := l.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
