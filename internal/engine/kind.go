@@ -65,6 +65,10 @@ type Kind struct {
 	// defaults to 2048. SGLang's depends on its KV pool, and is 48 under
 	// speculative decoding, so it is left unknown.
 	LeastMaxNumSeqs int
+	// ChunksSince is the first version whose default chunks prefills when
+	// Defaults.ChunkedPrefill says the engine does ("": every version):
+	// vLLM's V1 engine, the default from 0.8.0.
+	ChunksSince string
 	// Programs are the executables (base names) that start the engine's
 	// server; Modules are the Python modules (python3 -m M) that do, a
 	// trailing "." matching any module under that package.
@@ -146,8 +150,8 @@ var kinds = []*Kind{
 		Programs: []string{"vllm"}, Modules: []string{"vllm."}, DefaultPort: 8000,
 		Protocol:        vllmProtocol{},
 		AsyncScheduling: true, PerformanceMode: true, PadsGraphs: true, Baseline: true, ResultBackend: "openai-chat",
-		LeastMaxNumSeqs: 256,
-		Defaults:        Defaults{GPUMemoryFraction: 0.9, MaxNumSeqs: 256, MaxNumBatchedTokens: 8192, ChunkedPrefill: true, StepOverheadMs: 9},
+		LeastMaxNumSeqs: 256, ChunksSince: "0.8.0",
+		Defaults: Defaults{GPUMemoryFraction: 0.9, MaxNumSeqs: 256, MaxNumBatchedTokens: 8192, ChunkedPrefill: true, StepOverheadMs: 9},
 		// The route exists only under VLLM_SERVER_DEV_MODE=1
 		// (vllm/entrypoints/openai/api_server.py at v0.11.0,
 		// vllm/entrypoints/serve/cache/api_router.py at v0.17.1), and it
@@ -322,10 +326,10 @@ func ServerPrograms() []string {
 // _set_default_args); SGLang chunks at its default --chunked-prefill-size;
 // TensorRT-LLM's enable_chunked_prefill defaults to false (Defaults).
 func (k *Kind) ChunksByDefault(version string) bool {
-	if k.Name == VLLM {
-		return version == "" || VersionAtLeast(version, "0.8.0")
+	if !k.Defaults.ChunkedPrefill {
+		return false
 	}
-	return k.Defaults.ChunkedPrefill
+	return version == "" || k.ChunksSince == "" || VersionAtLeast(version, k.ChunksSince)
 }
 
 // HasAttentionBackend reports whether the engine accepts backend b.

@@ -622,7 +622,7 @@ func allUnreached(cs []Candidate) bool {
 
 // defaultAdmits says whether every given engine, left to its default
 // running-request cap, admits n requests at once.
-func (l *Lab) defaultAdmits(n int, engines ...string) bool {
+func defaultAdmits(n int, engines ...string) bool {
 	for _, e := range engines {
 		k, ok := engine.KindOf(e)
 		if !ok || k.LeastMaxNumSeqs < n {
@@ -655,9 +655,10 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 	}
 	var pts []labspec.Point
 	seen := map[string]bool{}
+	var incH, incSrv string
 	if inc != nil {
-		seen[labspec.ConfigHash(inc.spec.Config)] = true
-		seen[labspec.SameServer(inc.spec.Config)] = true
+		incH, incSrv = labspec.ConfigHash(inc.spec.Config), labspec.SameServer(inc.spec.Config)
+		seen[incH], seen[incSrv] = true, true
 	}
 	values := s.StageValues(st, eng)
 	var own []string                // values that are the incumbent's own server
@@ -666,7 +667,7 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		// The incumbent admits every request already when its limit is
 		// unset and its engine's least default reaches n, or set at n or
 		// more: then no limit at or above n is a change.
-		admits := l.defaultAdmits(n, eng)
+		admits := defaultAdmits(n, eng)
 		if v := incPt[st.Knob]; v != "" {
 			m, err := strconv.Atoi(v)
 			admits = err == nil && m >= n
@@ -696,7 +697,7 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		// candidate starts is the same measurement.
 		h, srv := labspec.ConfigHash(cfg), labspec.SameServer(cfg)
 		if seen[h] || seen[srv] {
-			if inc != nil && (h == labspec.ConfigHash(inc.spec.Config) || srv == labspec.SameServer(inc.spec.Config)) {
+			if inc != nil && (h == incH || srv == incSrv) {
 				own = append(own, st.Knob+"="+v)
 			}
 			continue
@@ -997,13 +998,7 @@ func (l *Lab) repeatPair(ctx context.Context, stage string, inc, cand *result) (
 	// One config's repeats run back to back, so a kept server serves them
 	// all: the incumbent's, then the candidate's (on one GPU, alternating
 	// would start a server for every repeat).
-	var specs []TrialSpec
-	for _, r := range []*result{inc, cand} {
-		for rep := 1; rep < n; rep++ {
-			specs = append(specs, l.trialSpec(stage, r.spec.Point, r.spec.Config, *l.Spec.Tuning, rep))
-		}
-	}
-	res, err := l.runSpecs(ctx, specs)
+	res, err := l.runSpecs(ctx, append(l.repeatSpecs(stage, inc), l.repeatSpecs(stage, cand)...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -1031,17 +1026,21 @@ func (l *Lab) repeatPair(ctx context.Context, stage string, inc, cand *result) (
 // (5833.93 tok/s), and the first in the stage's order goes on" when they
 // are equal at the precision shown.
 func versus(winner string, w, loser float64, unit string) string {
-	if fmt.Sprintf("%.2f", w) == fmt.Sprintf("%.2f", loser) {
+	if sameShown(w, loser) {
 		return fmt.Sprintf("%s measured the same (%.2f %s), and the first in the stage's order goes on", winner, w, unit)
 	}
 	return fmt.Sprintf("%s %.2f > %.2f %s", winner, w, loser, unit)
 }
 
+// sameShown says whether two scores print the same at the two decimals
+// the reasons show: "x > x" would read as false.
+func sameShown(a, b float64) bool { return fmt.Sprintf("%.2f", a) == fmt.Sprintf("%.2f", b) }
+
 // tie says when two means lie within the noise floor thr of each other:
 // the higher goes on, but the measurements do not tell them apart.
 func tie(w, loser, thr float64) string {
 	g, ok := relGain(w, loser)
-	if !ok || g > thr || fmt.Sprintf("%.2f", w) == fmt.Sprintf("%.2f", loser) {
+	if !ok || g > thr || sameShown(w, loser) {
 		return "" // versus says "the same"
 	}
 	return fmt.Sprintf(", a tie within the noise floor (%.2f%% <= %.2f%%): the higher mean goes on", 100*g, 100*thr)
@@ -1050,11 +1049,7 @@ func tie(w, loser, thr float64) string {
 // repeatOne runs r Repeats times in all (its first run reused) and returns
 // its scores, nil when a repeat failed.
 func (l *Lab) repeatOne(ctx context.Context, stage string, r *result) ([]float64, error) {
-	var specs []TrialSpec
-	for rep := 1; rep < l.Spec.Repeats; rep++ {
-		specs = append(specs, l.trialSpec(stage, r.spec.Point, r.spec.Config, *l.Spec.Tuning, rep))
-	}
-	res, err := l.runSpecs(ctx, specs)
+	res, err := l.runSpecs(ctx, l.repeatSpecs(stage, r))
 	if err != nil {
 		return nil, err
 	}
@@ -1066,6 +1061,15 @@ func (l *Lab) repeatOne(ctx context.Context, stage string, r *result) ([]float64
 		out = append(out, x.score)
 	}
 	return out, nil
+}
+
+// repeatSpecs are r's repeats beyond its first run, on the tuning workload.
+func (l *Lab) repeatSpecs(stage string, r *result) []TrialSpec {
+	var specs []TrialSpec
+	for rep := 1; rep < l.Spec.Repeats; rep++ {
+		specs = append(specs, l.trialSpec(stage, r.spec.Point, r.spec.Config, *l.Spec.Tuning, rep))
+	}
+	return specs
 }
 
 // repeatScores returns the stored repeat scores of a result's config.

@@ -155,9 +155,9 @@ func TrimUnbinding(values []string, inFlight int, keep string, defaultAdmits boo
 	if inFlight <= 0 {
 		return values, nil
 	}
-	least := -1
+	least := -1 // the smallest limit at or above inFlight, kept unless the default admits
 	for _, v := range values {
-		if n, err := strconv.Atoi(v); err == nil && n >= inFlight && (least < 0 || n < least) && !defaultAdmits {
+		if n, err := strconv.Atoi(v); err == nil && !defaultAdmits && n >= inFlight && (least < 0 || n < least) {
 			least = n
 		}
 	}

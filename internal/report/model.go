@@ -292,7 +292,7 @@ func ranking(cands []Candidate) string {
 			// Equal at the precision shown is a tie, not a ranking:
 			// "x > x" reads as false on its face.
 			sep := " > "
-			if fmt.Sprintf("%.2f", ok[i-1].Metrics.TotalTPS) == fmt.Sprintf("%.2f", c.Metrics.TotalTPS) {
+			if sameShown(ok[i-1].Metrics.TotalTPS, c.Metrics.TotalTPS) {
 				sep = " = "
 			}
 			b.WriteString(sep)
@@ -314,6 +314,10 @@ func ranking(cands []Candidate) string {
 	}
 	return s
 }
+
+// sameShown says whether two figures print the same at the two decimals
+// the report shows: ranked, they would read "x > x".
+func sameShown(a, b float64) bool { return fmt.Sprintf("%.2f", a) == fmt.Sprintf("%.2f", b) }
 
 // summarySentence is the 9B report's "Summary:" line comparing two runs.
 func summarySentence(a, b Candidate) string {

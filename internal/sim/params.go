@@ -501,6 +501,13 @@ type acceptancePrior struct {
 	basis string
 }
 
+// claim is what a prediction takes as given: "speculative acceptance
+// 0.68 per draft token is EAGLE-3 on MT-Bench (vLLM's baselines), not
+// measured on this workload".
+func (a acceptancePrior) claim() string {
+	return fmt.Sprintf("speculative acceptance %.2f per draft token is %s, not measured on this workload", a.point, a.basis)
+}
+
 func acceptanceOf(method string) acceptancePrior {
 	switch strings.ToLower(method) {
 	case "eagle3":

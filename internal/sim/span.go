@@ -280,8 +280,7 @@ func PredictSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Re
 				s.hold(Figures{res.TotalTokenThroughput, res.MeanTTFTMs, res.MeanTPOTMs})
 			}
 		}
-		spec = fmt.Sprintf("speculative acceptance %.2f per draft token is %s, not measured on this workload; the range holds %.2f to %.2f",
-			pri.point, pri.basis, pri.lo, pri.hi)
+		spec = fmt.Sprintf("%s; the range holds %.2f to %.2f", pri.claim(), pri.lo, pri.hi)
 	}
 	backend := ""
 	if name, dflt, ok := unfittedBackend(p, main); ok {

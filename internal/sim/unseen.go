@@ -40,8 +40,7 @@ func Assumptions(p Params, c *Coefficients) []string {
 	var out []string
 	if p.SpecMethod != "" && p.SpecAcceptance == 0 {
 		pri := acceptanceOf(p.SpecMethod)
-		out = append(out, fmt.Sprintf("speculative acceptance %.2f per draft token is %s, not measured on this workload (published workloads span %.2f to %.2f)",
-			pri.point, pri.basis, pri.lo, pri.hi))
+		out = append(out, fmt.Sprintf("%s (published workloads span %.2f to %.2f)", pri.claim(), pri.lo, pri.hi))
 	}
 	if q, err := p.WithDefaults(); err == nil {
 		if from, borrowed := c.Borrowed(q); borrowed {
