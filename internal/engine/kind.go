@@ -95,6 +95,8 @@ type Kind struct {
 
 	// render appends the engine's command line to r.
 	render func(r *renderer)
+	// batch is BatchDefaults.
+	batch func(k *Kind, c Config, d Device) BatchLimits
 	// support reports, through no, each knob of c the engine at version v
 	// cannot honour.
 	support func(k *Kind, c Config, v version, no func(knob, value, hint string))
@@ -164,6 +166,7 @@ var kinds = []*Kind{
 		Reset: CacheReset{Method: http.MethodPost, Path: "/reset_prefix_cache", Env: map[string]string{"VLLM_SERVER_DEV_MODE": "1"},
 			Check: &CacheCheck{MetricsPath: "/metrics", Queries: "vllm:prefix_cache_queries_total", Hits: "vllm:prefix_cache_hits_total"}},
 		render:  (*renderer).vllm,
+		batch:   vllmBatch,
 		support: vllmSupport,
 	},
 	{
@@ -185,6 +188,7 @@ var kinds = []*Kind{
 		// the proof.
 		Reset:   CacheReset{Method: http.MethodPost, Path: "/flush_cache"},
 		render:  (*renderer).sglang,
+		batch:   sglangBatch,
 		support: sglangSupport,
 	},
 	{
@@ -207,6 +211,7 @@ var kinds = []*Kind{
 		// release cut from main after it.
 		SaltSince: "1.2.0rc0",
 		render:    (*renderer).trtllm,
+		batch:     trtllmBatch,
 		support:   trtllmSupport,
 	},
 }

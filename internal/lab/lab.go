@@ -108,6 +108,7 @@ func (r *result) eligible() bool { return r != nil && r.why == "" }
 // on the run. A canceled context stops it with what was finished stored.
 func (l *Lab) Run(ctx context.Context) (*Summary, error) {
 	s := l.Spec
+	withDevice(s)
 	l.start = time.Now()
 	l.done = map[string]store.Trial{}
 	l.tuning = map[string]bool{}
@@ -621,11 +622,12 @@ func allUnreached(cs []Candidate) bool {
 }
 
 // defaultAdmits says whether every given engine, left to its default
-// running-request cap, admits n requests at once.
-func defaultAdmits(n int, engines ...string) bool {
+// running-request cap on device d (or, where d does not settle it, the
+// least cap it picks on any GPU), admits n requests at once.
+func defaultAdmits(n int, d engine.Device, engines ...string) bool {
 	for _, e := range engines {
 		k, ok := engine.KindOf(e)
-		if !ok || k.LeastMaxNumSeqs < n {
+		if !ok || max(k.BatchDefaults(engine.Config{Engine: e}, d).MaxNumSeqs, k.LeastMaxNumSeqs) < n {
 			return false
 		}
 	}
@@ -657,7 +659,7 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 	seen := map[string]bool{}
 	var incH, incSrv string
 	if inc != nil {
-		incH, incSrv = labspec.ConfigHash(inc.spec.Config), labspec.SameServer(inc.spec.Config)
+		incH, incSrv = labspec.ConfigHash(inc.spec.Config), labspec.SameServer(inc.spec.Config, s.Hardware.Device)
 		seen[incH], seen[incSrv] = true, true
 	}
 	values := s.StageValues(st, eng)
@@ -667,7 +669,7 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		// The incumbent admits every request already when its limit is
 		// unset and its engine's least default reaches n, or set at n or
 		// more: then no limit at or above n is a change.
-		admits := defaultAdmits(n, eng)
+		admits := defaultAdmits(n, s.Hardware.Device, eng)
 		if v := incPt[st.Knob]; v != "" {
 			m, err := strconv.Atoi(v)
 			admits = err == nil && m >= n
@@ -695,7 +697,7 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		}
 		// A candidate that starts the server the incumbent or an earlier
 		// candidate starts is the same measurement.
-		h, srv := labspec.ConfigHash(cfg), labspec.SameServer(cfg)
+		h, srv := labspec.ConfigHash(cfg), labspec.SameServer(cfg, s.Hardware.Device)
 		if seen[h] || seen[srv] {
 			if inc != nil && (h == incH || srv == incSrv) {
 				own = append(own, st.Knob+"="+v)

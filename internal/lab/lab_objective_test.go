@@ -17,10 +17,12 @@ import (
 // the batch's KV): 128 → ~20.8 ms, default 256 → ~24.2 ms (P99 = 3× mean
 // in that model, ~73 ms), 300 → ~25.4 ms (P99 ~76), 512 and 1024 → ~29.6 ms
 // (the KV cache caps both at ~455 sequences; P99 ~89).
+// sloSpec is on an A100, where vLLM's default max_num_seqs is 256 (the
+// analytic model's), so 1024 is a change (on an H100 it is the default).
 const sloSpec = `
 name: slo
 model: Qwen/Qwen3-14B
-hardware: {gpu: H100, count: 1}
+hardware: {gpu: A100, count: 1}
 engines: [{name: vllm, version: 0.11.0}]
 tuning: {name: rnd, dataset: random, input_len: 512, output_len: 128, num_prompts: 2000, seed: 42}
 no_generalization: true

@@ -116,6 +116,7 @@ func PlanOf(s *labspec.Spec) Plan {
 	if s.Budget.MaxTrials > 0 && p.Trials > s.Budget.MaxTrials+2*len(s.Generalization) {
 		p.Trials = s.Budget.MaxTrials + 2*len(s.Generalization)
 	}
+	withDevice(s)
 	p.Grid = len(s.Enumerate(labspec.Point{labspec.KnobEngine: s.BaselineEngine()}, s.Axes(s.GridKnobs()), 0))
 	return p
 }

@@ -139,7 +139,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		for _, e := range s.Engines {
 			engs = append(engs, e.Name)
 		}
-		admits := defaultAdmits(n, engs...)
+		admits := defaultAdmits(n, s.Hardware.Device, engs...)
 		kept, dropped := labspec.TrimUnbinding(vs, n, inc.spec.Point[labspec.KnobMaxNumSeqs], admits)
 		axes[labspec.KnobMaxNumSeqs] = kept
 		same := "so a larger limit admits the same batches"

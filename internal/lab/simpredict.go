@@ -98,6 +98,25 @@ func (sp SimPredictor) Upside(cfg engine.Config) (float64, bool) {
 
 var _ Ranged = SimPredictor{}
 
+// DeviceOf is what the engines' start-up defaults read of the GPU a spec
+// names (labspec.Hardware.Device), from the simulator's GPU catalog; the
+// zero Device for a GPU the catalog lacks.
+func DeviceOf(gpu string) engine.Device {
+	g, err := sim.LookupGPU(simGPU(gpu))
+	if err != nil {
+		return engine.Device{}
+	}
+	return engine.Device{Name: g.Name, MemGiB: g.MemGiB}
+}
+
+// withDevice fills s.Hardware.Device from the GPU it names, unless the
+// caller set it.
+func withDevice(s *labspec.Spec) {
+	if !s.Hardware.Device.Known() {
+		s.Hardware.Device = DeviceOf(s.Hardware.GPU)
+	}
+}
+
 // simGPU maps a hardware name to the simulator's catalog name: a spelling
 // the catalog knows, or else the catalog name the hardware name contains,
 // blanks, hyphens and underscores aside, the longest first ("NVIDIA H100

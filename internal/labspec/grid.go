@@ -99,7 +99,7 @@ func (s *Spec) Enumerate(from Point, axes map[string][]string, limit int) []Poin
 			if !ok || Unsupported(cfg) != "" {
 				return
 			}
-			if h := SameServer(cfg); !seen[h] {
+			if h := SameServer(cfg, s.Hardware.Device); !seen[h] {
 				seen[h] = true
 				out = append(out, p)
 			}

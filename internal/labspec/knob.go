@@ -473,14 +473,17 @@ func Unsupported(cfg engine.Config) string {
 	return strings.Join(out, "; ")
 }
 
-// SameServer is what a config starts, for telling two candidates apart:
-// the engine, its version and the exact command, files and environment it
-// renders to. Configs that differ only in spelling an engine default
-// (SGLang's chunked prefill set to true renders nothing, nor does
-// TensorRT-LLM's set to false) start the same server, so a lab measures
-// one of them. A config that does not render is its ConfigHash.
-func SameServer(cfg engine.Config) string {
-	cmd, err := engine.Render(cfg)
+// SameServer is what a config starts on device d, for telling two
+// candidates apart: the engine, its version and the exact command, files
+// and environment it renders to once the batch limits equal to the
+// engine's defaults on d are left unset (engine.WithoutDefaults). Configs
+// that differ only in spelling an engine default (SGLang's chunked prefill
+// set to true renders nothing, nor does TensorRT-LLM's set to false;
+// vLLM's max_num_batched_tokens 8192 on an H100 is its default) start the
+// same server, so a lab measures one of them. A config that does not
+// render is its ConfigHash.
+func SameServer(cfg engine.Config, d engine.Device) string {
+	cmd, err := engine.Render(engine.WithoutDefaults(cfg, d))
 	if err != nil {
 		return "config " + ConfigHash(cfg)
 	}

@@ -179,6 +179,11 @@ type Hardware struct {
 	GPU string `yaml:"gpu" json:"gpu"`
 	// Count is how many GPUs the lab may use.
 	Count int `yaml:"count" json:"count"`
+	// Device is what the engines' start-up defaults read of the GPU (its
+	// memory), for telling a limit spelled at its default from a change;
+	// the lab fills it from the GPU catalog, and it is never read from or
+	// written to a spec. The zero Device assumes no GPU-dependent default.
+	Device engine.Device `yaml:"-" json:"-"`
 }
 
 // EngineSpec is one engine and its version.

@@ -22,8 +22,8 @@ type Kind struct {
 
 	// defaults replaces p's zero knobs by what the engine sets at
 	// start-up and refuses what it refuses (Params.WithDefaults' engine
-	// part); bigGPU: at least 70 GiB and not an A100.
-	defaults func(p *Params, hw GPU, arch Arch, bigGPU bool) error
+	// part); the batch limits are engine.Kind.BatchDefaults'.
+	defaults func(p *Params, hw GPU, arch Arch) error
 	// memory is the KV cache's bytes per GPU out of total, after weights
 	// and the profiling run's activation peak act; it sets the engine's
 	// block size and CUDA-graph capture sizes on e.

@@ -246,15 +246,14 @@ func (p Params) WithDefaults() (Params, error) {
 	if p.MemFraction < 0 || p.MemFraction > 1 {
 		return p, fmt.Errorf("%w: memory fraction %g outside (0,1]", ErrBadParams, p.MemFraction)
 	}
-	bigGPU := hw.MemGiB >= 70 && !strings.HasPrefix(hw.Name, "A100")
-	if err := k.defaults(&p, hw, arch, bigGPU); err != nil {
+	if err := k.defaults(&p, hw, arch); err != nil {
 		return p, err
 	}
 	return p, nil
 }
 
 // vllmDefaults is vLLM's part of WithDefaults (engine/arg_utils.py).
-func vllmDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
+func vllmDefaults(p *Params, hw GPU, arch Arch) error {
 	// vLLM V1 (_set_default_args): chunked prefill and prefix caching
 	// on; bigger batches on >=70 GiB non-A100 GPUs for the API server.
 	if p.MemFraction == 0 {
@@ -280,25 +279,12 @@ func vllmDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
 	default:
 		return fmt.Errorf("%w: performance mode %q (want balanced, interactivity or throughput)", ErrBadParams, p.PerformanceMode)
 	}
+	def := batchDefaults(engine.VLLM, *p, hw)
 	if p.MaxNumSeqs == 0 {
-		p.MaxNumSeqs = 256
-		if bigGPU {
-			p.MaxNumSeqs = 1024
-		}
-		if p.PerformanceMode == "throughput" {
-			// Throughput mode doubles an unset max_num_seqs too.
-			p.MaxNumSeqs *= 2
-		}
+		p.MaxNumSeqs = def.MaxNumSeqs
 	}
 	if p.MaxNumBatchedTokens == 0 {
-		p.MaxNumBatchedTokens = 2048
-		if bigGPU {
-			p.MaxNumBatchedTokens = 8192
-		}
-		if p.PerformanceMode == "throughput" {
-			// Throughput mode doubles the default token budget.
-			p.MaxNumBatchedTokens *= 2
-		}
+		p.MaxNumBatchedTokens = def.MaxNumBatchedTokens
 		if !*p.ChunkedPrefill && p.MaxNumBatchedTokens < p.MaxModelLen {
 			p.MaxNumBatchedTokens = p.MaxModelLen
 		}
@@ -324,12 +310,12 @@ func vllmDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
 }
 
 // sglangDefaults is SGLang's part of WithDefaults (server_args.py).
-func sglangDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
+func sglangDefaults(p *Params, hw GPU, arch Arch) error {
 	if p.PerformanceMode != "" {
 		return fmt.Errorf("%w: SGLang has no performance mode", ErrBadParams)
 	}
 	if p.MaxNumBatchedTokens == 0 {
-		p.MaxNumBatchedTokens = sglangChunkedPrefillSize(hw)
+		p.MaxNumBatchedTokens = batchDefaults(engine.SGLang, *p, hw).MaxNumBatchedTokens
 	}
 	if p.MemFraction == 0 {
 		p.MemFraction = sglangMemFraction(hw, p.TP, p.MaxNumBatchedTokens, p.SpecMethod) * sglangVisionShare(arch.Vision)
@@ -348,8 +334,8 @@ func sglangDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
 	// too): an unset max_running_requests becomes 48 and the overlap
 	// scheduler is off (SGLANG_ENABLE_SPEC_V2 is off by default)
 	// (_handle_speculative_decoding, server_args.py, v0.5.9).
-	if spec && p.MaxNumSeqs == 0 {
-		p.MaxNumSeqs = 48
+	if p.MaxNumSeqs == 0 {
+		p.MaxNumSeqs = batchDefaults(engine.SGLang, *p, hw).MaxNumSeqs
 	}
 	if p.AsyncScheduling == nil {
 		// The overlap scheduler, except under speculative decoding and
@@ -376,7 +362,7 @@ func sglangDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
 
 // trtllmDefaults is TensorRT-LLM's part of WithDefaults (llm_args.py,
 // trtllm-serve).
-func trtllmDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
+func trtllmDefaults(p *Params, hw GPU, arch Arch) error {
 	if p.PerformanceMode != "" {
 		return fmt.Errorf("%w: TensorRT-LLM has no performance mode", ErrBadParams)
 	}
@@ -389,11 +375,12 @@ func trtllmDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
 	if p.MemFraction == 0 {
 		p.MemFraction = 0.9
 	}
+	def := batchDefaults(engine.TRTLLM, *p, hw)
 	if p.MaxNumSeqs == 0 {
-		p.MaxNumSeqs = 2048
+		p.MaxNumSeqs = def.MaxNumSeqs
 	}
 	if p.MaxNumBatchedTokens == 0 {
-		p.MaxNumBatchedTokens = 8192
+		p.MaxNumBatchedTokens = def.MaxNumBatchedTokens
 	}
 	if p.ChunkedPrefill == nil {
 		p.ChunkedPrefill = boolPtr(false)
@@ -411,19 +398,23 @@ func trtllmDefaults(p *Params, hw GPU, arch Arch, bigGPU bool) error {
 	return nil
 }
 
-// sglangChunkedPrefillSize is SGLang's default --chunked-prefill-size by GPU
-// memory (server_args._handle_gpu_memory_settings).
-func sglangChunkedPrefillSize(hw GPU) int {
-	switch {
-	case hw.MemGiB < 35:
-		return 2048
-	case hw.MemGiB < 60:
-		return 4096
-	case hw.MemGiB < 160:
-		return 8192
-	default:
-		return 16384
+// batchDefaults are the batch limits engine name starts p with on hw when
+// p leaves them unset (each Kind's defaults names its own engine, so a
+// Kind copied under another name behaves the same): the engine package's BatchDefaults, which a lab reads
+// to tell a default from a change, so the two agree. They are read for the
+// V1 engine at every vLLM version (the one scheduler the simulator
+// models), and with chunked prefill as the engine's default: what an
+// unchunked engine does to its budget, each engine's part applies.
+func batchDefaults(name string, p Params, hw GPU) engine.BatchLimits {
+	k, ok := engine.KindOf(name)
+	if !ok {
+		return engine.BatchLimits{}
 	}
+	c := engine.Config{Engine: name, PerformanceMode: p.PerformanceMode}
+	if p.SpecMethod != "" {
+		c.Speculative = &engine.Speculative{Method: p.SpecMethod, NumSpeculativeTokens: p.SpecTokens}
+	}
+	return k.BatchDefaults(c, engine.Device{Name: hw.Name, MemGiB: hw.MemGiB})
 }
 
 // sglangMemFraction is SGLang's default --mem-fraction-static
