@@ -906,8 +906,10 @@ func (l *Lab) decide(ctx context.Context, stage string, inc *result, incScore fl
 	// is not beaten: one run each cannot tell them apart (the README lab's
 	// engine stage chose SGLang over TensorRT-LLM on 6,959.9 against
 	// 6,952.3 tok/s). It gets its repeats, and the higher mean goes on.
+	// Under a zero floor (every repeat read the same, and no min_gain) a
+	// run is its repeats: the runner-up's would read its one run again.
 	for i, r := range res {
-		if r == best || !r.eligible() {
+		if r == best || !r.eligible() || thr == 0 {
 			continue
 		}
 		if g, ok := relGain(best.score, r.score); !ok || g > thr {

@@ -290,10 +290,22 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		var batch []labspec.Point
 		preds := map[string]float64{}
 		why := map[string]string{}
+		// A batch holds no two configs the guide cannot tell apart (the
+		// same prediction to five digits, the same values unmeasured): the
+		// second waits
+		// for the first's measurement, which recalibrates it. The 32B
+		// example measured TensorRT-LLM's chunked and unchunked twins side
+		// by side, predicted alike, round after round.
+		alike := map[string]bool{}
 		for _, c := range cands {
 			if len(batch) >= n || c.opt <= bar {
 				break
 			}
+			twin := fmt.Sprintf("%.5g|%s", c.pred, strings.Join(c.unseen, ","))
+			if alike[twin] {
+				continue
+			}
+			alike[twin] = true
 			batch = append(batch, c.p)
 			preds[c.p.String()] = c.pred
 			if len(c.unseen) > 0 {
