@@ -113,6 +113,10 @@ type Arch struct {
 	LinearKeyHeadDim      int `json:"linear_key_head_dim,omitempty"`
 	LinearValueHeadDim    int `json:"linear_value_head_dim,omitempty"`
 	LinearConvKernel      int `json:"linear_conv_kernel_dim,omitempty"`
+	// MTPLayers are the multi-token-prediction layers the checkpoint
+	// carries (Qwen3.5's mtp_num_hidden_layers, DeepSeek's
+	// num_nextn_predict_layers): without one, MTP has no draft.
+	MTPLayers int `json:"mtp_num_hidden_layers,omitempty"`
 	// ExtraParams counts weights outside the decoder (vision tower, MTP
 	// head) that occupy memory but do not run per text token.
 	ExtraParams float64 `json:"extra_params,omitempty"`
@@ -339,6 +343,7 @@ func parseModelConfig(b []byte) (Arch, error) {
 		Arch
 		NumLocalExperts    int             `json:"num_local_experts"`
 		NRoutedExperts     int             `json:"n_routed_experts"`
+		NextNLayers        int             `json:"num_nextn_predict_layers"`
 		MaxSeqLen          int             `json:"max_seq_len"`
 		LayerTypes         []string        `json:"layer_types"`
 		TextConfig         json.RawMessage `json:"text_config"`
@@ -367,6 +372,7 @@ func parseModelConfig(b []byte) (Arch, error) {
 		return a, nil
 	}
 	a := raw.Arch
+	a.MTPLayers = max(a.MTPLayers, raw.NextNLayers)
 	if a.NumExperts == 0 {
 		a.NumExperts = max(raw.NumLocalExperts, raw.NRoutedExperts)
 	}

@@ -163,7 +163,7 @@ func TestSchedulerMechanisms(t *testing.T) {
 	}
 	// Speculative decoding emits several tokens per step at low load.
 	one := fixedReqs(4, 200, 400)
-	sp, _ := Predict(Params{Engine: "vllm", Model: "Qwen3-8B", GPU: "H100", SpecMethod: "mtp", SpecTokens: 3}, one, Load{})
+	sp, _ := Predict(Params{Engine: "vllm", Model: "Qwen3-8B", GPU: "H100", SpecMethod: "eagle3", SpecTokens: 3}, one, Load{})
 	ns, _ := Predict(Params{Engine: "vllm", Model: "Qwen3-8B", GPU: "H100"}, one, Load{})
 	if !(sp.Duration < ns.Duration*0.7) {
 		t.Errorf("speculative decoding: %g s vs %g s without", sp.Duration, ns.Duration)

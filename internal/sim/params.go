@@ -267,6 +267,13 @@ func vllmDefaults(p *Params, hw GPU, arch Arch) error {
 		// off by default: their state cannot be shared by block hash.
 		p.PrefixCaching = boolPtr(!arch.Hybrid())
 	}
+	if p.SpecMethod == "mtp" && arch.MTPLayers == 0 {
+		// SpeculativeConfig.__post_init__ (vllm/config/speculative.py):
+		// MTP with no draft named drafts with the target itself, whose
+		// model type is no MTP type, so the method falls through to the
+		// refusal, before any weight loads.
+		return fmt.Errorf("%w: NotImplementedError: Unsupported speculative method: 'mtp'", ErrBadParams)
+	}
 	if p.PerformanceMode == "" {
 		if engine.VersionAtLeast(p.Version, "0.17.0") {
 			p.PerformanceMode = "balanced"

@@ -200,3 +200,27 @@ func TestSGLangHybridOverlap(t *testing.T) {
 		}
 	}
 }
+
+// TestMTPNeedsMTPLayers: vLLM refuses MTP on a checkpoint with no MTP
+// layers before anything loads (SpeculativeConfig.__post_init__: the target
+// drafts for itself and its model type is no MTP type, "Unsupported
+// speculative method: 'mtp'"); the simulator priced Qwen3-14B's MTP at
+// +31%. A config.json's layer count is read under either spelling.
+func TestMTPNeedsMTPLayers(t *testing.T) {
+	_, err := Params{Engine: "vllm", Model: "Qwen3-14B", GPU: "H100", SpecMethod: "mtp", SpecTokens: 2}.WithDefaults()
+	if !errors.Is(err, ErrBadParams) || !strings.Contains(err.Error(), "NotImplementedError: Unsupported speculative method: 'mtp'") {
+		t.Errorf("MTP on Qwen3-14B: %v, want vLLM's refusal", err)
+	}
+	if _, err := (Params{Engine: "vllm", Model: "Qwen3.5-9B", GPU: "H100", SpecMethod: "mtp", SpecTokens: 2}).WithDefaults(); err != nil {
+		t.Errorf("MTP on Qwen3.5-9B, which has an MTP layer: %v", err)
+	}
+	for _, cfg := range []string{
+		`{"hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 8, "intermediate_size": 2048, "vocab_size": 1000, "max_position_embeddings": 4096, "num_nextn_predict_layers": 1}`,
+		`{"text_config": {"hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 8, "intermediate_size": 2048, "vocab_size": 1000, "max_position_embeddings": 4096, "mtp_num_hidden_layers": 1}}`,
+	} {
+		a, err := parseModelConfig([]byte(cfg))
+		if err != nil || a.MTPLayers != 1 {
+			t.Errorf("%s: MTP layers %d (%v), want 1", cfg, a.MTPLayers, err)
+		}
+	}
+}
