@@ -109,12 +109,46 @@ func DeviceOf(gpu string) engine.Device {
 	return engine.Device{Name: g.Name, MemGiB: g.MemGiB}
 }
 
-// withDevice fills s.Hardware.Device from the GPU it names, unless the
-// caller set it.
+// withDevice fills what the engines' defaults read of the spec's GPU and
+// model, unless the caller set it: s.Hardware.Device from the GPU it
+// names, s.Hardware.AttentionDefaults from the simulator's engines.
 func withDevice(s *labspec.Spec) {
 	if !s.Hardware.Device.Known() {
 		s.Hardware.Device = DeviceOf(s.Hardware.GPU)
 	}
+	if s.Hardware.AttentionDefaults == nil {
+		s.Hardware.AttentionDefaults = attentionDefaults(s)
+	}
+}
+
+// attentionDefaults are the attention backend each of the spec's engines
+// picks for the spec's model on its GPU when none is named, as the
+// simulator's engines resolve it from the engine's own command (their
+// defaults are read from the engines' sources: sim's vllmDefaults and
+// sglangDefaults). An engine or model the simulator cannot resolve is left
+// out, and no backend of it is taken for its default.
+func attentionDefaults(s *labspec.Spec) map[string]string {
+	out := map[string]string{}
+	for _, e := range s.Engines {
+		cfg, ok := s.Config(labspec.Point{labspec.KnobEngine: e.Name})
+		if !ok {
+			continue
+		}
+		cfg.AttentionBackend = ""
+		cmd, err := engine.Render(cfg)
+		if err != nil {
+			continue
+		}
+		p, err := simargs.ParseFiles(cfg.Engine, cfg.Version, cmd.Argv, cmd.Env, cmd.Files)
+		if err != nil {
+			continue
+		}
+		p.GPU = simGPU(s.Hardware.GPU)
+		if p, err = p.WithDefaults(); err == nil && p.AttentionBackend != "" {
+			out[e.Name] = p.AttentionBackend
+		}
+	}
+	return out
 }
 
 // simGPU maps a hardware name to the simulator's catalog name: a spelling

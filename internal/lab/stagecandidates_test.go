@@ -172,6 +172,49 @@ repeats: 1
 	}
 }
 
+// TestStageSkipsTheDefaultAttentionBackend: the attention backend an
+// engine picks for the model on the GPU when none is named starts the
+// incumbent's server, so the default attention stage does not measure it:
+// SGLang runs fa3 on a Hopper GPU and FlashInfer on an A100, vLLM
+// FLASH_ATTN for a full-attention model (the simulator's engines, whose
+// defaults are read from the engines' sources, say which); TensorRT-LLM's
+// TRTLLM is its fixed default. The 14B example measured SGLang + fa3, the
+// incumbent again, and kept it on a noise draw.
+func TestStageSkipsTheDefaultAttentionBackend(t *testing.T) {
+	const spec = `
+name: attn
+model: Qwen/Qwen3-14B
+hardware: {gpu: %s, count: 1}
+engines: [{name: %s}]
+tuning: {name: rnd, dataset: random, input_len: 512, output_len: 128, num_prompts: 100, seed: 42}
+no_generalization: true
+stages:
+  - name: attention_backend
+combinations: false
+search: {disable: true}
+repeats: 1
+`
+	for _, tc := range []struct{ gpu, engine, want string }{
+		{"H100-SXM-80GB", "sglang", "flashinfer,triton"},
+		{"A100", "sglang", "fa3,triton"},
+		{"H100-SXM-80GB", "vllm", "FLASHINFER,TRITON_ATTN"},
+		{"H100-SXM-80GB", "trtllm", "FLASHINFER"},
+	} {
+		s := mustSpec(t, fmt.Sprintf(spec, tc.gpu, tc.engine))
+		sum, err := analyticLab(s, newMemStore()).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range sum.Stages[0].Candidates {
+			got = append(got, c.Point[labspec.KnobAttentionBackend])
+		}
+		if g := strings.Join(sortedStrings(got), ","); g != tc.want {
+			t.Errorf("%s on %s: candidates %s, want %s", tc.engine, tc.gpu, g, tc.want)
+		}
+	}
+}
+
 // TestSkippedStageSaysWhyOnTheConsole: a stage whose every candidate its
 // engine cannot run (here vLLM asked not to pad, which it cannot) prints
 // why on the progress lines; it printed nothing, and the reason was only in

@@ -143,14 +143,14 @@ var knobs = map[string]knob{
 			}
 			return fmt.Errorf("attention backend %q is not a %s backend name", v, orList(display))
 		},
-		apply: func(cfg *engine.Config, _ *Spec, v string) bool {
+		apply: func(cfg *engine.Config, s *Spec, v string) bool {
 			if IsDefault(v) {
 				cfg.AttentionBackend = ""
 				return true
 			}
 			if k, ok := engine.KindOf(cfg.Engine); ok && k.HasAttentionBackend(v) {
 				cfg.AttentionBackend = v
-				if v == k.AttentionDefault {
+				if v == k.AttentionDefault || s != nil && v == s.Hardware.AttentionDefaults[cfg.Engine] {
 					// Naming the default changes nothing the engine
 					// does: left unset, the candidate is the incumbent's
 					// config and is not measured again.

@@ -184,6 +184,13 @@ type Hardware struct {
 	// the lab fills it from the GPU catalog, and it is never read from or
 	// written to a spec. The zero Device assumes no GPU-dependent default.
 	Device engine.Device `yaml:"-" json:"-"`
+	// AttentionDefaults are the attention backend each engine picks for
+	// the spec's model on the GPU when none is named (vLLM's and SGLang's
+	// follow the GPU and the model's attention kind), filled by the lab
+	// from the simulator's engines: a candidate naming it is the
+	// incumbent's server, as TensorRT-LLM's fixed default is. Never read
+	// from or written to a spec.
+	AttentionDefaults map[string]string `yaml:"-" json:"-"`
 }
 
 // EngineSpec is one engine and its version.
