@@ -95,7 +95,8 @@ type Kind struct {
 
 	// render appends the engine's command line to r.
 	render func(r *renderer)
-	// batch is BatchDefaults.
+	// batch gives BatchDefaults: the limits vLLM and SGLang pick unset
+	// follow the GPU, so a fixed Defaults entry cannot say them.
 	batch func(k *Kind, c Config, d Device) BatchLimits
 	// support reports, through no, each knob of c the engine at version v
 	// cannot honour.

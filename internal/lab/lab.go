@@ -621,13 +621,14 @@ func allUnreached(cs []Candidate) bool {
 	return len(cs) > 0
 }
 
-// defaultAdmits says whether every given engine, left to its default
-// running-request cap on device d (or, where d does not settle it, the
-// least cap it picks on any GPU), admits n requests at once.
-func defaultAdmits(n int, d engine.Device, engines ...string) bool {
+// defaultAdmits says whether every given engine, at its version, left to
+// its default running-request cap on device d (or, where d and the
+// version do not settle it, the least cap it picks on any GPU), admits n
+// requests at once.
+func defaultAdmits(n int, d engine.Device, versions map[string]string, engines ...string) bool {
 	for _, e := range engines {
 		k, ok := engine.KindOf(e)
-		if !ok || max(k.BatchDefaults(engine.Config{Engine: e}, d).MaxNumSeqs, k.LeastMaxNumSeqs) < n {
+		if !ok || max(k.BatchDefaults(engine.Config{Engine: e, Version: versions[e]}, d).MaxNumSeqs, k.LeastMaxNumSeqs) < n {
 			return false
 		}
 	}
@@ -669,7 +670,7 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		// The incumbent admits every request already when its limit is
 		// unset and its engine's least default reaches n, or set at n or
 		// more: then no limit at or above n is a change.
-		admits := defaultAdmits(n, s.Hardware.Device, eng)
+		admits := defaultAdmits(n, s.Hardware.Device, s.EngineVersions(), eng)
 		if v := incPt[st.Knob]; v != "" {
 			m, err := strconv.Atoi(v)
 			admits = err == nil && m >= n
@@ -1181,6 +1182,18 @@ func (l *Lab) combinations(ctx context.Context, inc *result, incScore float64) (
 		return inc, incScore, nil
 	}
 	var pts []labspec.Point
+	// A subset that starts a server already measured (vLLM's throughput
+	// mode with max_num_seqs 2048 on an H100 is throughput mode alone) is
+	// not measured again.
+	dev := l.Spec.Hardware.Device
+	seen := map[string]bool{labspec.SameServer(inc.spec.Config, dev): true}
+	for _, st := range l.sum.Stages {
+		for _, c := range st.Candidates {
+			if cfg, ok := l.Spec.Config(c.Point); ok && c.TrialKey != "" {
+				seen[labspec.SameServer(cfg, dev)] = true
+			}
+		}
+	}
 	for mask := 1; mask < 1<<len(helpful); mask++ {
 		if popcount(mask) < 2 {
 			continue
@@ -1191,12 +1204,24 @@ func (l *Lab) combinations(ctx context.Context, inc *result, incScore float64) (
 				p = p.With(h.k, h.v)
 			}
 		}
-		if cfg, ok := l.Spec.Config(p); ok && labspec.Unsupported(cfg) == "" {
+		cfg, ok := l.Spec.Config(p)
+		if !ok || labspec.Unsupported(cfg) != "" {
+			continue
+		}
+		if srv := labspec.SameServer(cfg, dev); !seen[srv] {
+			seen[srv] = true
 			pts = append(pts, p)
 		}
 	}
 	ss := StageSummary{Name: "combinations", Knob: "&&", Incumbent: l.candidate(inc, l.repeatScores(inc))}
 	defer func() { l.sum.Stages = append(l.sum.Stages, ss) }()
+	if len(pts) == 0 {
+		ss.Skipped = "nothing to try: every combination starts a server already measured"
+		if sk, ok := l.Progress.(stageSkipper); ok {
+			sk.StageSkipped("combinations", ss.Skipped)
+		}
+		return inc, incScore, nil
+	}
 	if l.Progress != nil {
 		l.Progress.Stage("combinations", len(pts))
 	}

@@ -139,7 +139,7 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		for _, e := range s.Engines {
 			engs = append(engs, e.Name)
 		}
-		admits := defaultAdmits(n, s.Hardware.Device, engs...)
+		admits := defaultAdmits(n, s.Hardware.Device, s.EngineVersions(), engs...)
 		kept, dropped := labspec.TrimUnbinding(vs, n, inc.spec.Point[labspec.KnobMaxNumSeqs], admits)
 		axes[labspec.KnobMaxNumSeqs] = kept
 		same := "so a larger limit admits the same batches"
@@ -292,10 +292,9 @@ func (l *Lab) joint(ctx context.Context, inc *result, incScore float64) (*result
 		why := map[string]string{}
 		// A batch holds no two configs the guide cannot tell apart (the
 		// same prediction to five digits, the same values unmeasured): the
-		// second waits
-		// for the first's measurement, which recalibrates it. The 32B
-		// example measured TensorRT-LLM's chunked and unchunked twins side
-		// by side, predicted alike, round after round.
+		// second waits for the first's measurement, which recalibrates
+		// it. The 32B example measured TensorRT-LLM's chunked and
+		// unchunked twins side by side, predicted alike, round after round.
 		alike := map[string]bool{}
 		for _, c := range cands {
 			if len(batch) >= n || c.opt <= bar {

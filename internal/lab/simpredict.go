@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,15 +100,29 @@ func (sp SimPredictor) Upside(cfg engine.Config) (float64, bool) {
 var _ Ranged = SimPredictor{}
 
 // DeviceOf is what the engines' start-up defaults read of the GPU a spec
-// names (labspec.Hardware.Device), from the simulator's GPU catalog; the
-// zero Device for a GPU the catalog lacks.
+// names (labspec.Hardware.Device): the simulator's catalog entry, with the
+// memory the name states where it states one ("A100-40GB" is no 80 GB
+// A100: SGLang's default chunk there is 4096, not 8192); the zero Device
+// for a GPU the catalog lacks.
 func DeviceOf(gpu string) engine.Device {
 	g, err := sim.LookupGPU(simGPU(gpu))
 	if err != nil {
 		return engine.Device{}
 	}
-	return engine.Device{Name: g.Name, MemGiB: g.MemGiB}
+	d := engine.Device{Name: g.Name, MemGiB: g.MemGiB}
+	if m := statedGB.FindStringSubmatch(gpu); m != nil {
+		if gb, err := strconv.Atoi(m[1]); err == nil {
+			d.MemGiB = float64(gb)
+		}
+	}
+	return d
 }
+
+// statedGB finds the memory a GPU's name states ("H100-SXM-80GB", "NVIDIA
+// A100-PCIE-40GB", "H200 141GB"). The marketing figure is near enough to
+// the GiB the driver reports for the engines' thresholds (70 GiB for vLLM;
+// 35, 60 and 160 for SGLang).
+var statedGB = regexp.MustCompile(`(?i)(?:^|[^0-9])([0-9]{2,3}) ?GB`)
 
 // withDevice fills what the engines' defaults read of the spec's GPU and
 // model, unless the caller set it: s.Hardware.Device from the GPU it
@@ -129,6 +144,12 @@ func withDevice(s *labspec.Spec) {
 // out, and no backend of it is taken for its default.
 func attentionDefaults(s *labspec.Spec) map[string]string {
 	out := map[string]string{}
+	// On Blackwell vLLM prefers FlashInfer and SGLang trtllm_mha, which
+	// the simulator's engines do not model: there no backend is taken for
+	// a default, and every candidate is measured.
+	if g, err := sim.LookupGPU(simGPU(s.Hardware.GPU)); err != nil || g.SM >= 100 {
+		return out
+	}
 	for _, e := range s.Engines {
 		cfg, ok := s.Config(labspec.Point{labspec.KnobEngine: e.Name})
 		if !ok {

@@ -19,3 +19,26 @@ func TestSimGPU(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceOf: the device the engines' defaults read, from the catalog by
+// the spec's GPU name, with the memory the name states where it states one
+// (an A100-40GB gets SGLang's 4096-token chunk, not the 80 GB card's 8192).
+func TestDeviceOf(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		name string
+		mem  float64
+	}{
+		{"H100-SXM-80GB", "H100", 80},
+		{"NVIDIA H100 80GB HBM3", "H100", 80},
+		{"H100", "H100", 79.2},
+		{"A100-40GB", "A100", 40},
+		{"NVIDIA A100-PCIE-40GB", "A100", 40},
+		{"H200 141GB", "H200", 141},
+		{"MI300X", "", 0},
+	} {
+		if d := DeviceOf(tc.in); d.Name != tc.name || d.MemGiB != tc.mem {
+			t.Errorf("DeviceOf(%q) = %+v, want %s with %g GiB", tc.in, d, tc.name, tc.mem)
+		}
+	}
+}

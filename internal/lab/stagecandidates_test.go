@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perflab/perflab/internal/engine"
 	"github.com/perflab/perflab/internal/labprogress"
 	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/report"
@@ -199,6 +200,11 @@ repeats: 1
 		{"A100", "sglang", "fa3,triton"},
 		{"H100-SXM-80GB", "vllm", "FLASHINFER,TRITON_ATTN"},
 		{"H100-SXM-80GB", "trtllm", "FLASHINFER"},
+		// On Blackwell the simulator's engines do not say the default
+		// (vLLM prefers FlashInfer there, SGLang trtllm_mha): every
+		// candidate is measured.
+		{"B200", "sglang", "fa3,flashinfer,triton"},
+		{"B200", "vllm", "FLASHINFER,FLASH_ATTN,TRITON_ATTN"},
 	} {
 		s := mustSpec(t, fmt.Sprintf(spec, tc.gpu, tc.engine))
 		sum, err := analyticLab(s, newMemStore()).Run(context.Background())
@@ -477,5 +483,75 @@ func TestVersus(t *testing.T) {
 		if got := versus("SGLang", tc.w, tc.l, "tok/s") + tie(tc.w, tc.l, tc.thr); got != tc.want {
 			t.Errorf("got  %s\nwant %s", got, tc.want)
 		}
+	}
+}
+
+// modeRunner measures with inner and sets each trial's total tok/s by its
+// performance mode and token budget, as an engine would: on vLLM on an
+// H100 throughput mode makes 16384 the default budget, so
+// {throughput, 16384} and {throughput} score alike.
+type modeRunner struct {
+	inner  Runner
+	scores map[string]float64
+}
+
+func (r modeRunner) Run(ctx context.Context, t TrialSpec) (Measurement, error) {
+	m, err := r.inner.Run(ctx, t)
+	if err != nil || m.Result == nil {
+		return m, err
+	}
+	c := engine.WithoutDefaults(t.Config, engine.Device{Name: "H100", MemGiB: 79.2})
+	res := *m.Result
+	res.TotalTokenThroughput = r.scores[fmt.Sprintf("%s/%d", c.PerformanceMode, c.MaxNumBatchedTokens)]
+	m.Result = &res
+	return m, nil
+}
+
+// TestCombinationsSkipAMeasuredServer: the combinations stage joins the
+// values that gained without being kept; a join that starts a server some
+// stage measured already is not measured again. Throughput mode (+3%) and
+// a 16384-token budget (+2%) fall short of min_gain 5%; joined on vLLM on
+// an H100 they are throughput mode alone, whose default budget is 16384,
+// so the stage has nothing to try and spends no trial.
+func TestCombinationsSkipAMeasuredServer(t *testing.T) {
+	const spec = `
+name: combos
+model: Qwen/Qwen3-14B
+hardware: {gpu: H100-SXM-80GB, count: 1}
+engines: [{name: vllm, version: 0.17.1}]
+tuning: {name: rnd, dataset: random, input_len: 512, output_len: 128, num_prompts: 100, seed: 42}
+no_generalization: true
+stages:
+  - name: performance_mode
+    values: [throughput]
+  - name: tokens
+    knob: max_num_batched_tokens
+    values: ["16384"]
+combinations: true
+search: {disable: true}
+repeats: 1
+min_gain: 0.05
+`
+	s := mustSpec(t, spec)
+	l := analyticLab(s, newMemStore())
+	l.Runner = modeRunner{inner: l.Runner, scores: map[string]float64{"/0": 1000, "throughput/0": 1030, "/16384": 1020}}
+	sum, err := l.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var combos *StageSummary
+	for i := range sum.Stages {
+		if sum.Stages[i].Name == "combinations" {
+			combos = &sum.Stages[i]
+		}
+	}
+	if combos == nil {
+		t.Fatalf("no combinations stage: %+v", sum.Stages)
+	}
+	if len(combos.Candidates) != 0 || !strings.Contains(combos.Skipped, "already measured") {
+		t.Errorf("combinations ran %d candidates (%q), want none: {throughput, 16384} is throughput mode's server", len(combos.Candidates), combos.Skipped)
+	}
+	if sum.TrialsRun != 3 {
+		t.Errorf("%d trials, want 3: the baseline and one per stage", sum.TrialsRun)
 	}
 }

@@ -369,6 +369,7 @@ func parseModelConfig(b []byte) (Arch, error) {
 		if a.Vision == nil {
 			a.Vision = raw.Vision
 		}
+		a.MTPLayers = max(a.MTPLayers, raw.MTPLayers, raw.NextNLayers)
 		return a, nil
 	}
 	a := raw.Arch

@@ -406,12 +406,13 @@ func trtllmDefaults(p *Params, hw GPU, arch Arch) error {
 }
 
 // batchDefaults are the batch limits engine name starts p with on hw when
-// p leaves them unset (each Kind's defaults names its own engine, so a
-// Kind copied under another name behaves the same): the engine package's BatchDefaults, which a lab reads
-// to tell a default from a change, so the two agree. They are read for the
-// V1 engine at every vLLM version (the one scheduler the simulator
-// models), and with chunked prefill as the engine's default: what an
-// unchunked engine does to its budget, each engine's part applies.
+// p leaves them unset: the engine package's BatchDefaults, which a lab
+// reads to tell a default from a change, so that the two agree. Each
+// Kind's defaults names its engine, not p's, so that a Kind registered
+// under another name (TestKindIsTheOnlyBranch) behaves the same. The V1
+// engine's defaults hold at every vLLM version, the one scheduler the
+// simulator models; how an unchunked engine raises its budget is each
+// engine's part.
 func batchDefaults(name string, p Params, hw GPU) engine.BatchLimits {
 	k, ok := engine.KindOf(name)
 	if !ok {
