@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -610,15 +611,26 @@ func (l *Lab) generalizationSpecs(p labspec.Point, cfg engine.Config) []TrialSpe
 	return specs
 }
 
-// allUnreached says whether every candidate was left out as a batch limit
-// the workload never reaches: nothing the engine refused.
-func allUnreached(cs []Candidate) bool {
+// allWhy says whether every candidate was left out for one of the given
+// reasons (a batch limit the workload never reaches, the incumbent's own
+// server): nothing the engine refused.
+func allWhy(cs []Candidate, whys ...report.Why) bool {
 	for _, c := range cs {
-		if c.Why != report.WhyUnreached {
+		if !slices.Contains(whys, c.Why) {
 			return false
 		}
 	}
 	return len(cs) > 0
+}
+
+// firstWhy is the reason of the first candidate left out as why.
+func firstWhy(cs []Candidate, why report.Why) string {
+	for _, c := range cs {
+		if c.Why == why {
+			return c.Reason
+		}
+	}
+	return ""
 }
 
 // defaultAdmits says whether every given engine, at its version, left to
@@ -702,6 +714,14 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		if seen[h] || seen[srv] {
 			if inc != nil && (h == incH || srv == incSrv) {
 				own = append(own, st.Knob+"="+v)
+				if incPt[st.Knob] != v {
+					// A value that spells the engine's default is said, so
+					// that it does not vanish from the console and the
+					// report (the incumbent's own value needs no word).
+					why := fmt.Sprintf("the incumbent's own server: %s picks %s=%s unset on %s, so the command is the incumbent's",
+						engine.DisplayName(eng), st.Knob, v, s.Hardware.GPU)
+					ss.Candidates = append(ss.Candidates, l.unrun(p, cfg, report.WhyIncumbentServer, why))
+				}
 			}
 			continue
 		}
@@ -725,7 +745,7 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 	if len(pts) == 0 {
 		why := ""
 		switch {
-		case len(ss.Candidates) == 0 && len(own) > 0:
+		case len(own) > 0 && (len(ss.Candidates) == 0 || allWhy(ss.Candidates, report.WhyIncumbentServer)):
 			// Say which values, so "parallelism on 1 GPU" does not read as
 			// a knob the engine lacks.
 			ss.Skipped = fmt.Sprintf("nothing to try on %s: %s starts the incumbent's own server", eng, strings.Join(own, ", "))
@@ -733,8 +753,8 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		case len(ss.Candidates) == 0:
 			ss.Skipped = fmt.Sprintf("no candidate applies to %s", eng)
 			why = ss.Skipped
-		case allUnreached(ss.Candidates):
-			ss.Skipped = fmt.Sprintf("nothing to try on %s: %s", eng, ss.Candidates[0].Reason)
+		case allWhy(ss.Candidates, report.WhyUnreached, report.WhyIncumbentServer):
+			ss.Skipped = fmt.Sprintf("nothing to try on %s: %s", eng, firstWhy(ss.Candidates, report.WhyUnreached))
 			why = ss.Skipped
 		default:
 			ss.Skipped = fmt.Sprintf("no candidate %s can run is left", eng)

@@ -29,6 +29,18 @@ combinations: false
 repeats: 1
 `
 
+// ran are the candidates of cs other than those left out as the
+// incumbent's own server (which a stage lists, not runs).
+func ran(cs []Candidate) []Candidate {
+	var out []Candidate
+	for _, c := range cs {
+		if c.Why != report.WhyIncumbentServer {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // TestGraphPaddingStage runs the cuda_graph_padding stage on the simulator
 // (standing in for the engines and the GPU). TensorRT-LLM pads no batch by
 // default, so at 48 requests in flight its decode steps run between its
@@ -54,9 +66,9 @@ func TestGraphPaddingStage(t *testing.T) {
 			}
 			st := sum.Stages[0]
 			if !tc.kept {
-				if st.Kept != "" || len(st.Candidates) != 0 || st.Skipped == "" || sum.TrialsRun != 1 {
+				if st.Kept != "" || len(ran(st.Candidates)) != 0 || st.Skipped == "" || sum.TrialsRun != 1 {
 					t.Fatalf("SGLang: stage kept %q, %d candidates, skipped %q, %d trials; want nothing tried beside the baseline",
-						st.Kept, len(st.Candidates), st.Skipped, sum.TrialsRun)
+						st.Kept, len(ran(st.Candidates)), st.Skipped, sum.TrialsRun)
 				}
 				return
 			}
@@ -111,11 +123,14 @@ repeats: 1
 			t.Fatal(err)
 		}
 		var got []string
-		for _, c := range sum.Stages[0].Candidates {
+		for _, c := range ran(sum.Stages[0].Candidates) {
 			got = append(got, c.Point[labspec.KnobChunkedPrefill])
 		}
 		if g := strings.Join(sortedStrings(got), ","); g != tc.want {
 			t.Errorf("%s: candidates chunked_prefill=%s, want %s", tc.engine, g, tc.want)
+		}
+		if n := len(sum.Stages[0].Candidates) - len(got); n != 1 {
+			t.Errorf("%s: %d candidates listed as the incumbent's own server, want 1", tc.engine, n)
 		}
 	}
 }
@@ -158,11 +173,22 @@ repeats: 1
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string][]string{}
+		got, own := map[string][]string{}, 0
 		for _, st := range sum.Stages {
 			for _, c := range st.Candidates {
+				if c.Why == report.WhyIncumbentServer {
+					// Listed with why, not run.
+					own++
+					if !strings.Contains(c.Reason, "the incumbent's own server") || c.TrialKey != "" {
+						t.Errorf("%s: %q, trial %q", c.Name, c.Reason, c.TrialKey)
+					}
+					continue
+				}
 				got[st.Name] = append(got[st.Name], c.Point[st.Knob])
 			}
+		}
+		if want := 5 - len(got["seqs"]) - len(got["tokens"]); own != want {
+			t.Errorf("%s on %s: %d listed as the incumbent's own server, want %d", tc.engine, tc.gpu, own, want)
 		}
 		if g := strings.Join(sortedStrings(got["seqs"]), ","); g != tc.seqs {
 			t.Errorf("%s on %s: candidates max_num_seqs=%s, want %s", tc.engine, tc.gpu, g, tc.seqs)
@@ -212,7 +238,7 @@ repeats: 1
 			t.Fatal(err)
 		}
 		var got []string
-		for _, c := range sum.Stages[0].Candidates {
+		for _, c := range ran(sum.Stages[0].Candidates) {
 			got = append(got, c.Point[labspec.KnobAttentionBackend])
 		}
 		if g := strings.Join(sortedStrings(got), ","); g != tc.want {
@@ -354,6 +380,8 @@ func TestStageLeavesOutUnreachedBatchLimits(t *testing.T) {
 					if c.TrialKey != "" || c.Reason != tc.why {
 						t.Errorf("%s: trial %q, reason %q, want %q", c.Name, c.TrialKey, c.Reason, tc.why)
 					}
+				case c.Why == report.WhyIncumbentServer && strings.Contains(c.Name, "max_num_seqs=1024"):
+					// vLLM's default on an H100: listed, not run.
 				case strings.Contains(c.Name, "max_num_seqs=256"):
 					ran++
 				default:

@@ -27,6 +27,11 @@ const (
 	// requests the tuning workload has in flight, where a smaller limit of
 	// the stage admits the same batches (labspec.TrimUnbinding).
 	WhyUnreached Why = "unreached"
+	// WhyIncumbentServer: not run, as it starts the incumbent's own
+	// server: the value is the incumbent's, or what the engine picks for
+	// the knob unset on this GPU and model (engine.Kind.BatchDefaults,
+	// labspec.Hardware.AttentionDefaults).
+	WhyIncumbentServer Why = "incumbent_server"
 	// WhyBudget: the budget stopped it before a decision.
 	WhyBudget Why = "budget"
 	// WhyNotBest: another candidate of the step scored higher.
