@@ -29,9 +29,9 @@ combinations: false
 repeats: 1
 `
 
-// ran are the candidates of cs other than those left out as the
+// ranOnly are the candidates of cs other than those left out as the
 // incumbent's own server (which a stage lists, not runs).
-func ran(cs []Candidate) []Candidate {
+func ranOnly(cs []Candidate) []Candidate {
 	var out []Candidate
 	for _, c := range cs {
 		if c.Why != report.WhyIncumbentServer {
@@ -66,9 +66,9 @@ func TestGraphPaddingStage(t *testing.T) {
 			}
 			st := sum.Stages[0]
 			if !tc.kept {
-				if st.Kept != "" || len(ran(st.Candidates)) != 0 || st.Skipped == "" || sum.TrialsRun != 1 {
+				if st.Kept != "" || len(ranOnly(st.Candidates)) != 0 || st.Skipped == "" || sum.TrialsRun != 1 {
 					t.Fatalf("SGLang: stage kept %q, %d candidates, skipped %q, %d trials; want nothing tried beside the baseline",
-						st.Kept, len(ran(st.Candidates)), st.Skipped, sum.TrialsRun)
+						st.Kept, len(ranOnly(st.Candidates)), st.Skipped, sum.TrialsRun)
 				}
 				return
 			}
@@ -123,7 +123,7 @@ repeats: 1
 			t.Fatal(err)
 		}
 		var got []string
-		for _, c := range ran(sum.Stages[0].Candidates) {
+		for _, c := range ranOnly(sum.Stages[0].Candidates) {
 			got = append(got, c.Point[labspec.KnobChunkedPrefill])
 		}
 		if g := strings.Join(sortedStrings(got), ","); g != tc.want {
@@ -135,6 +135,24 @@ repeats: 1
 	}
 }
 
+// defaultsSpec is a spec on gpu with engine alone,
+// its stages as given, no joint search, combinations or repeats: the
+// default rules' tests read its stages' candidates.
+func defaultsSpec(gpu, engine, stages string) string {
+	return fmt.Sprintf(`
+name: defaults
+model: Qwen/Qwen3-14B
+hardware: {gpu: %s, count: 1}
+engines: [{name: %s}]
+tuning: {name: rnd, dataset: random, input_len: 512, output_len: 128, num_prompts: 100, seed: 42}
+no_generalization: true
+stages:
+%scombinations: false
+search: {disable: true}
+repeats: 1
+`, gpu, engine, stages)
+}
+
 // TestStageSkipsTheDefaultBatchLimits: a batch limit spelled at the value
 // the engine picks on the spec's GPU when it is unset starts the
 // incumbent's server, so it is not a candidate. vLLM's defaults follow the
@@ -143,23 +161,12 @@ repeats: 1
 // default stages list 8192, so on an H100 every engine measured it as a
 // change, a trial spent on the incumbent's own server.
 func TestStageSkipsTheDefaultBatchLimits(t *testing.T) {
-	const spec = `
-name: same
-model: Qwen/Qwen3-14B
-hardware: {gpu: %s, count: 1}
-engines: [{name: %s}]
-tuning: {name: rnd, dataset: random, input_len: 512, output_len: 128, num_prompts: 100, seed: 42}
-no_generalization: true
-stages:
-  - name: seqs
+	const stages = `  - name: seqs
     knob: max_num_seqs
     values: ["256", "1024"]
   - name: tokens
     knob: max_num_batched_tokens
     values: ["2048", "8192", "16384"]
-combinations: false
-search: {disable: true}
-repeats: 1
 `
 	for _, tc := range []struct{ gpu, engine, seqs, tokens string }{
 		{"H100-SXM-80GB", "vllm", "256", "16384,2048"},
@@ -168,7 +175,7 @@ repeats: 1
 		{"A100", "sglang", "1024,256", "16384,2048"},
 		{"H100-SXM-80GB", "trtllm", "1024,256", "16384,2048"},
 	} {
-		s := mustSpec(t, fmt.Sprintf(spec, tc.gpu, tc.engine))
+		s := mustSpec(t, defaultsSpec(tc.gpu, tc.engine, stages))
 		sum, err := analyticLab(s, newMemStore()).Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -208,19 +215,6 @@ repeats: 1
 // TRTLLM is its fixed default. The 14B example measured SGLang + fa3, the
 // incumbent again, and kept it on a noise draw.
 func TestStageSkipsTheDefaultAttentionBackend(t *testing.T) {
-	const spec = `
-name: attn
-model: Qwen/Qwen3-14B
-hardware: {gpu: %s, count: 1}
-engines: [{name: %s}]
-tuning: {name: rnd, dataset: random, input_len: 512, output_len: 128, num_prompts: 100, seed: 42}
-no_generalization: true
-stages:
-  - name: attention_backend
-combinations: false
-search: {disable: true}
-repeats: 1
-`
 	for _, tc := range []struct{ gpu, engine, want string }{
 		{"H100-SXM-80GB", "sglang", "flashinfer,triton"},
 		{"A100", "sglang", "fa3,triton"},
@@ -232,13 +226,13 @@ repeats: 1
 		{"B200", "sglang", "fa3,flashinfer,triton"},
 		{"B200", "vllm", "FLASHINFER,FLASH_ATTN,TRITON_ATTN"},
 	} {
-		s := mustSpec(t, fmt.Sprintf(spec, tc.gpu, tc.engine))
+		s := mustSpec(t, defaultsSpec(tc.gpu, tc.engine, "  - name: attention_backend\n"))
 		sum, err := analyticLab(s, newMemStore()).Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got []string
-		for _, c := range ran(sum.Stages[0].Candidates) {
+		for _, c := range ranOnly(sum.Stages[0].Candidates) {
 			got = append(got, c.Point[labspec.KnobAttentionBackend])
 		}
 		if g := strings.Join(sortedStrings(got), ","); g != tc.want {
