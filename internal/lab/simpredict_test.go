@@ -11,6 +11,9 @@ func TestSimGPU(t *testing.T) {
 		{"NVIDIA H100 PCIe 80GB", "H100-PCIe"},
 		{"H100_PCIE", "H100-PCIe"},
 		{"nvidia-a100-sxm4-80gb", "A100"},
+		{"A100 80GB PCIe", "A100-PCIe"},
+		{"NVIDIA A100-SXM4-40GB", "A100-40GB"},
+		{"h100-nvl", "H100-NVL"},
 		{"H200 NVL", "H200"},
 		{"MI300X", "MI300X"},
 	} {
@@ -32,8 +35,11 @@ func TestDeviceOf(t *testing.T) {
 		{"H100-SXM-80GB", "H100", 80},
 		{"NVIDIA H100 80GB HBM3", "H100", 80},
 		{"H100", "H100", 79.2},
-		{"A100-40GB", "A100", 40},
-		{"NVIDIA A100-PCIE-40GB", "A100", 40},
+		{"A100-40GB", "A100-40GB", 40},
+		{"NVIDIA A100-SXM4-40GB", "A100-40GB", 40},
+		// The catalog's PCIe card is the 80 GB one; the name's 40 GB
+		// is what the engines' thresholds read.
+		{"NVIDIA A100-PCIE-40GB", "A100-PCIe", 40},
 		{"H200 141GB", "H200", 141},
 		{"MI300X", "", 0},
 	} {

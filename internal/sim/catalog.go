@@ -36,18 +36,31 @@ type GPU struct {
 	SMs int `json:"sms"`
 }
 
-// gpuCatalog holds NVIDIA's datasheet figures (SM counts: H100 SXM5 and
-// H200 132, H100 PCIe 114, A100 SXM4 108, L40S 142, B200 148).
+// gpuCatalog holds NVIDIA's datasheet figures, dense (a datasheet's
+// "with sparsity" peaks halved; SM counts: H100 SXM5, H100 NVL and H200
+// 132, H100 PCIe 114, every A100 108, L40S 142, L4 58, B200 148). MemGiB
+// is what the driver reports as total (an "80GB" card's 81,920 MiB less
+// the driver's reserve, as torch reads it).
 var gpuCatalog = []GPU{
 	{Name: "H100", BF16TFLOPS: 989, FP8TFLOPS: 1979, HBMGBps: 3350, MemGiB: 79.2, NVLinkGBps: 900, PCIeGBps: 64, SM: 90, SMs: 132},
 	// The PCIe card: HBM2e at 2 TB/s and lower clocks on 114 SMs. Its
 	// NVLink bridge joins two cards at most, so TP runs over PCIe.
 	{Name: "H100-PCIe", BF16TFLOPS: 756, FP8TFLOPS: 1513, HBMGBps: 2039, MemGiB: 79.2, NVLinkGBps: 0, PCIeGBps: 64, SM: 90, SMs: 114},
+	// H100 NVL: 94 GB of HBM3 at 3.9 TB/s, 835 dense BF16 TFLOPS. Its
+	// NVLink bridge, like the PCIe card's, joins pairs only.
+	{Name: "H100-NVL", BF16TFLOPS: 835, FP8TFLOPS: 1670, HBMGBps: 3900, MemGiB: 93.6, NVLinkGBps: 0, PCIeGBps: 64, SM: 90, SMs: 132},
 	{Name: "H200", BF16TFLOPS: 989, FP8TFLOPS: 1979, HBMGBps: 4800, MemGiB: 139.8, NVLinkGBps: 900, PCIeGBps: 64, SM: 90, SMs: 132},
 	// A100 has no FP8 tensor cores: FP8 checkpoints run weight-only
 	// (half the weight bytes, BF16 math).
 	{Name: "A100", BF16TFLOPS: 312, FP8TFLOPS: 312, HBMGBps: 2039, MemGiB: 79.2, NVLinkGBps: 600, PCIeGBps: 32, SM: 80, SMs: 108},
+	// The 40 GB SXM4 card: HBM2 at 1.56 TB/s, the same chip and NVLink.
+	{Name: "A100-40GB", BF16TFLOPS: 312, FP8TFLOPS: 312, HBMGBps: 1555, MemGiB: 39.4, NVLinkGBps: 600, PCIeGBps: 32, SM: 80, SMs: 108},
+	// The 80 GB PCIe card: HBM2e at 1.94 TB/s; bridges join pairs only,
+	// so TP runs over PCIe.
+	{Name: "A100-PCIe", BF16TFLOPS: 312, FP8TFLOPS: 312, HBMGBps: 1935, MemGiB: 79.2, NVLinkGBps: 0, PCIeGBps: 32, SM: 80, SMs: 108},
 	{Name: "L40S", BF16TFLOPS: 362, FP8TFLOPS: 733, HBMGBps: 864, MemGiB: 44.4, NVLinkGBps: 0, PCIeGBps: 32, SM: 89, SMs: 142},
+	// L4: 24 GB of GDDR6 at 300 GB/s, Ada's FP8 cores.
+	{Name: "L4", BF16TFLOPS: 121, FP8TFLOPS: 242, HBMGBps: 300, MemGiB: 22.5, NVLinkGBps: 0, PCIeGBps: 32, SM: 89, SMs: 58},
 	{Name: "B200", BF16TFLOPS: 2250, FP8TFLOPS: 4500, HBMGBps: 8000, MemGiB: 178.4, NVLinkGBps: 1800, PCIeGBps: 64, SM: 100, SMs: 148},
 }
 
@@ -56,8 +69,15 @@ var gpuAliases = map[string]string{
 	"nvidia h100 80gb hbm3": "H100", "h100-sxm-80gb": "H100", "h100-sxm5": "H100", "h100 sxm5": "H100",
 	"h100-pcie": "H100-PCIe", "h100 pcie": "H100-PCIe", "h100_pcie": "H100-PCIe", "h100-pcie-80gb": "H100-PCIe", "nvidia h100 pcie": "H100-PCIe",
 	"h200": "H200", "h200-141gb": "H200", "nvidia h200": "H200",
+	"h100-nvl": "H100-NVL", "h100 nvl": "H100-NVL", "h100_nvl": "H100-NVL", "nvidia h100 nvl": "H100-NVL",
 	"a100": "A100", "a100-80gb": "A100", "a100-sxm": "A100", "a100_80gb": "A100", "nvidia a100-sxm4-80gb": "A100",
+	"a100-sxm4-80gb": "A100",
+	"a100-40gb":      "A100-40GB", "a100 40gb": "A100-40GB", "a100_40gb": "A100-40GB", "a100-sxm4-40gb": "A100-40GB",
+	"nvidia a100-sxm4-40gb": "A100-40GB",
+	"a100-pcie":             "A100-PCIe", "a100 pcie": "A100-PCIe", "a100_pcie": "A100-PCIe", "a100-pcie-80gb": "A100-PCIe",
+	"nvidia a100 80gb pcie": "A100-PCIe", "nvidia a100-pcie-80gb": "A100-PCIe", "a100 80gb pcie": "A100-PCIe",
 	"l40s": "L40S", "nvidia l40s": "L40S",
+	"l4": "L4", "nvidia l4": "L4",
 	"b200": "B200", "nvidia b200": "B200",
 }
 

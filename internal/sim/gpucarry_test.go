@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -262,4 +263,79 @@ func mustGPU(t *testing.T, name string) GPU {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// TestGPUVariants: the other cards of a family are GPUs of their own,
+// found by the names users and torch write, with no calibration of their
+// own: each carries the H100's shares through the kernel tables, says so,
+// and decodes at its own memory bandwidth against its sibling's (within
+// the bandwidths' ratio: part of the carried loss is host time).
+func TestGPUVariants(t *testing.T) {
+	for _, tc := range []struct {
+		gpu, sibling string
+		spellings    []string
+		maxModelLen  int
+	}{
+		{"A100-40GB", "A100", []string{"A100-40GB", "a100 40gb", "NVIDIA A100-SXM4-40GB", "a100-sxm4-40gb"}, 0},
+		{"A100-PCIe", "A100", []string{"A100-PCIe", "a100 pcie", "NVIDIA A100 80GB PCIe", "a100-pcie-80gb"}, 0},
+		{"H100-NVL", "H100", []string{"H100-NVL", "h100 nvl", "NVIDIA H100 NVL"}, 0},
+		// 22.5 GiB leave an 8B model too little cache for its 40,960
+		// tokens: vLLM refuses to start (TestGPUVariantMemory).
+		{"L4", "L40S", []string{"L4", "nvidia l4"}, 8192},
+	} {
+		for _, name := range tc.spellings {
+			if g, err := LookupGPU(name); err != nil || g.Name != tc.gpu {
+				t.Errorf("LookupGPU(%q) = %s, %v; want %s", name, g.Name, err, tc.gpu)
+			}
+		}
+		reqs := make([]dataset.Request, 16)
+		for i := range reqs {
+			reqs[i] = dataset.Request{PromptLen: 1024, OutputLen: 256}
+		}
+		tpot := map[string]float64{}
+		for _, gpu := range []string{tc.sibling, tc.gpu} {
+			p := Params{Engine: EngineVLLM, Version: "0.11.0", Model: "Qwen3-8B", GPU: gpu, MaxNumSeqs: 4, MaxModelLen: tc.maxModelLen}
+			pr, err := PredictWith(p, DefaultCoefficients(), reqs, Load{})
+			if err != nil {
+				t.Fatalf("%s: %v", gpu, err)
+			}
+			tpot[gpu] = pr.Result.MeanTPOTMs
+			s, err := PredictSpan(p, DefaultCoefficients(), nil, reqs, Load{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gpu == tc.gpu && !slices.ContainsFunc(s.Unseen, func(u string) bool { return strings.Contains(u, "no calibration was fitted on "+tc.gpu) }) {
+				t.Errorf("%s: notes %q; want the carry named", gpu, s.Unseen)
+			}
+		}
+		a, b := mustGPU(t, tc.gpu), mustGPU(t, tc.sibling)
+		r, bw := tpot[tc.gpu]/tpot[tc.sibling], b.HBMGBps/a.HBMGBps
+		lo, hi := min(1, bw), max(1, bw)
+		if !(r > lo && r < hi) && math.Abs(r-bw) > 1e-3 {
+			t.Errorf("%s: TPOT %.2f ms, %.2f on the %s (×%.3f): want between 1 and the bandwidths' ratio %.3f", tc.gpu, tpot[tc.gpu], tpot[tc.sibling], tc.sibling, r, bw)
+		}
+		t.Logf("%s: TPOT ×%.3f against the %s (bandwidth ×%.3f)", tc.gpu, r, tc.sibling, bw)
+	}
+}
+
+// TestGPUVariantMemory: a card's memory is its own. A 32B model in BF16
+// (61 GiB of weights) fits one 80 GB A100 and not one 40 GB card, and
+// the refusal is the engine's out-of-memory error.
+func TestGPUVariantMemory(t *testing.T) {
+	reqs := []dataset.Request{{PromptLen: 128, OutputLen: 16}}
+	for _, tc := range []struct {
+		gpu, model string
+		oom        bool
+	}{
+		{"A100", "Qwen3-32B", false},
+		{"A100-40GB", "Qwen3-32B", true},
+		{"A100-40GB", "Qwen3-14B", false},
+		{"L4", "Qwen3-8B", true},
+	} {
+		p := Params{Engine: EngineVLLM, Version: "0.11.0", Model: tc.model, GPU: tc.gpu}
+		_, err := PredictWith(p, DefaultCoefficients(), reqs, Load{})
+		if got := errors.Is(err, ErrOOM); got != tc.oom {
+			t.Errorf("%s on one %s: err %v; want out of memory %v", tc.model, tc.gpu, err, tc.oom)
+		}
+	}
 }

@@ -43,7 +43,8 @@ type Params struct {
 	// --load-balance-method).
 	Route Route `json:"route,omitempty"`
 	// GPU is a hardware catalog name ("H100", "H100-PCIe", "H200", "A100",
-	// "L40S", "B200") or a spelling LookupGPU knows.
+	// "A100-40GB", "L40S", "B200", …: GPUNames) or a spelling LookupGPU
+	// knows.
 	GPU string `json:"gpu"`
 	// GPUs is how many GPUs the deployment has (0 = TP*DP).
 	GPUs int `json:"gpus,omitempty"`
@@ -353,8 +354,10 @@ func sglangDefaults(p *Params, hw GPU, arch Arch) error {
 		p.AsyncScheduling = boolPtr(!p.EnforceEager && !noBuffer && !spec)
 	}
 	if p.AttentionBackend == "" {
+		// fa3 on Hopper (is_hopper_with_cuda_12_3 in server_args.py's
+		// default backend), flashinfer elsewhere.
 		p.AttentionBackend = "fa3"
-		if !strings.HasPrefix(hw.Name, "H") {
+		if hw.SM != 90 {
 			p.AttentionBackend = "flashinfer"
 		}
 		if arch.Hybrid() {
