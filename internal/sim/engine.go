@@ -317,16 +317,9 @@ func (e *Engine) setupRoofline() {
 		e.weightBytes = w - allExperts
 	}
 	e.attnFlopsCoef = 4 * float64(a.fullAttnLayers()) * float64(a.NumHeads*a.HeadDim) / tp
-	if p.TP > 1 {
-		bw := e.hw.NVLinkGBps * 1e9
-		if bw == 0 {
-			bw = e.hw.PCIeGBps * 1e9
-		}
-		// Two all-reduces per layer of hidden*2 bytes per token, ring
-		// algorithm moving 2(TP-1)/TP of the data.
-		e.commPerTok = 2 * float64(a.NumLayers) * float64(a.HiddenSize) * 2 * 2 * (tp - 1) / tp / (0.7 * bw)
-		e.commFixed = 2 * float64(a.NumLayers) * 8e-6
-	}
+	// Two all-reduces per layer, priced as the kernel-table model prices
+	// them (allReduceTerms): over one direction of NVLink, or PCIe.
+	e.commFixed, e.commPerTok = allReduceTerms(e.hw, a, p.TP)
 	if p.EP && a.NumExperts > 0 && p.TP*p.DP > 1 {
 		bw := e.hw.NVLinkGBps * 1e9
 		if bw == 0 {

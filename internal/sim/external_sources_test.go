@@ -653,16 +653,16 @@ func TestExternalSources(t *testing.T) {
 	}
 }
 
-// The bounds TestExternalSources holds a kind's whole set to (2026-11-28,
-// since the 8B latency report's 14 EAGLE3 blocks are scored at the
-// published acceptance prior with its range: served total tok/s 14.4%
-// MAPE, in range 92/92, TTFT 87/92, TPOT 79/82, 25 of 31 required
-// orderings; offline 20.1%, 173/173, since TensorRT-LLM runs uncaptured
-// batch sizes eagerly and the calibration was refitted).
+// The bounds TestExternalSources holds a kind's whole set to (2026-12-01,
+// since TP's all-reduces are priced over one direction of NVLink and over
+// PCIe as NCCL reaches it there: served total tok/s 14.0% MAPE, in range
+// 92/92, TTFT 87/92, TPOT 79/82, 25 of 31 required orderings; offline
+// 17.2% over 205 rows with the A100 PCIe column, 205/205; before, 14.4%
+// and 20.1% over 173).
 const (
-	externalServedTPSMAPE   = 0.15
+	externalServedTPSMAPE   = 0.145
 	externalOrderingsMissed = 6
-	externalOfflineMAPE     = 0.205
+	externalOfflineMAPE     = 0.18
 	externalOfflineCoverage = 0.97
 )
 

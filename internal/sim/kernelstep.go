@@ -109,7 +109,7 @@ func kernelDense(tab *kernels.Table, a Arch, tp, tokens, logits int) (sec float6
 //   - the bandwidth is one direction of the GPU's NVLink (half the
 //     datasheet's bidirectional figure: 450 GB/s on H100 and H200) at
 //     allReduceBusEff, the share NCCL's ring reaches in practice, and a
-//     GPU without NVLink uses PCIe;
+//     GPU without NVLink uses PCIe (pcieAllReduce);
 //   - each call pays allReduceLatency, a kernel launch and two barrier
 //     round trips over NVLink (the roofline model's 8 µs).
 const (
@@ -117,20 +117,43 @@ const (
 	allReduceBusEff  = 0.8
 )
 
+// pcieAllReduce is what one all-reduce over PCIe costs, a GPU without
+// NVLink (or with bridges that join pairs only): the engines fall back to
+// NCCL there (vLLM's custom all-reduce refuses more than two PCIe-only
+// GPUs, custom_all_reduce.py), and NCCL's ring over PCIe is bound by the
+// host's root complexes and memory, not the links. Both figures are
+// published nccl-tests runs on 8-GPU PCIe boxes, not fits:
+//   - busEff, the bus bandwidth as a share of one direction of the GPU's
+//     PCIe link: 28 GB/s at 8 GPUs and 35 at 4 over PCIe 5.0's 64
+//     (NVIDIA/nccl#1639, 8 × RTX 5090, dual Xeon 8480+; the maintainer:
+//     "on PCI systems, the performance you get is usually determined by
+//     the bandwidth your CPU and memory can deliver"), 0.44 and 0.55;
+//   - latency, a small message's time: 42 µs for 8 bytes over 8 GPUs
+//     (NVIDIA/nccl#1530, 8 × RTX 4090 on PCIe 4.0), 3 µs for each of the
+//     ring's 2(TP−1) hops, and never below NVLink's 8 µs.
+func pcieAllReduce(tp int) (busEff, latency float64) {
+	busEff = 0.55
+	if tp > 4 {
+		busEff = 0.44
+	}
+	return busEff, max(allReduceLatency, 2*float64(tp-1)*3e-6)
+}
+
 // allReduce is the time of one layer's two all-reduces of tokens hidden
 // states over tp GPUs, and the per-token part of it.
 func allReduceTerms(hw GPU, a Arch, tp int) (fixed, perTok float64) {
 	if tp <= 1 {
 		return 0, 0
 	}
-	bw := hw.NVLinkGBps / 2
+	bw, eff, lat := hw.NVLinkGBps/2, allReduceBusEff, allReduceLatency
 	if bw == 0 {
 		bw = hw.PCIeGBps
+		eff, lat = pcieAllReduce(tp)
 	}
 	calls := 2 * float64(a.NumLayers)
 	bytesTok := float64(a.HiddenSize) * 2
 	ring := 2 * float64(tp-1) / float64(tp)
-	return calls * allReduceLatency, calls * ring * bytesTok / (bw * 1e9 * allReduceBusEff)
+	return calls * lat, calls * ring * bytesTok / (bw * 1e9 * eff)
 }
 
 func kernelSpec(g GPU) kernels.Spec {
