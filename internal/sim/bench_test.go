@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/perflab/perflab/internal/dataset"
 )
 
 // cpuTime is this process's user+system CPU time: on a shared machine the
@@ -98,4 +100,31 @@ func BenchmarkPredictShareGPT14BKernels(b *testing.B) {
 		}
 	}
 	b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
+}
+
+// BenchmarkPredictOffline is one offline table row's prediction (trtllm-bench
+// on Llama 3.1 8B, 3,000 requests of 128 tokens in and 2,048 out), offline
+// against the same requests served, so the ratio of the two shows what an
+// offline prediction saves by keeping no inter-token gaps.
+func BenchmarkPredictOffline(b *testing.B) {
+	reqs := make([]dataset.Request, 3000)
+	for i := range reqs {
+		reqs[i] = dataset.Request{PromptLen: 128, OutputLen: 2048}
+	}
+	p := Params{Engine: EngineTRTLLM, Version: "0.15.0", Model: "Llama-3.1-8B", GPU: "H100", MemFraction: 0.95, MaxModelLen: 2176}
+	for _, offline := range []bool{false, true} {
+		name := "served"
+		if offline {
+			name = "offline"
+		}
+		b.Run(name, func(b *testing.B) {
+			c0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				if _, err := PredictWith(p, nil, reqs, Load{Offline: offline}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
+		})
+	}
 }
