@@ -84,6 +84,18 @@ func (AnalyticPredictor) Predict(ctx context.Context, cfg engine.Config, hw labs
 	n := float64(len(reqs))
 	avgCtx := ctxSum / n
 	seqs := def.MaxNumSeqs
+	if k, ok := engine.KindOf(cfg.Engine); ok {
+		// The cap the engine picks on this GPU (vLLM's 1024 on an H100,
+		// 256 on an A100). The device is read from the GPU's name when
+		// the caller's copy of the hardware predates the lab filling it.
+		dev := hw.Device
+		if !dev.Known() {
+			dev = DeviceOf(hw.GPU)
+		}
+		if b := k.BatchDefaults(cfg, dev); b.MaxNumSeqs > 0 {
+			seqs = float64(b.MaxNumSeqs)
+		}
+	}
 	if cfg.MaxNumSeqs > 0 {
 		seqs = float64(cfg.MaxNumSeqs)
 	}
