@@ -84,3 +84,23 @@ func TestUnknownFieldsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownFieldSuggestions: a mistyped key names the field of the same
+// mapping it most likely meant; a key near none names none.
+func TestUnknownFieldSuggestions(t *testing.T) {
+	for _, tc := range []struct{ spec, want string }{
+		{"name: x\nmodel: m\nobjectve: {metric: total_throughput}\n", `unknown field "objectve" (did you mean "objective"?)`},
+		{"name: x\nmodel: m\nhardware: {gpu: H100, Count: 2}\n", `unknown field "Count" (did you mean "count"?)`},
+		{"name: x\nmodel: m\nstages: [{name: engine, valeus: [vllm]}]\n", `unknown field "valeus" (did you mean "values"?)`},
+		{"name: x\nmodel: m\nfp8-model: m-FP8\n", `unknown field "fp8-model" (did you mean "fp8_model"?)`},
+		{"name: x\nmodel: m\nworkloads: []\nnam: y\n", `unknown field "workloads"; also unknown: "nam" (line 4; did you mean "name"?)`},
+		// Two letters are not a near miss of anything.
+		{"name: x\nmodel: m\nzz: 1\n", `unknown field "zz"`},
+	} {
+		_, err := ParseSpec("spec.yaml", []byte(tc.spec))
+		var se *SpecError
+		if !errors.As(err, &se) || se.Msg != tc.want {
+			t.Errorf("%q: err = %v\nwant %s", tc.spec, err, tc.want)
+		}
+	}
+}

@@ -9,10 +9,13 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
-// unknownField is a key a spec carries that no field takes, at its line.
+// unknownField is a key a spec carries that no field takes, at its line,
+// with the field of the same mapping it most likely meant ("" if none is
+// near).
 type unknownField struct {
-	key  string
-	line int
+	key     string
+	line    int
+	suggest string
 }
 
 // unknownFields lists, in the order of the document, the keys of n that
@@ -63,7 +66,7 @@ func walkUnknown(n ast.Node, t reflect.Type, out *[]unknownField) {
 			}
 			ft, ok := fields[key]
 			if !ok {
-				*out = append(*out, unknownField{key: key, line: mv.Key.GetToken().Position.Line})
+				*out = append(*out, unknownField{key: key, line: mv.Key.GetToken().Position.Line, suggest: nearestKey(key, fields)})
 				continue
 			}
 			walkUnknown(mv.Value, ft, out)
@@ -127,7 +130,7 @@ func mappingValues(n ast.Node) []*ast.MappingValueNode {
 // unknownMessage names every unknown key, first to last; it starts as the
 // decoder's own message does ("unknown field "x""), with the others after.
 func unknownMessage(u []unknownField) string {
-	msg := fmt.Sprintf("unknown field %q", u[0].key)
+	msg := fmt.Sprintf("unknown field %q%s", u[0].key, u[0].meant())
 	if len(u) == 1 {
 		return msg
 	}
@@ -138,7 +141,57 @@ func unknownMessage(u []unknownField) string {
 			rest = append(rest, fmt.Sprintf("%d more", len(u)-1-most))
 			break
 		}
-		rest = append(rest, fmt.Sprintf("%q (line %d)", f.key, f.line))
+		also := fmt.Sprintf("%q (line %d", f.key, f.line)
+		if f.suggest != "" {
+			also += fmt.Sprintf("; did you mean %q?", f.suggest)
+		}
+		rest = append(rest, also+")")
 	}
 	return msg + "; also unknown: " + strings.Join(rest, ", ")
+}
+
+// meant is " (did you mean "x"?)" for a key with a suggestion, else "".
+func (f unknownField) meant() string {
+	if f.suggest == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", f.suggest)
+}
+
+// nearestKey is the field of fields a mistyped key most likely meant: the
+// one within two edits (hyphens read as underscores, case ignored) and
+// nearer than half the key's length, the alphabetically first of equals;
+// "" when none is.
+func nearestKey(key string, fields map[string]reflect.Type) string {
+	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "_")) }
+	k := norm(key)
+	best, bestD := "", 3
+	for name := range fields {
+		d := editDistance(k, norm(name))
+		if d < bestD && 2*d < len(k) || d == bestD && best != "" && name < best {
+			best, bestD = name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
