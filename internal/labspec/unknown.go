@@ -7,6 +7,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/perflab/perflab/internal/suggest"
 )
 
 // unknownField is a key a spec carries that no field takes, at its line,
@@ -167,31 +169,10 @@ func nearestKey(key string, fields map[string]reflect.Type) string {
 	k := norm(key)
 	best, bestD := "", 3
 	for name := range fields {
-		d := editDistance(k, norm(name))
+		d := suggest.Distance(k, norm(name))
 		if d < bestD && 2*d < len(k) || d == bestD && best != "" && name < best {
 			best, bestD = name, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

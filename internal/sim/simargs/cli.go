@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/perflab/perflab/internal/suggest"
 )
 
 // style selects whose command-line conventions a parser copies: Python's
@@ -348,7 +350,7 @@ func (c *cli) parse(argv []string) (*parsed, *Error) {
 func (c *cli) suggest(name string) string {
 	best, bestD := "", 4
 	for _, n := range c.longNames {
-		if d := editDistance(name, n); d < bestD {
+		if d := suggest.Distance(name, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
@@ -356,29 +358,6 @@ func (c *cli) suggest(name string) string {
 		return ""
 	}
 	return " Did you mean " + best + "?"
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return math.MaxInt
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // convert checks one value the way the engine's parser type-checks it.
