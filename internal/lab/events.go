@@ -37,6 +37,8 @@ var (
 	_ asider       = (*Events)(nil)
 	_ trialStarter = (*Events)(nil)
 	_ searchEnder  = (*Events)(nil)
+	_ stageSkipper = (*Events)(nil)
+	_ stageNoter   = (*Events)(nil)
 )
 
 // NewEvents returns an Events feeding sinks.
@@ -99,6 +101,14 @@ func (e *Events) Stage(name string, n int) {
 	defer e.mu.Unlock()
 	e.stage = name
 	e.emit(labprogress.Event{Type: labprogress.EventStage, Candidates: n})
+}
+
+// StageNotRun implements stageNoter.
+func (e *Events) StageNotRun(name string, n int, notRun []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stage = name
+	e.emit(labprogress.Event{Type: labprogress.EventStage, Candidates: n, NotRun: notRun})
 }
 
 // StageSkipped implements stageSkipper.

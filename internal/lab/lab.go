@@ -766,7 +766,9 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 		}
 		return inc, incScore, nil
 	}
-	if l.Progress != nil {
+	if nr, ok := l.Progress.(stageNoter); ok && len(ss.Candidates) > 0 {
+		nr.StageNotRun(st.Name, len(pts), notRunNotes(ss.Candidates))
+	} else if l.Progress != nil {
 		l.Progress.Stage(st.Name, len(pts))
 	}
 	res, err := l.measureMany(ctx, st.Name, pts, *s.Tuning, 0)
@@ -783,6 +785,26 @@ func (l *Lab) stage(ctx context.Context, st labspec.Stage, inc *result, incScore
 }
 
 // unrun is the summary entry of a candidate that was not run, with why.
+// notRunNotes is each not-run candidate with its kind of reason in a few
+// words, for the stage's console line (the report has the sentence).
+func notRunNotes(cs []Candidate) []string {
+	short := map[report.Why]string{
+		report.WhyIncumbentServer: "the incumbent's own server",
+		report.WhyUnsupported:     "unsupported",
+		report.WhyUnreached:       "above the batches the workload reaches",
+		report.WhyHopeless:        "the guide's range is below the incumbent",
+	}
+	var out []string
+	for _, c := range cs {
+		why, ok := short[c.Why]
+		if !ok {
+			why = string(c.Why)
+		}
+		out = append(out, c.Name+": "+why)
+	}
+	return out
+}
+
 func (l *Lab) unrun(p labspec.Point, cfg engine.Config, kind report.Why, why string) Candidate {
 	return Candidate{
 		Name: Label(p), Point: map[string]string(p.Clone()), ConfigHash: labspec.ConfigHash(cfg), GPUs: labspec.GPUs(cfg),

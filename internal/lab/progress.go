@@ -35,6 +35,14 @@ type stageSkipper interface {
 	StageSkipped(name, why string)
 }
 
+// stageNoter is a Progress that is told, with a stage's size, which of its
+// values it runs no trial for and why in a few words: a value that spells
+// the engine's default vanished from the console before, and the stage
+// read as having ignored it.
+type stageNoter interface {
+	StageNotRun(name string, n int, notRun []string)
+}
+
 // asider is a Progress that keeps time the lab spent on other work than
 // trials (the guide's predictions before the joint search) out of the
 // trial rate its ETA uses: charged to the trials, a few seconds of

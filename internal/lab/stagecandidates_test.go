@@ -241,6 +241,23 @@ func TestStageSkipsTheDefaultAttentionBackend(t *testing.T) {
 	}
 }
 
+// TestStageLineNamesWhatItDoesNotRun: a stage that runs some values and
+// not the one that spells the engine's default says so on its console
+// line; the line said "2 candidates" of three, and the third vanished.
+func TestStageLineNamesWhatItDoesNotRun(t *testing.T) {
+	s := mustSpec(t, defaultsSpec("H100-SXM-80GB", "sglang", "  - name: attention_backend\n"))
+	var out bytes.Buffer
+	l := analyticLab(s, newMemStore())
+	l.Progress = NewEvents(&labprogress.LineProgress{W: &out})
+	if _, err := l.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := "== stage attention_backend: 2 candidates; not run: SGLang + fa3: the incumbent's own server\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("progress lines lack %q:\n%s", want, out.String())
+	}
+}
+
 // TestSkippedStageSaysWhyOnTheConsole: a stage whose every candidate its
 // engine cannot run (here vLLM asked not to pad, which it cannot) prints
 // why on the progress lines; it printed nothing, and the reason was only in

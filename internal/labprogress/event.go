@@ -2,6 +2,7 @@ package labprogress
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/perflab/perflab/internal/report"
@@ -74,8 +75,12 @@ type Event struct {
 	// Skipped says why a stage runs no candidate though it had some: each
 	// was one its engine cannot run, or one the guide ruled out (stage
 	// events).
-	Skipped string      `json:"skipped,omitempty"`
-	Trial   *TrialEvent `json:"trial,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
+	// NotRun names the stage's values it runs no trial for, and why in a
+	// few words ("SGLang + fa3: the incumbent's own server"), when it runs
+	// the others (stage events).
+	NotRun []string    `json:"not_run,omitempty"`
+	Trial  *TrialEvent `json:"trial,omitempty"`
 
 	// Done counts the trials ended so far (stored ones included), Ran
 	// those run now; Planned is the plan's estimate, never below Done.
@@ -142,6 +147,9 @@ func (e Event) StageLine() string {
 	noun := "candidates"
 	if e.Candidates == 1 {
 		noun = "candidate"
+	}
+	if len(e.NotRun) > 0 {
+		return fmt.Sprintf("== stage %s: %d %s; not run: %s\n", e.Stage, e.Candidates, noun, strings.Join(e.NotRun, "; "))
 	}
 	return fmt.Sprintf("== stage %s: %d %s\n", e.Stage, e.Candidates, noun)
 }

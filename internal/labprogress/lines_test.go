@@ -22,6 +22,8 @@ func TestLineProgress(t *testing.T) {
 			"lab x: m on 2x H100, runtime sim, objective total_throughput; engines vllm 0.11.0; at most 9 trials (--dry-run tells the path), 1 already stored\n"},
 		{"stage", Event{Type: EventStage, Stage: "engine", Candidates: 3}, "== stage engine: 3 candidates\n"},
 		{"stage of one", Event{Type: EventStage, Stage: "cuda_graph_padding", Candidates: 1}, "== stage cuda_graph_padding: 1 candidate\n"},
+		{"stage with values not run", Event{Type: EventStage, Stage: "attention_backend", Candidates: 2, NotRun: []string{"SGLang + fa3: the incumbent's own server", "SGLang + x: unsupported"}},
+			"== stage attention_backend: 2 candidates; not run: SGLang + fa3: the incumbent's own server; SGLang + x: unsupported\n"},
 		{"stage skipped", Event{Type: EventStage, Stage: "cuda_graph_padding", Skipped: "no candidate vllm can run is left: x: unsupported"},
 			"== stage cuda_graph_padding: skipped, no candidate vllm can run is left: x: unsupported\n"},
 		{"trial", Event{Type: EventTrialEnded, Done: 2, Planned: 9, ETASeconds: &eta, Incumbent: &Score{Name: "vllm", Score: 1200.04, Unit: "tok/s"}, Top: top,
