@@ -73,11 +73,21 @@ func unfittedBackend(p Params, c *Coefficients) (name, dflt string, ok bool) {
 	if c == nil {
 		c = DefaultCoefficients()
 	}
-	coef, _ := c.For(q)
+	coef, from := c.For(q)
 	_, pre := coef.Backend[q.AttentionBackend]
 	_, dec := coef.BackendDecode[q.AttentionBackend]
 	if pre || dec {
 		return "", "", false
+	}
+	// The backend the calibration's own GPU runs by default is the one its
+	// factors are relative to (factor 1): measured, not missing. SGLang's
+	// fa3 on an A100 carries the H100's fa3 against its flashinfer.
+	if src, err := LookupGPU(strings.SplitN(from, "/", 2)[0]); err == nil && src.Name != gpuName(q.GPU) {
+		r := d
+		r.GPU = src.Name
+		if rq, err := r.WithDefaults(); err == nil && strings.EqualFold(rq.AttentionBackend, q.AttentionBackend) {
+			return "", "", false
+		}
 	}
 	return q.AttentionBackend, dq.AttentionBackend, true
 }

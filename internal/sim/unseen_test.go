@@ -136,6 +136,38 @@ func TestAssumptions(t *testing.T) {
 	}
 }
 
+// TestAssumptionsReferenceBackend: the backend a calibration's own GPU
+// runs by default is what its factors are relative to, so on another GPU
+// it is priced from the calibration, not "as the default": SGLang's fa3 on
+// an A100 (whose default is flashinfer) is the H100's fa3, faster than
+// its flashinfer, and the assumption said it was priced as flashinfer.
+func TestAssumptionsReferenceBackend(t *testing.T) {
+	p := Params{Engine: "sglang", Version: "0.5.5.post1", Model: "Qwen3-14B", GPU: "A100", AttentionBackend: "fa3"}
+	if got := strings.Join(Assumptions(p, nil), "; "); strings.Contains(got, "priced as the default") {
+		t.Errorf("fa3 on the A100: %q, want no default-pricing claim", got)
+	}
+	reqs := fixedReqs(64, 1024, 256)
+	tps := map[string]float64{}
+	for _, be := range []string{"fa3", "flashinfer"} {
+		q := p
+		q.AttentionBackend = be
+		pr, err := PredictWith(q, nil, reqs, Load{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tps[be] = pr.Result.TotalTokenThroughput
+	}
+	if !(tps["fa3"] > tps["flashinfer"]) {
+		t.Errorf("SGLang on the A100: fa3 %.0f tok/s, flashinfer %.0f; want fa3 faster, as the H100 calibration measures", tps["fa3"], tps["flashinfer"])
+	}
+	// A backend no calibration measured is still said to be priced as
+	// the default, on any GPU.
+	q := Params{Engine: "trtllm", Version: "1.2.0rc1", Model: "Qwen3-14B", GPU: "A100", AttentionBackend: "FLASHINFER"}
+	if got := strings.Join(Assumptions(q, nil), "; "); !strings.Contains(got, "priced as the default, TRTLLM") {
+		t.Errorf("TensorRT-LLM FLASHINFER on the A100: %q, want it priced as the default", got)
+	}
+}
+
 // TestSpanHoldsAcceptanceRange: with no acceptance given, the range holds
 // the run at both ends of the method's published acceptance, and says so;
 // without that, n-gram drafting at 8 requests in flight, where decode
