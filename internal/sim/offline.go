@@ -127,7 +127,7 @@ func OfflineSpan(p Params, main *Coefficients, folds *FoldSet, reqs []dataset.Re
 	}
 	// A served run that fails (or completes nothing) leaves the offline
 	// span as it is: the bound is a widening, not a prediction.
-	served, serr := PredictWith(p, main, reqs, Load{MaxConcurrency: maxConcurrency})
+	served, serr := PredictWith(p, main, reqs, Load{MaxConcurrency: maxConcurrency, noGaps: true})
 	if serr != nil || served.Result == nil || served.Result.Completed == 0 {
 		return s, nil
 	}

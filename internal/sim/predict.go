@@ -30,6 +30,10 @@ type Load struct {
 	// costs are not paid. The scheduler still takes each request off its
 	// queue (Coef.CoreAddMs), as it does for any caller.
 	Offline bool
+	// noGaps keeps no inter-token gaps or chunk sizes: for a caller that
+	// reads only throughput, TTFT and TPOT, which do not depend on them
+	// (an offline range's served bound).
+	noGaps bool
 }
 
 // Prediction is what a predicted run produced: the same records and result
@@ -234,7 +238,7 @@ func runModel(e predictModel, reqs []dataset.Request, load Load, lite bool) (*Pr
 	// An offline benchmark streams nothing, so it has no inter-token gaps
 	// to report; keeping them (a float per token) and sorting them for
 	// percentiles nobody prints was most of an offline prediction's time.
-	gaps := !lite && !load.Offline
+	gaps := !lite && !load.Offline && !load.noGaps
 	for i := range recs {
 		recs[i] = metrics.Record{ID: "sim-" + strconv.Itoa(i), PromptLen: reqs[i].PromptLen, Scheduled: sched[i], OutputLenSource: "usage"}
 		tr[i].rec = &recs[i]
