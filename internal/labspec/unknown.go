@@ -2,7 +2,9 @@ package labspec
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -168,9 +170,8 @@ func nearestKey(key string, fields map[string]reflect.Type) string {
 	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "_")) }
 	k := norm(key)
 	best, bestD := "", 3
-	for name := range fields {
-		d := suggest.Distance(k, norm(name))
-		if d < bestD && 2*d < len(k) || d == bestD && best != "" && name < best {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		if d := suggest.Distance(k, norm(name)); d < bestD && 2*d < len(k) {
 			best, bestD = name, d
 		}
 	}

@@ -92,6 +92,12 @@ func coreLossKept(bw float64) float64 {
 	return offlineLossShare * bw / lossScale(bw)
 }
 
+// keyGPU is the GPU a coefficient key ("GPU/engine/version", or a GPU's
+// pool) was fitted on; an error for a key that names none ("*", "prior").
+func keyGPU(key string) (GPU, error) {
+	return LookupGPU(strings.SplitN(key, "/", 2)[0])
+}
+
 // carryCoef carries c, fitted on the GPU key names (a coefficient key:
 // "GPU/engine/version" or a GPU pool), to hw for a model of architecture
 // a, and returns the source GPU's memory bandwidth over hw's. It returns c
@@ -102,7 +108,7 @@ func carryCoef(c Coef, key string, hw GPU, a Arch) (Coef, float64) {
 	if !carriesShares(a) {
 		return c, 0
 	}
-	src, err := LookupGPU(strings.SplitN(key, "/", 2)[0])
+	src, err := keyGPU(key)
 	if err != nil || src.Name == hw.Name {
 		return c, 0
 	}

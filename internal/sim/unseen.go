@@ -82,7 +82,7 @@ func unfittedBackend(p Params, c *Coefficients) (name, dflt string, ok bool) {
 	// The backend the calibration's own GPU runs by default is the one its
 	// factors are relative to (factor 1): measured, not missing. SGLang's
 	// fa3 on an A100 carries the H100's fa3 against its flashinfer.
-	if src, err := LookupGPU(strings.SplitN(from, "/", 2)[0]); err == nil && src.Name != gpuName(q.GPU) {
+	if src, err := keyGPU(from); err == nil && src.Name != gpuName(q.GPU) {
 		r := d
 		r.GPU = src.Name
 		if rq, err := r.WithDefaults(); err == nil && strings.EqualFold(rq.AttentionBackend, q.AttentionBackend) {
