@@ -128,6 +128,7 @@ type Engine struct {
 
 	now      float64
 	feFree   float64
+	feOut    float64 // when the API server's output path is free (Kind.outputsApart)
 	coreFree float64 // when the scheduler thread has taken its queued requests
 	inbox    []*seq  // handed over by the API server, not yet taken by the scheduler thread
 	waiting  []*seq
@@ -479,10 +480,11 @@ func (e *Engine) queueEvent(s *seq, t float64, tokens int, done bool, err error)
 }
 
 // frontendOut is when the client sees an output the engine produced at t
-// for s: the API server handles outputs and admissions one at a time, in
-// order; an output that finds the same request's previous one still queued
-// is merged into it (one chunk, no extra cost), as vLLM's output collector
-// and SGLang's detokenizer coalesce a lagging stream.
+// for s: the API server handles outputs one at a time, in order, and in the
+// same queue as its admissions unless the kind keeps them apart
+// (Kind.outputsApart); an output that finds the same request's previous one
+// still queued is merged into it (one chunk, no extra cost), as vLLM's
+// output collector and SGLang's detokenizer coalesce a lagging stream.
 func (e *Engine) frontendOut(s *seq, t float64) float64 {
 	if e.c.OutputUs <= 0 {
 		return t
@@ -490,6 +492,11 @@ func (e *Engine) frontendOut(s *seq, t float64) float64 {
 	cost := e.c.OutputUs / 1e6
 	if t < s.feOutAt-cost {
 		return s.feOutAt
+	}
+	if e.kind.outputsApart {
+		e.feOut = math.Max(e.feOut, t) + cost
+		s.feOutAt = e.feOut
+		return e.feOut
 	}
 	e.feFree = math.Max(e.feFree, t) + cost
 	s.feOutAt = e.feFree

@@ -11,8 +11,8 @@ import (
 // CaseResult is one reference case predicted.
 type CaseResult struct {
 	Case Case
-	// Predicted figures in the case's own definitions (guidellm's TPOT for
-	// guidellm cases).
+	// Predicted figures in the definitions the case is scored by
+	// (Case.TPOTMs for the TPOT).
 	TotalTPS, MeanTTFTMs, MeanTPOTMs float64
 	// MedianITLMs is the median gap between streamed chunks over every
 	// request (vllm bench's Median ITL); 0 for guidellm cases.
@@ -26,7 +26,7 @@ type CaseResult struct {
 // Errors returns the relative errors (pred/meas - 1) of TPS, TTFT and TPOT.
 func (r CaseResult) Errors() (tps, ttft, tpot float64) {
 	m := r.Case.Measured
-	return rel(r.TotalTPS, m.TotalTPS), rel(r.MeanTTFTMs, m.MeanTTFTMs), rel(r.MeanTPOTMs, m.MeanTPOTMs)
+	return rel(r.TotalTPS, m.TotalTPS), rel(r.MeanTTFTMs, m.MeanTTFTMs), rel(r.MeanTPOTMs, r.Case.TPOTMs())
 }
 
 // StepError is the relative error of the median ITL, and whether the case
@@ -70,7 +70,7 @@ func PredictCase(c Case, coef *Coefficients) CaseResult {
 		return res
 	}
 	var in, out float64
-	var ttft, tpot, gtpot float64
+	var ttft, tpot, lat float64
 	var ok, nt int
 	var gaps []float64
 	for _, r := range pr.Records {
@@ -86,9 +86,7 @@ func PredictCase(c Case, coef *Coefficients) CaseResult {
 			tpot += (r.Latency - r.TTFT) / float64(r.OutputLen-1)
 			nt++
 		}
-		if r.OutputLen > 0 {
-			gtpot += r.TTFT / float64(r.OutputLen)
-		}
+		lat += r.Latency
 	}
 	if ok == 0 || pr.Duration <= 0 {
 		res.Err = fmt.Errorf("no request succeeded")
@@ -101,7 +99,7 @@ func PredictCase(c Case, coef *Coefficients) CaseResult {
 	}
 	res.MeanTTFTMs = ttft / float64(ok) * 1000
 	if c.Workload.Client == "guidellm" {
-		res.MeanTPOTMs = gtpot / float64(ok) * 1000
+		res.MeanTPOTMs = perTokenMs(lat/float64(ok)*1000, res.MeanTTFTMs, out/float64(ok))
 	} else if nt > 0 {
 		res.MeanTPOTMs = tpot / float64(nt) * 1000
 	}
@@ -375,7 +373,7 @@ func (f *Fidelity) WriteText(w io.Writer) error {
 			mark = "  (excluded: " + r.Case.Exclude + ")"
 		}
 		fmt.Fprintf(&b, "%-30s %10.1f %10.1f %+6.1f%% %10.1f %10.1f %+6.1f%% %8.2f %8.2f %s%s\n", r.Case.ID, m.TotalTPS, r.TotalTPS, a*100,
-			m.MeanTTFTMs, r.MeanTTFTMs, c*100, m.MeanTPOTMs, r.MeanTPOTMs, tp, mark)
+			m.MeanTTFTMs, r.MeanTTFTMs, c*100, r.Case.TPOTMs(), r.MeanTPOTMs, tp, mark)
 	}
 	rep, req := f.RequiredOrderings()
 	fmt.Fprintf(&b, "\nMAPE over %d blocks: Total TPS %.1f%%, mean TTFT %.1f%%; mean TPOT %.1f%% over %d blocks\n", f.N, f.TPSMAPE*100, f.TTFTMAPE*100, f.TPOTMAPE*100, f.NTPOT)

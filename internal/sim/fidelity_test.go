@@ -1,23 +1,26 @@
 package sim
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // Achieved fidelity of the embedded calibration, asserted as regression
-// bounds a little above what it reaches (3.7%, 19.8%, 16.5% since a step
-// streams only the weights it reads, 2026-11-27; 4.1%, 18.5%, 16.4% after
-// SGLang's state pool; 4.7%, 19.8%, 17.4% before that; the issue's
-// targets are 10% TPS MAPE and 25% TTFT/TPOT MAPE; see
-// docs/sim-fidelity.md).
+// bounds a little above what it reaches: 4.2%, 9.9%, 7.8% since the 9B
+// report's guidellm blocks are scored on their mean latency's per-token
+// time, with the runner's ShareGPT lengths and vLLM's outputs streamed apart
+// from its admissions (2026-12-02); 3.7%, 19.9%, 16.5% before, over 46 TPOT
+// blocks. The issue's targets are 10% TPS MAPE and 25% TTFT/TPOT MAPE and
+// in sample no worse than 4.7 / 19.8 / 17.4%; see docs/sim-fidelity.md.
 const (
-	boundTPSMAPE  = 0.040 // target 0.10
-	boundTTFTMAPE = 0.200 // target 0.25
-	boundTPOTMAPE = 0.170 // target 0.25
+	boundTPSMAPE  = 0.045 // target 0.10
+	boundTTFTMAPE = 0.105 // target 0.25
+	boundTPOTMAPE = 0.085 // target 0.25
 	// Required orderings that may stay unreproduced: the 32B TensorRT-LLM
 	// chunked prefill (+7.0% measured, +0.0% predicted: in TensorRT-LLM's
 	// source chunking changes only how prompts are packed into a step).
@@ -109,4 +112,96 @@ func TestConstantArrivals(t *testing.T) {
 		t.Errorf("mean TTFT %.1f ms with even gaps, %.1f ms with Poisson ones; want less queueing with even gaps", even.MeanTTFTMs, poisson.MeanTTFTMs)
 	}
 	t.Logf("mean TTFT: even %.1f ms, Poisson %.1f ms", even.MeanTTFTMs, poisson.MeanTTFTMs)
+}
+
+// TestGuidellmTPOT: a guidellm block is scored on the per-token time its
+// mean latency gives, a vllm bench block on the TPOT it prints.
+func TestGuidellmTPOT(t *testing.T) {
+	m := Measured{Completed: 1000, MeanTTFTMs: 1604.23, MeanTPOTMs: 15.12, MeanLatencyS: 24.11, TotalOutput: 281412}
+	g := Case{Workload: Workload{Client: "guidellm"}, Measured: m}
+	if got, want := g.TPOTMs(), (24110-1604.23)/(281.412-1); math.Abs(got-want) > 1e-9 {
+		t.Errorf("guidellm TPOT %.4f ms, want %.4f", got, want)
+	}
+	v := Case{Workload: Workload{Client: "vllm"}, Measured: m}
+	if got := v.TPOTMs(); got != 15.12 {
+		t.Errorf("vllm bench TPOT %.4f ms, want the printed 15.12", got)
+	}
+	g.Measured.MeanLatencyS = 0
+	if got := g.TPOTMs(); got != 15.12 {
+		t.Errorf("guidellm block without a latency: TPOT %.4f ms, want the printed 15.12", got)
+	}
+}
+
+// TestGuidellmTPOTIsTTFTPlusSpan checks the reading of the 9B report's
+// figures that TPOTMs rests on. guidellm's TPOT is sum(last counted chunk -
+// start) / sum(output tokens) and its ITL sum(last - first) / sum(output -
+// 1) (schemas/request_stats.py, weighted in benchmark/schemas/generative/
+// metrics.py), so every complete block's printed TPOT is its mean TTFT over
+// the mean output plus its ITL's share: a span of chunks, not a token time.
+func TestGuidellmTPOTIsTTFTPlusSpan(t *testing.T) {
+	ref, err := ReferenceCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range ref.Cases {
+		m := c.Measured
+		if c.Workload.Client != "guidellm" || c.Exclude != "" {
+			continue
+		}
+		n++
+		out := float64(m.TotalOutput) / float64(m.Completed)
+		want := m.MeanTTFTMs/out + m.MeanITLMs*(out-1)/out
+		// The report prints two decimals.
+		if math.Abs(m.MeanTPOTMs-want) > math.Max(0.01*want, 0.02) {
+			t.Errorf("%s: printed TPOT %.2f ms, TTFT/out + ITL share %.2f ms", c.ID, m.MeanTPOTMs, want)
+		}
+		if perToken := c.TPOTMs(); !(perToken > m.MeanITLMs) {
+			t.Errorf("%s: %.2f ms a token from the mean latency, not above the %.2f ms ITL of the counted chunks", c.ID, perToken, m.MeanITLMs)
+		}
+	}
+	if n != 20 {
+		t.Errorf("%d complete guidellm blocks, want 20", n)
+	}
+}
+
+// TestGuidellmShareGPTShape: the runner keeps every conversation that opens
+// with a human prompt and a gpt answer, both non-empty, with no length
+// filter; vllm bench's filter drops a prompt over 1,024 tokens.
+func TestGuidellmShareGPTShape(t *testing.T) {
+	type turn struct {
+		From  string `json:"from"`
+		Value string `json:"value"`
+	}
+	type conv struct {
+		Conversations []turn `json:"conversations"`
+	}
+	long := strings.Repeat("x", 8000)
+	convs := []conv{
+		{[]turn{{"human", strings.Repeat("a", 40)}, {"gpt", strings.Repeat("b", 400)}}},
+		{[]turn{{"gpt", "hello there"}, {"human", "and back"}}},
+		{[]turn{{"human", ""}, {"gpt", strings.Repeat("c", 80)}}},
+		{[]turn{{"human", long}, {"gpt", strings.Repeat("d", 16)}}},
+	}
+	b, err := json.Marshal(convs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "sharegpt.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	saved := ShareGPTLengthsPath
+	defer func() { ShareGPTLengthsPath = saved }()
+	ShareGPTLengthsPath = path
+	in, out := guidellmShareGPTShape(4)
+	if want := []float64{10, 2000, 10, 2000}; !slices.Equal(in, want) {
+		t.Errorf("guidellm prompts %v, want %v", in, want)
+	}
+	if want := []float64{100, 4, 100, 4}; !slices.Equal(out, want) {
+		t.Errorf("guidellm outputs %v, want %v", out, want)
+	}
+	if vin, _ := sharegptShape(2); slices.Contains(vin, 2000) {
+		t.Errorf("vllm bench's filter kept the 2,000-token prompt: %v", vin)
+	}
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestFrontendQueue checks the API-server model: admissions and outputs
-// share one FIFO server, so costly outputs delay a burst's first tokens, a
+// TestFrontendQueue checks the API-server model: outputs are served one at
+// a time, so costly outputs delay a burst's first tokens, a
 // lagging stream is coalesced into multi-token chunks, and a client's
 // concurrency slot frees only when the client sees the end.
 func TestFrontendQueue(t *testing.T) {
@@ -56,6 +56,36 @@ func TestFrontendQueue(t *testing.T) {
 	}
 	if lim.Result.MaxConcurrentRequests > 16 {
 		t.Errorf("max concurrency 16 but %v in flight", lim.Result.MaxConcurrentRequests)
+	}
+}
+
+// TestOutputsApartFromAdmissions: a burst of 200 requests at 10 ms of
+// admission each. vLLM streams a request's first token while it is still
+// admitting the rest; an engine whose API server keeps one queue (SGLang, as
+// fitted) sends the first token only after the whole burst is in.
+func TestOutputsApartFromAdmissions(t *testing.T) {
+	c := defaultCoef
+	c.FrontendMs, c.OutputUs = 10, 50
+	coef := &Coefficients{Entries: map[string]Coef{"*": c}}
+	reqs := fixedReqs(200, 200, 20)
+	first := map[string]float64{}
+	for _, engine := range []string{EngineVLLM, EngineSGLang} {
+		p := Params{Engine: engine, Model: "Qwen3-8B", GPU: "H100"}
+		pr, err := PredictWith(p, coef, reqs, Load{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first[engine] = math.Inf(1)
+		for _, r := range pr.Records {
+			first[engine] = math.Min(first[engine], r.TTFT)
+		}
+	}
+	// 200 admissions take 2 s.
+	if first[EngineVLLM] > 0.5 {
+		t.Errorf("vLLM: first token after %.2f s; want it before the burst's 2 s of admissions end", first[EngineVLLM])
+	}
+	if first[EngineSGLang] < 1.9 {
+		t.Errorf("SGLang: first token after %.2f s; want it behind the burst's 2 s of admissions", first[EngineSGLang])
 	}
 }
 

@@ -67,6 +67,15 @@ type Kind struct {
 	// rate it reaches once compute-bound (nil: no kernel figure read, the
 	// 16-bit rate).
 	intGEMM func(p Params, hw GPU) (share float64, kernel string)
+	// outputsApart: the API server's streamed outputs do not queue behind
+	// the admissions it has not finished. vLLM renders and tokenizes a
+	// request off its event loop (renderers/base.py, the
+	// AsyncMicrobatchTokenizer's worker thread) and streams from an output
+	// handler task that yields between chunks of outputs
+	// (v1/engine/async_llm.py, VLLM_V1_OUTPUT_PROC_CHUNK_SIZE). false: one
+	// FIFO for both, as SGLang's and TensorRT-LLM's calibrations were
+	// fitted (their API servers not read for this).
+	outputsApart bool
 }
 
 // kinds is the one place the simulated engines are registered.
@@ -81,6 +90,7 @@ var kinds = []*Kind{
 		graphsPrefill: true,
 		scanDecodes:   vllmScanDecodes,
 		intGEMM:       vllmIntGEMM,
+		outputsApart:  true,
 	},
 	{
 		Name:        engine.SGLang,

@@ -34,8 +34,8 @@ type Workload struct {
 	// arrivals.
 	Arrivals string `json:"arrivals,omitempty"`
 	// Client is "vllm" (vllm bench serve) or "guidellm" (GPUStack's
-	// benchmark-runner); guidellm's reported TPOT is TTFT/output tokens
-	// per request (see docs/sim-fidelity.md).
+	// benchmark-runner); a guidellm block is scored on its per-token time
+	// from the mean latency (Case.TPOTMs), not on the TPOT it prints.
 	Client string `json:"client"`
 }
 
@@ -63,8 +63,11 @@ type Measured struct {
 	// MedianITLMs is the median gap between streamed chunks: in a block
 	// whose steps are mostly decode-only, one decode step.
 	MedianITLMs float64 `json:"median_itl_ms,omitempty"`
-	TotalInput  int     `json:"total_input"`
-	TotalOutput int     `json:"total_output"`
+	// MeanLatencyS is the mean request latency, which guidellm's blocks
+	// print ("Mean Latency(s)") and vllm bench's do not.
+	MeanLatencyS float64 `json:"mean_latency_s,omitempty"`
+	TotalInput   int     `json:"total_input"`
+	TotalOutput  int     `json:"total_output"`
 }
 
 // Case is one measured result block of a reference report.
@@ -84,6 +87,32 @@ type Case struct {
 	NoTPOT string `json:"no_tpot,omitempty"`
 	// Note records a reading of the report (e.g. a typo resolved).
 	Note string `json:"note,omitempty"`
+}
+
+// TPOTMs is the measured time per output token after the first that the
+// case is scored on. For vllm bench it is the printed mean TPOT. guidellm's
+// printed TPOT is, by its definitions, sum(last counted chunk - start) /
+// sum(output tokens): every block's TTFT over its mean output plus the span
+// of the chunks it counted, and the runner's handler did not count vLLM
+// 0.17's thinking deltas (mean ITL 9.45 ms, median 0, against about 80 ms
+// a token from the same block's mean latency). So a guidellm block is
+// scored on (mean latency - mean TTFT) / (mean output - 1), what its
+// printed latency says a token took (docs/sim-fidelity.md).
+func (c Case) TPOTMs() float64 {
+	m := c.Measured
+	if c.Workload.Client == "guidellm" && m.MeanLatencyS > 0 && m.Completed > 0 {
+		return perTokenMs(m.MeanLatencyS*1000, m.MeanTTFTMs, float64(m.TotalOutput)/float64(m.Completed))
+	}
+	return m.MeanTPOTMs
+}
+
+// perTokenMs is the decode time per token after the first, from a mean
+// latency and mean TTFT (ms) and the mean output length.
+func perTokenMs(latencyMs, ttftMs, meanOut float64) float64 {
+	if meanOut <= 1 {
+		return 0
+	}
+	return (latencyMs - ttftMs) / (meanOut - 1)
 }
 
 // Ordering is a published decision: Better beat Worse on total throughput.
@@ -143,9 +172,10 @@ func (w Workload) Requests() ([]dataset.Request, error) {
 			in[i], out[i] = float64(w.InputLen), float64(w.OutputLen)
 		}
 	case "sharegpt":
-		in, out = sharegptShape(n)
 		if w.Client == "guidellm" {
-			out = guidellmShareGPTOutputs(n)
+			in, out = guidellmShareGPTShape(n)
+		} else {
+			in, out = sharegptShape(n)
 		}
 	default:
 		return nil, fmt.Errorf("sim: unknown workload kind %q", w.Kind)
@@ -275,33 +305,47 @@ func sharegptShape(n int) (in, out []float64) {
 	return in, out
 }
 
-// guidellmGammaShape is the shape k of the output-length distribution of
-// the 9B report's ShareGPT runs (guidellm through GPUStack). Those runs
-// generated 281 tokens per request on average and their reported TPOT is
-// each request's TTFT over its output tokens; in the max-num-seqs 256 block
-// TTFT is queueing (independent of the request's length), so mean TPOT /
-// mean TTFT = mean(1/out) = 1/248 and mean(out)*mean(1/out) = 1.13 =
-// k/(k-1): far narrower than ShareGPT's own answers (about 4.5 with vLLM's
-// sampling), as when the client fixes the output budget. A gamma with k =
-// 8.5 has that spread. One shape for every block of that report.
-const guidellmGammaShape = 8.5
-
-// guidellmShareGPTOutputs returns n output lengths (unit mean; Requests
-// scales them to the reported total) with a gamma(k) shape, deterministic,
-// in an order independent of the prompts.
-func guidellmShareGPTOutputs(n int) []float64 {
-	k := guidellmGammaShape
-	out := make([]float64, n)
-	for i := range out {
-		u := math.Mod(float64(i)*0.7548776662+0.5/float64(n), 1)
-		u = math.Min(math.Max(u, 0.5/float64(n)), 1-0.5/float64(n))
-		// Wilson-Hilferty: gamma(k) quantile through the normal one.
-		z := normInv(u)
-		c := 1 / (9 * k)
-		x := k * math.Pow(math.Max(1-c+z*math.Sqrt(c), 0.05), 3)
-		out[i] = x / k
+// guidellmShareGPTShape returns n (prompt, output) length pairs as
+// GPUStack's benchmark-runner builds its guidellm ShareGPT set
+// (benchmark_runner/sharegpt_to_guidellm.py): every conversation whose
+// first two turns are a human's prompt and a gpt answer, both non-empty,
+// with no length filter; the answer's token count is the request's
+// output_tokens_count, which guidellm sends as the output budget with
+// ignore_eos. Lengths are ~4 bytes a token from the shared sample, scaled to
+// the block's totals by Requests; without the sample, the synthetic shape.
+func guidellmShareGPTShape(n int) (in, out []float64) {
+	if ShareGPTLengthsPath != "" {
+		if b, err := os.ReadFile(ShareGPTLengthsPath); err == nil {
+			var convs []struct {
+				Conversations []struct {
+					From  string `json:"from"`
+					Value string `json:"value"`
+				} `json:"conversations"`
+			}
+			if json.Unmarshal(b, &convs) == nil {
+				var pi, po []float64
+				for _, c := range convs {
+					if len(c.Conversations) < 2 {
+						continue
+					}
+					q, a := c.Conversations[0], c.Conversations[1]
+					if (q.From != "human" && q.From != "user") || (a.From != "gpt" && a.From != "assistant") || q.Value == "" || a.Value == "" {
+						continue
+					}
+					pi = append(pi, math.Max(1, float64(len(q.Value))/4))
+					po = append(po, math.Max(1, float64(len(a.Value))/4))
+				}
+				if len(pi) > 0 {
+					in, out = make([]float64, n), make([]float64, n)
+					for i := 0; i < n; i++ {
+						in[i], out[i] = pi[i%len(pi)], po[i%len(po)]
+					}
+					return in, out
+				}
+			}
+		}
 	}
-	return out
+	return sharegptShape(n)
 }
 
 // normInv is the standard normal quantile (Acklam's rational approximation).
