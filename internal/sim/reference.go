@@ -258,39 +258,59 @@ func scaleTo(xs []float64, total int) []int {
 	return out
 }
 
+// shareGPTTurn is one turn of a ShareGPT conversation.
+type shareGPTTurn struct {
+	From  string `json:"from"`
+	Value string `json:"value"`
+}
+
+// sampleShape returns n (prompt, output) length pairs, ~4 bytes a token,
+// from the first two turns of each conversation of the shared sample that
+// keep accepts (lengths in tokens); ok is false without a usable sample.
+func sampleShape(n int, keep func(q, a shareGPTTurn, p, o float64) bool) (in, out []float64, ok bool) {
+	if ShareGPTLengthsPath == "" {
+		return nil, nil, false
+	}
+	b, err := os.ReadFile(ShareGPTLengthsPath)
+	if err != nil {
+		return nil, nil, false
+	}
+	var convs []struct {
+		Conversations []shareGPTTurn `json:"conversations"`
+	}
+	if json.Unmarshal(b, &convs) != nil {
+		return nil, nil, false
+	}
+	var pi, po []float64
+	for _, c := range convs {
+		if len(c.Conversations) < 2 {
+			continue
+		}
+		q, a := c.Conversations[0], c.Conversations[1]
+		p := math.Max(1, float64(len(q.Value))/4)
+		o := math.Max(1, float64(len(a.Value))/4)
+		if keep(q, a, p, o) {
+			pi, po = append(pi, p), append(po, o)
+		}
+	}
+	if len(pi) == 0 {
+		return nil, nil, false
+	}
+	in, out = make([]float64, n), make([]float64, n)
+	for i := 0; i < n; i++ {
+		in[i], out[i] = pi[i%len(pi)], po[i%len(po)]
+	}
+	return in, out, true
+}
+
 // sharegptShape returns n (prompt, output) length pairs with ShareGPT's
 // shape: from the shared sample when ShareGPTLengthsPath points at it
-// (first two turns, ~4 bytes per token, vLLM's filters), else synthetic.
+// (first two turns, vLLM's filters), else synthetic.
 func sharegptShape(n int) (in, out []float64) {
-	if ShareGPTLengthsPath != "" {
-		if b, err := os.ReadFile(ShareGPTLengthsPath); err == nil {
-			var convs []struct {
-				Conversations []struct {
-					Value string `json:"value"`
-				} `json:"conversations"`
-			}
-			if json.Unmarshal(b, &convs) == nil {
-				var pi, po []float64
-				for _, c := range convs {
-					if len(c.Conversations) < 2 {
-						continue
-					}
-					p := math.Max(1, float64(len(c.Conversations[0].Value))/4)
-					o := math.Max(1, float64(len(c.Conversations[1].Value))/4)
-					if p < 4 || o < 4 || p > 1024 || p+o > 2048 {
-						continue
-					}
-					pi, po = append(pi, p), append(po, o)
-				}
-				if len(pi) > 0 {
-					in, out = make([]float64, n), make([]float64, n)
-					for i := 0; i < n; i++ {
-						in[i], out[i] = pi[i%len(pi)], po[i%len(po)]
-					}
-					return in, out
-				}
-			}
-		}
+	if in, out, ok := sampleShape(n, func(_, _ shareGPTTurn, p, o float64) bool {
+		return p >= 4 && o >= 4 && p <= 1024 && p+o <= 2048
+	}); ok {
+		return in, out
 	}
 	// Synthetic: log-normal prompt and output lengths with ShareGPT's
 	// spread, from a fixed low-discrepancy sequence (deterministic).
@@ -311,39 +331,13 @@ func sharegptShape(n int) (in, out []float64) {
 // first two turns are a human's prompt and a gpt answer, both non-empty,
 // with no length filter; the answer's token count is the request's
 // output_tokens_count, which guidellm sends as the output budget with
-// ignore_eos. Lengths are ~4 bytes a token from the shared sample, scaled to
-// the block's totals by Requests; without the sample, the synthetic shape.
+// ignore_eos. Lengths are scaled to the block's totals by Requests; without
+// the sample, the synthetic shape.
 func guidellmShareGPTShape(n int) (in, out []float64) {
-	if ShareGPTLengthsPath != "" {
-		if b, err := os.ReadFile(ShareGPTLengthsPath); err == nil {
-			var convs []struct {
-				Conversations []struct {
-					From  string `json:"from"`
-					Value string `json:"value"`
-				} `json:"conversations"`
-			}
-			if json.Unmarshal(b, &convs) == nil {
-				var pi, po []float64
-				for _, c := range convs {
-					if len(c.Conversations) < 2 {
-						continue
-					}
-					q, a := c.Conversations[0], c.Conversations[1]
-					if (q.From != "human" && q.From != "user") || (a.From != "gpt" && a.From != "assistant") || q.Value == "" || a.Value == "" {
-						continue
-					}
-					pi = append(pi, math.Max(1, float64(len(q.Value))/4))
-					po = append(po, math.Max(1, float64(len(a.Value))/4))
-				}
-				if len(pi) > 0 {
-					in, out = make([]float64, n), make([]float64, n)
-					for i := 0; i < n; i++ {
-						in[i], out[i] = pi[i%len(pi)], po[i%len(po)]
-					}
-					return in, out
-				}
-			}
-		}
+	if in, out, ok := sampleShape(n, func(q, a shareGPTTurn, _, _ float64) bool {
+		return (q.From == "human" || q.From == "user") && (a.From == "gpt" || a.From == "assistant") && q.Value != "" && a.Value != ""
+	}); ok {
+		return in, out
 	}
 	return sharegptShape(n)
 }
