@@ -15,6 +15,7 @@ import (
 	"github.com/perflab/perflab/internal/labprogress"
 	"github.com/perflab/perflab/internal/labspec"
 	"github.com/perflab/perflab/internal/loadsearch"
+	"github.com/perflab/perflab/internal/racetest"
 	"github.com/perflab/perflab/internal/report"
 	"github.com/perflab/perflab/internal/shareddata"
 	"github.com/perflab/perflab/internal/store"
@@ -51,6 +52,9 @@ objective:
 // a busy 2-core machine); PERFLAB_LAB_E2E=1 runs the joint search with the
 // simulator guide predicting sustainable loads, and sweeps every config.
 func TestMaxLoadUnderSLO(t *testing.T) {
+	// A search's results on the simulator, 43 s under -race; the parallel
+	// searches' goroutines are TestLoadBudgetHoldsUnderParallelSearches'.
+	racetest.SkipCPUBound(t)
 	full := os.Getenv("PERFLAB_LAB_E2E") != ""
 	spec := loadSpec
 	if !full {

@@ -19,7 +19,8 @@ const Enabled = enabled
 
 // SkipCPUBound skips t when the race detector is on, saying where it runs
 // instead. Call it only in a test whose claim is about what a computation
-// gives, not about goroutines.
+// gives, or about what a page shows while one runs in process (the
+// dashboard's browser tests), not about goroutines.
 func SkipCPUBound(t testing.TB) {
 	t.Helper()
 	if Enabled {

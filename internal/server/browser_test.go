@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/perflab/perflab/internal/browsertest"
+	"github.com/perflab/perflab/internal/racetest"
 	"github.com/perflab/perflab/internal/server"
 	"github.com/perflab/perflab/internal/server/web"
 	"github.com/perflab/perflab/internal/shareddata"
@@ -86,6 +87,10 @@ func TestDashboardInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two labs in a browser (about a minute)")
 	}
+	// The labs it drives run in this process: under -race they took 127 s
+	// of the race step's 172 s for this package (27 s without it), and the
+	// server's goroutines are the other tests' claim there.
+	racetest.SkipCPUBound(t)
 	bin := browsertest.Chromium(t)
 	ts, _ := startServer(t, "")
 	b := newBrowser(t, bin, ts.URL)
@@ -286,6 +291,10 @@ func TestDashboardTokenInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a lab in a browser")
 	}
+	// The labs it drives run in this process: under -race they took 127 s
+	// of the race step's 172 s for this package (27 s without it), and the
+	// server's goroutines are the other tests' claim there.
+	racetest.SkipCPUBound(t)
 	bin := browsertest.Chromium(t)
 	const token = "s3cret-token-for-the-test"
 	ts, _ := startServer(t, token)
@@ -322,6 +331,10 @@ func TestDashboardCancelResumeInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a lab in a browser")
 	}
+	// The labs it drives run in this process: under -race they took 127 s
+	// of the race step's 172 s for this package (27 s without it), and the
+	// server's goroutines are the other tests' claim there.
+	racetest.SkipCPUBound(t)
 	bin := browsertest.Chromium(t)
 	ts, _ := startServer(t, "")
 	b := newBrowser(t, bin, ts.URL)
