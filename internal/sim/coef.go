@@ -36,8 +36,9 @@ type Coef struct {
 	FrontendMs float64 `json:"frontend_ms"`
 	// OutputUs is the serialized API-server cost of one streamed output
 	// (detokenizing and writing a chunk for one request after one step).
-	// The frontend is one FIFO server shared by admissions and outputs, so
-	// under a burst of arrivals the first tokens wait behind the admissions.
+	// Outputs are served one at a time, in the admissions' queue unless the
+	// engine keeps them apart (Kind.outputsApart, vLLM); in one queue the
+	// first tokens of a burst wait behind its admissions.
 	OutputUs float64 `json:"output_us,omitempty"`
 	// CoreAddMs is the scheduler thread's cost of taking one new request
 	// off its input queue, paid between steps and not overlapped with
