@@ -493,14 +493,13 @@ func (e *Engine) frontendOut(s *seq, t float64) float64 {
 	if t < s.feOutAt-cost {
 		return s.feOutAt
 	}
+	free := &e.feFree
 	if e.kind.outputsApart {
-		e.feOut = math.Max(e.feOut, t) + cost
-		s.feOutAt = e.feOut
-		return e.feOut
+		free = &e.feOut
 	}
-	e.feFree = math.Max(e.feFree, t) + cost
-	s.feOutAt = e.feFree
-	return e.feFree
+	*free = math.Max(*free, t) + cost
+	s.feOutAt = *free
+	return *free
 }
 
 // Submit queues a request. Its arrival must not be earlier than the last
