@@ -29,9 +29,15 @@
 _kube_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # _kube_free_port prints a loopback port nothing listens on, from a random
-# start, none of those given as arguments.
+# start, none of those given as arguments. It picks below the kernel's
+# ephemeral range (ip_local_port_range, 32768 by default): a port picked
+# inside it was once taken by an outgoing connection before etcd bound it
+# ("bind: address already in use" for its peer port, 2026-12-02).
 _kube_free_port() {
-  local port=$((20000 + RANDOM % 30000)) tries=0 taken
+  local low=32768 _high
+  read -r low _high </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  [ "$low" -gt 10200 ] 2>/dev/null || low=32768
+  local port=$((10000 + RANDOM % (low - 10200))) tries=0 taken
   while :; do
     taken=
     case " $* " in *" $port "*) taken=1 ;; esac
@@ -258,9 +264,9 @@ EOF
   # creates; the scheduler does not place a pod whose claim is unbound.
   # As the admin, so no per-controller service accounts (that would need
   # the serviceaccount-token controller); one instance, no leader election.
-  # The port is free when picked, but an outgoing connection (the
-  # components' own, to the apiserver) can take it from the ephemeral
-  # range before the bind: then again on another port, up to three times.
+  # The port is free when picked, and below the ephemeral range; should
+  # something still take it before the bind, then again on another port,
+  # up to three times.
   local cm_pid try
   for try in 1 2 3; do
     "$bin/kube-controller-manager" \
