@@ -58,6 +58,13 @@ type Coef struct {
 	// (input preparation, and what the measured kernels miss of the
 	// engine's own). Fitted under the kernel-table step model only.
 	PrefillUs float64 `json:"prefill_us,omitempty"`
+	// KernelScale is the engine's GPU time per step over what the kernel
+	// table prices for the same kernels (StepKernels only; zero means 1):
+	// the glue between them, their launch gaps, and what a campaign's GPU
+	// does apart from the one the table was measured on. A ratio, not a
+	// host cost, so that a batch of four pays it in proportion to its
+	// kernels rather than a whole large batch's fixed cost.
+	KernelScale float64 `json:"kernel_scale,omitempty"`
 	// EagerMs is the extra cost of a step that runs without a CUDA graph
 	// (batch above the captured sizes, or enforce-eager).
 	EagerMs float64 `json:"eager_ms"`
@@ -102,6 +109,13 @@ var defaultCoef = Coef{GEMMEff: 0.6, FP8Eff: 0.45, MemEff: 0.75, AttnEff: 0.4, S
 // chunk and layer: 738 MFLOP by scanChunkFlops, 8% of that GPU's dense BF16
 // peak.
 const defaultScanEff = 0.08
+
+func (c Coef) kernelScale() float64 {
+	if c.KernelScale > 0 {
+		return c.KernelScale
+	}
+	return 1
+}
 
 func (c Coef) scanEff() float64 {
 	if c.ScanEff > 0 {
@@ -169,6 +183,9 @@ func (e Coef) check() error {
 		if !(f.v >= 0 && f.v <= 1e5) {
 			return fmt.Errorf("%s %g: overheads must be in [0, 100000]", f.name, f.v)
 		}
+	}
+	if e.KernelScale != 0 && !(e.KernelScale >= 0.1 && e.KernelScale <= 10) {
+		return fmt.Errorf("kernel_scale %g: must be 0 (unset) or in [0.1, 10]", e.KernelScale)
 	}
 	for name, m := range map[string]map[string]float64{"backend": e.Backend, "backend_decode": e.BackendDecode} {
 		for b, v := range m {

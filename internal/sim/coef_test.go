@@ -109,6 +109,8 @@ func TestParseCoefficientsRejects(t *testing.T) {
 		{`,"scan_eff":-0.1`, "scan_eff"},
 		{`,"step_ms":-1`, "step_ms"},
 		{`,"output_us":1e300`, "output_us"},
+		{`,"kernel_scale":-1`, "kernel_scale"},
+		{`,"kernel_scale":50`, "kernel_scale"},
 		{`,"backend":{"fa3":-1}`, "fa3"},
 		{`,"backend_decode":{"triton":0}`, "triton"},
 		{`,"no_such_field":1`, "unknown field"},

@@ -167,10 +167,10 @@ func New(p Params, c *Coefficients) (*Engine, error) {
 	}
 	hw, _ := LookupGPU(p.GPU)
 	coef, from := c.For(p)
-	var carryBW float64
-	if c.StepModel != StepKernels {
-		coef, carryBW = carryCoef(coef, from, hw, arch)
-	}
+	// Under the kernel model the shares carryCoef carries are replaced by
+	// the target's table (useKernelTable); what it carries that counts
+	// there is the loss KernelScale adds.
+	coef, carryBW := carryCoef(coef, from, hw, arch)
 	k, _ := KindOf(p.Engine) // WithDefaults refused an engine without one
 	e := &Engine{p: p, kind: k, arch: arch, hw: hw, c: coef, carryBW: carryBW, seen: map[int]int{}, newRatio: 0.7, graphDQL: 1,
 		fault: faultFor(p, arch)}
@@ -428,7 +428,7 @@ func (e *Engine) stepTime(items []work) float64 {
 	}
 	var gpu float64
 	if e.ks != nil && e.ks.timed {
-		gpu = e.ks.gpuTime(e, items, gemmTok, logits, decodeSeqs, ctxSum, tokens) +
+		gpu = e.ks.gpuTime(e, items, gemmTok, logits, decodeSeqs, ctxSum, tokens)*e.c.kernelScale() +
 			stateIO*e.stateBytesSeq/(bw*e.beDecode) + chunks*e.scanChunk
 	} else {
 		// A kernel near the ridge point is slower than both roofline

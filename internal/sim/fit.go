@@ -109,6 +109,7 @@ var fitParams = []coefParam{
 	scalarParam("eager_ms", func(c *Coef) *float64 { return &c.EagerMs }, 0.1, 100),
 	kernelParam("scan_eff", func(c *Coef) *float64 { return &c.ScanEff }, 0.005, 1.0),
 	scalarParam("prefill_us", func(c *Coef) *float64 { return &c.PrefillUs }, 0.001, 500),
+	scalarParam("kernel_scale", func(c *Coef) *float64 { return &c.KernelScale }, 0.5, 4),
 }
 
 // caseKey is the coefficient key a case is fitted under.
@@ -848,7 +849,8 @@ func groupParamsFor(cases []Case, model StepModel) []coefParam {
 		if p.name == "fp8_eff" && !fp8 || p.name == "scan_eff" && !hybrid {
 			continue
 		}
-		if model == StepKernels && p.kernel && p.name != "scan_eff" || model != StepKernels && p.name == "prefill_us" {
+		kernelOnly := p.name == "prefill_us" || p.name == "kernel_scale"
+		if model == StepKernels && p.kernel && p.name != "scan_eff" || model != StepKernels && kernelOnly {
 			continue
 		}
 		ps = append(ps, p)

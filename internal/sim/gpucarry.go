@@ -138,7 +138,23 @@ func carryCoef(c Coef, key string, hw GPU, a Arch) (Coef, float64) {
 	}
 	c.MemEff = carryShare(c.MemEff, src.HBMGBps, ks.mem, hw.HBMGBps, kd.mem, scale)
 	c.AttnEff = carryShare(c.AttnEff, src.BF16TFLOPS, ks.attn, hw.BF16TFLOPS, kd.attn, scale)
+	// The kernel model's loss is (KernelScale − 1) of the source's table
+	// time; as time it is the source's weight stream over the target's
+	// (the two tables' measured rates) of the target's table time, carried
+	// as the roofline's loss is.
+	c.KernelScale = carryKernelScale(c.KernelScale, kd.mem*hw.HBMGBps/(ks.mem*src.HBMGBps)*scale)
 	return c, bw
+}
+
+// carryKernelScale is a fitted KernelScale s whose loss, s − 1 of the
+// table's time, becomes f of it: carried to another GPU or kept offline.
+// A scale at or below 1 (the engine beats the table) carries as a ratio,
+// as a share fitted above the table's does (carryShare).
+func carryKernelScale(s, f float64) float64 {
+	if !(s > 1) {
+		return s
+	}
+	return 1 + (s-1)*f
 }
 
 // offlineLossShare is the share of a served calibration's loss (the time
@@ -153,9 +169,16 @@ func carryCoef(c Coef, key string, hw GPU, a Arch) (Coef, float64) {
 var offlineLossShare = 0.25
 
 // keepLoss scales, on the engine's own GPU, the loss between each fitted
-// share and its kernel table's share by f.
+// share and its kernel table's share by f (under the kernel model, the
+// loss KernelScale adds over the table).
 func (e *Engine) keepLoss(f float64) {
-	if f == 1 || e.ks != nil {
+	if f == 1 {
+		return
+	}
+	if e.ks != nil {
+		// The kernel model: the tables set the kernels' rates, and its
+		// loss is the scale over them.
+		e.c.KernelScale = carryKernelScale(e.c.KernelScale, f)
 		return
 	}
 	tab, _, err := tableFor(e.hw)

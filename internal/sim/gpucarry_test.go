@@ -339,3 +339,54 @@ func TestGPUVariantMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelScaleCarriesItsLoss: under the kernel model the loss a fitted
+// KernelScale adds over the table (s − 1 of its time) is carried as the
+// roofline's loss is: offline the engine core keeps offlineLossShare of
+// it, and on a GPU the calibration was not fitted on it is the source's
+// time, so a slower GPU's longer kernels pay a smaller share of it. A
+// scale at or below 1 carries as a ratio.
+func TestKernelScaleCarriesItsLoss(t *testing.T) {
+	for _, c := range []struct{ s, f, want float64 }{
+		{2, 0.25, 1.25}, {1.5, 1, 1.5}, {3, 0, 1}, {0.86, 0.25, 0.86}, {1, 0.5, 1}, {0, 0.5, 0},
+	} {
+		if got := carryKernelScale(c.s, c.f); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("carryKernelScale(%g, %g) = %g, want %g", c.s, c.f, got, c.want)
+		}
+	}
+	kern := &Coefficients{StepModel: StepKernels, Entries: map[string]Coef{
+		"H100/trtllm/1.2.0rc1": {GEMMEff: 0.5, FP8Eff: 0.5, MemEff: 0.5, AttnEff: 0.5, StepMs: 4, SeqUs: 20, KernelScale: 2},
+	}}
+	p := Params{Engine: "trtllm", Version: "1.2.0rc1", Model: "Qwen3-14B", GPU: "H100"}
+	served, err := New(p, kern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if served.c.KernelScale != 2 || served.carryBW != 0 {
+		t.Fatalf("on its own GPU: scale %g, carried %g; want 2, not carried", served.c.KernelScale, served.carryBW)
+	}
+	served.withoutAPIServer()
+	if want := 1 + offlineLossShare; math.Abs(served.c.KernelScale-want) > 1e-12 {
+		t.Errorf("offline on the H100: scale %g, want %g", served.c.KernelScale, want)
+	}
+	p.GPU = "A100"
+	a100, err := New(p, kern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h100, _ := LookupGPU("H100")
+	st, _, _ := tableFor(h100)
+	dt, _, _ := tableFor(a100.hw)
+	ks, _ := sharesOf(st, h100)
+	kd, _ := sharesOf(dt, a100.hw)
+	bw := h100.HBMGBps / a100.hw.HBMGBps
+	rate := kd.mem * a100.hw.HBMGBps / (ks.mem * h100.HBMGBps)
+	want := 1 + rate*lossScale(bw)
+	if math.Abs(a100.c.KernelScale-want) > 1e-12 || !(a100.c.KernelScale < 2) {
+		t.Errorf("carried to the A100: scale %g, want %g (below the H100's 2)", a100.c.KernelScale, want)
+	}
+	a100.withoutAPIServer()
+	if want := 1 + (want-1)*coreLossKept(bw); math.Abs(a100.c.KernelScale-want) > 1e-12 {
+		t.Errorf("offline on the A100: scale %g, want %g", a100.c.KernelScale, want)
+	}
+}

@@ -131,6 +131,32 @@ func TestKernelStepOverheadsOnTop(t *testing.T) {
 	}
 }
 
+// TestKernelScaleScalesTheTable: kernel_scale multiplies what the table
+// prices of a step, and only that: the host's overheads stay as fitted, so
+// a small batch pays the scale on its small kernel time, not on a large
+// batch's fixed cost.
+func TestKernelScaleScalesTheTable(t *testing.T) {
+	e := synEngine(t, 1)
+	f := false
+	e.p.AsyncScheduling = &f
+	var dec []work
+	for i := 0; i < 4; i++ {
+		dec = append(dec, work{s: &seq{computed: 1023, prompt: 1000, target: 1000, prefillDone: true}, n: 1, decode: true})
+	}
+	gpu := e.stepTime(dec)
+	e.c.StepMs, e.c.EagerMs = 2, 0
+	for _, scale := range []float64{0, 1, 1.9, 0.8} {
+		e.c.KernelScale = scale
+		want := scale*gpu + 2e-3
+		if scale == 0 {
+			want = gpu + 2e-3 // unset: the table as measured
+		}
+		if got := e.stepTime(dec); math.Abs(got/want-1) > 1e-9 {
+			t.Errorf("kernel_scale %g: step %.6g s, want %.6g s", scale, got, want)
+		}
+	}
+}
+
 // TestKernelStepModelSwitch: the step model is the calibration's; an
 // unknown one is refused, the kernel one times steps from the GPU's
 // table, and a GPU with no table borrows the nearest measured one through
@@ -183,7 +209,8 @@ func TestKernelStepModelSwitch(t *testing.T) {
 
 // TestKernelFitParams: under the kernel model the fit leaves the kernel
 // efficiencies to the table and fits the overheads, a per-prompt-token
-// cost among them; the roofline's fit is unchanged.
+// cost and the engine's GPU time over the table's among them; the
+// roofline's fit is unchanged.
 func TestKernelFitParams(t *testing.T) {
 	cs := []Case{{ID: "a", Params: Params{Engine: EngineVLLM, Version: "0.17.1", Model: "Qwen3.5-9B", GPU: "H100"}}}
 	names := func(m StepModel) map[string]bool {
@@ -199,7 +226,7 @@ func TestKernelFitParams(t *testing.T) {
 			t.Errorf("%s: fitted under kernels %v, roofline %v; want only the roofline", n, k[n], r[n])
 		}
 	}
-	if !k["prefill_us"] || r["prefill_us"] || !k["scan_eff"] || !k["step_ms"] {
+	if !k["prefill_us"] || r["prefill_us"] || !k["kernel_scale"] || r["kernel_scale"] || !k["scan_eff"] || !k["step_ms"] {
 		t.Errorf("kernel fit params %v", k)
 	}
 }
