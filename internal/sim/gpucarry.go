@@ -139,9 +139,9 @@ func carryCoef(c Coef, key string, hw GPU, a Arch) (Coef, float64) {
 	c.MemEff = carryShare(c.MemEff, src.HBMGBps, ks.mem, hw.HBMGBps, kd.mem, scale)
 	c.AttnEff = carryShare(c.AttnEff, src.BF16TFLOPS, ks.attn, hw.BF16TFLOPS, kd.attn, scale)
 	// The kernel model's loss is (KernelScale − 1) of the source's table
-	// time; as time it is the source's weight stream over the target's
-	// (the two tables' measured rates) of the target's table time, carried
-	// as the roofline's loss is.
+	// time. Of the target's table time that is the source's time over the
+	// target's, taken as the two tables' measured weight-stream rates
+	// (target's over source's), carried as the roofline's loss is.
 	c.KernelScale = carryKernelScale(c.KernelScale, kd.mem*hw.HBMGBps/(ks.mem*src.HBMGBps)*scale)
 	return c, bw
 }
